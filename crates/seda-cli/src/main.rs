@@ -1,0 +1,23 @@
+//! The `seda` command.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "seda", version, about = "A staged event-driven architecture for well-conditioned services")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build a small stage graph, drive it past capacity, and show admission control at work.
+    Demo,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Demo => Ok(()),
+    }
+}

@@ -1,0 +1,112 @@
+//! The interface shared by admission controllers (rate, class, concurrency-limit and delay
+//! based), so a stage or the simulator can hold any of them behind one pointer.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::Time;
+
+/// Why an event was not admitted (or was dropped after admission).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectReason {
+    /// The stage's queue reached its threshold.
+    QueueFull,
+    /// A rate limit (token bucket) had no token.
+    Rate,
+    /// The event's class is being cut to protect a higher class.
+    Class,
+    /// A concurrency limit (Vegas, Gradient2, AIMD, Envoy's gradient) was reached.
+    Limit,
+    /// The event's deadline passed, its client gave up, or it waited in the queue too long.
+    Expired,
+    /// The stage is closed (shutting down).
+    Closed,
+}
+
+impl RejectReason {
+    /// Every reason, in a fixed order (used to index counters).
+    pub const ALL: [RejectReason; 6] = [
+        RejectReason::QueueFull,
+        RejectReason::Rate,
+        RejectReason::Class,
+        RejectReason::Limit,
+        RejectReason::Expired,
+        RejectReason::Closed,
+    ];
+
+    /// A short snake_case name, used in stats and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::QueueFull => "queue_full",
+            RejectReason::Rate => "rate",
+            RejectReason::Class => "class",
+            RejectReason::Limit => "limit",
+            RejectReason::Expired => "expired",
+            RejectReason::Closed => "closed",
+        }
+    }
+
+    /// The position of this reason in [`RejectReason::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            RejectReason::QueueFull => "queue full",
+            RejectReason::Rate => "rate limit",
+            RejectReason::Class => "class cut to protect a higher class",
+            RejectReason::Limit => "concurrency limit",
+            RejectReason::Expired => "expired",
+            RejectReason::Closed => "stage closed",
+        };
+        f.write_str(text)
+    }
+}
+
+/// An admission controller attached to one stage.
+///
+/// The stage calls [`admit`](Self::admit) on every enqueue attempt, [`on_dequeue`](Self::on_dequeue)
+/// when a worker takes an admitted event out of the queue, then exactly one of
+/// [`on_complete`](Self::on_complete) (handled) or [`on_drop`](Self::on_drop) (expired,
+/// cancelled, failed) for it. [`tick`](Self::tick) is called periodically so window timeouts fire
+/// without traffic. Rejected and dropped events are never latency samples: they reach the
+/// controller only as congestion signals.
+pub trait AdmissionController: Send {
+    /// A short name for stats ("response_time", "vegas", ...).
+    fn name(&self) -> &'static str;
+
+    /// May one more event of `class` (0 is the lowest class) enter at `now`?
+    fn admit(&mut self, now: Time, class: u8) -> Result<(), RejectReason>;
+
+    /// Gives back an admission granted by [`admit`](Self::admit) that the stage did not use
+    /// (an all-or-none enqueue failed later, or a prepared enqueue was aborted).
+    fn undo_admit(&mut self, now: Time, class: u8);
+
+    /// An admitted event left the queue after waiting `queued`. Returning `true` drops it as
+    /// expired (CoDel and the selective dropper decide here); the stage then calls
+    /// [`on_drop`](Self::on_drop) for it.
+    fn on_dequeue(&mut self, now: Time, queued: Duration) -> bool {
+        let _ = (now, queued);
+        false
+    }
+
+    /// An admitted event was handled. `response` is the time since its request was born (the
+    /// seeds' response time); `sojourn` the time since it was admitted to this stage.
+    fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration);
+
+    /// An admitted event was dropped without being handled: a congestion signal.
+    fn on_drop(&mut self, now: Time, class: u8) {
+        let _ = (now, class);
+    }
+
+    /// Periodic call, so time-based windows close without traffic.
+    fn tick(&mut self, now: Time) {
+        let _ = now;
+    }
+
+    /// The controller's current state as named numbers (rate, limit, estimate...), for stats.
+    fn state(&self) -> Vec<(&'static str, f64)>;
+}

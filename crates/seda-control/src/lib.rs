@@ -1,0 +1,75 @@
+//! Controllers for staged event-driven services, written as pure state machines.
+//!
+//! A controller takes an observation and the current time, and returns an adjustment. It owns
+//! no threads, never sleeps and never reads the clock: the caller passes time in as a [`Time`]
+//! (a [`Duration`](std::time::Duration) since an arbitrary epoch). That is what lets the same
+//! code run inside the `seda` runtime, inside the `seda-sim` simulator in virtual time, and in
+//! deterministic unit tests.
+//!
+//! # A tour
+//!
+//! ```
+//! use std::time::Duration;
+//! use seda_control::{Controller, TokenBucket, ThreadPoolController, PoolObservation};
+//!
+//! // A token bucket admitting 100 events/s with a burst of 10.
+//! let mut bucket = TokenBucket::new(100.0, 10.0);
+//! let t0 = Duration::ZERO;
+//! assert!(bucket.try_take(t0, 10.0));
+//! assert!(!bucket.try_take(t0, 1.0)); // empty until time passes
+//! assert!(bucket.try_take(t0 + Duration::from_millis(10), 1.0));
+//!
+//! // SEDA's thread-pool controller with Sandstorm's defaults.
+//! let mut pool = ThreadPoolController::default();
+//! let adj = pool.update(t0, &PoolObservation { queue_len: 0, threads: 1 });
+//! assert_eq!(adj.add_threads, 0);
+//! ```
+//!
+//! # Main types
+//!
+//! - [`Controller`]: the shape every periodic controller has.
+//! - [`AdmissionController`]: the object-safe interface a stage uses for admission on enqueue,
+//!   with callbacks for dequeue, completion and drops (implemented by the response-time, class,
+//!   peer and window controllers).
+//! - [`QueueThreshold`], [`TokenBucket`]: the simple admission predicates of Sandstorm.
+//! - [`ThreadPoolController`]: SEDA's pool sizing (add a thread when the queue stays long,
+//!   retire idle workers).
+//! - [`BatchController`]: SEDA's AggThrottle, a throughput-driven search for the batch size.
+//! - [`AimdWindow`]: SSM's client-side window of outstanding requests.
+
+#![warn(missing_docs)]
+
+mod admission;
+mod aimd_window;
+mod batching;
+mod thread_pool;
+mod threshold;
+mod token_bucket;
+
+pub use admission::{AdmissionController, RejectReason};
+pub use aimd_window::{AimdWindow, AimdWindowConfig};
+pub use batching::{
+    BATCH_ADJUST_DELAY, BATCH_FACTOR, BatchConfig, BatchController, BatchObservation, BatchState,
+};
+pub use thread_pool::{
+    POOL_CONTROLLER_DELAY_TICKS, PoolAdjustment, PoolObservation, ThreadPoolConfig,
+    ThreadPoolController,
+};
+pub use threshold::QueueThreshold;
+pub use token_bucket::TokenBucket;
+
+/// A point in time, as a duration since an arbitrary epoch chosen by the caller.
+///
+/// The runtime uses the time since it started; the simulator uses virtual time.
+pub type Time = std::time::Duration;
+
+/// A periodic controller: an observation and the time in, an adjustment out.
+pub trait Controller {
+    /// What the controller reads.
+    type Observation;
+    /// What the controller asks the caller to change.
+    type Adjustment;
+    /// Feeds one observation taken at `now`. Callers may call as often as they like; the
+    /// controller keeps its own schedule and returns a neutral adjustment between decisions.
+    fn update(&mut self, now: Time, observation: &Self::Observation) -> Self::Adjustment;
+}
