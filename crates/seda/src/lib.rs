@@ -72,6 +72,7 @@
 
 #![warn(missing_docs)]
 
+mod clock;
 mod config;
 mod graph;
 pub mod handler;

@@ -79,6 +79,12 @@ impl Meta {
         self
     }
 
+    /// Whether nobody waits for this request any more (reads the clock only if it has a
+    /// deadline).
+    pub fn is_expired_now(&self) -> bool {
+        self.cancel.is_cancelled() || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
     /// Whether nobody waits for this request any more at `now` (deadline passed or cancelled).
     pub fn is_expired(&self, now: Instant) -> bool {
         self.cancel.is_cancelled() || self.deadline.is_some_and(|d| now >= d)

@@ -239,14 +239,16 @@ impl Pool {
     }
 
     fn spin_for_work(&self, stages: &[Arc<dyn StageDyn>]) -> bool {
-        for round in 0..SPIN_ROUNDS {
+        let rounds: u32 = std::env::var("SEDA_SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(SPIN_ROUNDS);
+        let spins: u32 = std::env::var("SEDA_SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+        for round in 0..rounds {
             if stages.iter().any(|s| s.has_ready()) {
                 return true;
             }
             if self.stop.load(Ordering::Relaxed) {
                 return false;
             }
-            if round < 6 {
+            if round < spins {
                 for _ in 0..(1 << round) {
                     std::hint::spin_loop();
                 }

@@ -93,8 +93,8 @@ pub struct ShutdownReport {
 pub struct RuntimeSnapshot {
     /// Seconds since the runtime started.
     pub uptime_s: f64,
-    /// Events admitted somewhere and not yet handled.
-    pub in_flight: usize,
+    /// Events admitted somewhere and not yet handled or dropped.
+    pub in_flight: u64,
     /// Stages, in the order they were added.
     pub stages: Vec<StageSnapshot>,
     /// Pools (a queued stage's own pool has the stage's name).
@@ -345,7 +345,7 @@ impl Runtime {
         let pools = self.inner.registry.pools.read().clone();
         RuntimeSnapshot {
             uptime_s: self.inner.started.elapsed().as_secs_f64(),
-            in_flight: self.inner.shared.in_flight(),
+            in_flight: in_flight(&stages).unwrap_or_else(|| approximate_in_flight(&stages)),
             stages: stages.iter().map(|s| s.snapshot()).collect(),
             pools: pools
                 .iter()
@@ -411,9 +411,9 @@ impl Runtime {
         }
         let shared = &self.inner.shared;
         shared.start_draining();
-        let drained = shared.wait_quiet(timeout);
-        shared.close();
         let stages = self.inner.registry.stages.read().clone();
+        let drained = wait_quiet(&stages, timeout);
+        shared.close();
         let abandoned = if drained { 0 } else { stages.iter().map(|s| s.abandon()).sum() };
         {
             let (flag, cv) = &*self.inner.stop;
@@ -428,5 +428,36 @@ impl Runtime {
         let r = ShutdownReport { drained, abandoned, threads_left_running };
         *report = Some(r.clone());
         r
+    }
+}
+
+/// Events in flight across `stages`, from a consistent view of their counters, or `None` if the
+/// counters kept moving.
+///
+/// Counters only grow, so two scans that read identical values saw them all unchanged at one
+/// instant between the scans (the "double collect"): an event handed from stage A to B cannot
+/// hide between the reads, because B counts its admission before A counts it settled.
+fn in_flight(stages: &[Arc<dyn StageDyn>]) -> Option<u64> {
+    let scan = || stages.iter().map(|s| (s.admitted(), s.settled())).collect::<Vec<_>>();
+    let first = scan();
+    let second = scan();
+    (first == second).then(|| second.iter().map(|(a, s)| a.saturating_sub(*s)).sum())
+}
+
+fn approximate_in_flight(stages: &[Arc<dyn StageDyn>]) -> u64 {
+    stages.iter().map(|s| s.admitted().saturating_sub(s.settled())).sum()
+}
+
+/// Polls until nothing is in flight or `timeout` passes; true when quiet.
+fn wait_quiet(stages: &[Arc<dyn StageDyn>], timeout: Option<Duration>) -> bool {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        if in_flight(stages) == Some(0) {
+            return true;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(500));
     }
 }

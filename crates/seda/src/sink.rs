@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use seda_control::RejectReason;
 
 use crate::Event;
-use crate::stage::StageCore;
+use crate::stage::{StageCore, current_stage};
 
 /// An enqueue that was turned away: the event(s) come back with the reason.
 ///
@@ -106,7 +106,7 @@ impl<E: Event> Sink<E> {
     /// Enqueues one event, waiting up to `timeout` for room when the queue is full or the rate
     /// limit has no token (backpressure). Other rejections return at once.
     pub fn enqueue_timeout(&self, event: E, timeout: Duration) -> Result<(), Rejected<E>> {
-        let deadline = Instant::now() + timeout;
+        let mut deadline = None;
         let mut event = event;
         loop {
             match self.core.try_enqueue_one(event) {
@@ -117,6 +117,7 @@ impl<E: Event> Sink<E> {
                         RejectReason::QueueFull | RejectReason::Rate | RejectReason::Limit
                     );
                     let now = Instant::now();
+                    let deadline = *deadline.get_or_insert(now + timeout);
                     if !retry || now >= deadline {
                         self.core.count_rejected(rejected.reason, 1);
                         return Err(rejected);
@@ -134,7 +135,7 @@ impl<E: Event> Sink<E> {
     /// [`Prepared::commit`] pushes them; [`Prepared::abort`], or dropping the guard, releases the
     /// reservation, so a forgotten prepare cannot leak capacity.
     pub fn enqueue_prepare(&self, events: Vec<E>) -> Result<Prepared<E>, Rejected<Vec<E>>> {
-        let admitted = self.core.admit_many(&events);
+        let admitted = self.core.admit_many(&events, current_stage());
         match admitted {
             Ok(()) => Ok(Prepared { core: self.core.clone(), events: Some(events) }),
             Err(reason) => {
@@ -165,7 +166,7 @@ impl<E: Event> Prepared<E> {
     /// Makes the events visible to the stage.
     pub fn commit(mut self) {
         if let Some(events) = self.events.take() {
-            self.core.push_admitted(events);
+            self.core.push_admitted(events, current_stage());
         }
     }
 

@@ -16,18 +16,21 @@ use super::builder::DropHook;
 use super::{Mode, StageDyn, current_stage, set_current_stage};
 use crate::handler::{Cx, Handler};
 use crate::pool::Pool;
-use crate::queue::{Queue, Slot};
+use crate::queue::{Queue, Run};
 use crate::shared::Shared;
 use crate::sink::Rejected;
 use crate::stats::{ControllerSnapshot, StageSnapshot, StageStats, per_event};
-use crate::Event;
+use crate::clock::{self, Stamp};
+use crate::{Event, Meta};
 
 /// How long a producer blocked in `enqueue_timeout` sleeps between looks at the queue.
 const SPACE_POLL: Duration = Duration::from_millis(1);
 
 thread_local! {
     /// Reused per thread: (born, class, enqueued) of the batch's events that carry a Meta.
-    static TIMING: Cell<Vec<(Instant, u8, Instant)>> = const { Cell::new(Vec::new()) };
+    static TIMING: Cell<Vec<(Instant, u8, Stamp)>> = const { Cell::new(Vec::new()) };
+    /// Reused per thread: enqueue-time runs of the batch being popped.
+    static RUNS: Cell<Vec<Run>> = const { Cell::new(Vec::new()) };
 }
 
 pub(crate) struct StageCore<E: Event> {
@@ -89,23 +92,24 @@ impl<E: Event> StageCore<E> {
     // ===== enqueue side =====
 
     /// Admission for `events`: closed, expired, predicates, rate, controller, then queue slots.
-    pub(crate) fn admit_many(&self, events: &[E]) -> Result<(), RejectReason> {
-        let now = Instant::now();
-        if self.shared.refuses(current_stage()) {
+    pub(crate) fn admit_many(&self, events: &[E], source: usize) -> Result<(), RejectReason> {
+        if self.shared.refuses(source) {
             return Err(RejectReason::Closed);
         }
-        if events.iter().any(|e| e.meta().is_some_and(|m| m.is_expired(now))) {
+        if events.iter().any(|e| e.meta().is_some_and(Meta::is_expired_now)) {
             return Err(RejectReason::Expired);
         }
-        let trivial = self.admission.is_trivial();
-        let t = self.shared.time(now);
-        if !trivial {
-            self.admission.admit(events, t)?;
+        if self.admission.is_trivial() {
+            return if self.queue.reserve(events.len()) {
+                Ok(())
+            } else {
+                Err(RejectReason::QueueFull)
+            };
         }
+        let t = self.shared.time(Instant::now());
+        self.admission.admit(events, t)?;
         if !self.queue.reserve(events.len()) {
-            if !trivial {
-                self.admission.undo(events, t);
-            }
+            self.admission.undo(events, t);
             return Err(RejectReason::QueueFull);
         }
         Ok(())
@@ -125,9 +129,10 @@ impl<E: Event> StageCore<E> {
 
     /// Enqueue without counting a rejection (callers that retry count once at the end).
     pub(crate) fn try_enqueue_one(&self, event: E) -> Result<(), Rejected<E>> {
-        match self.admit_many(std::slice::from_ref(&event)) {
+        let source = current_stage();
+        match self.admit_many(std::slice::from_ref(&event), source) {
             Ok(()) => {
-                self.push_admitted_one(event);
+                self.push_admitted_one(event, source);
                 Ok(())
             }
             Err(reason) => Err(Rejected { event, reason }),
@@ -139,9 +144,10 @@ impl<E: Event> StageCore<E> {
     }
 
     pub(crate) fn enqueue_many(&self, events: Vec<E>) -> Result<(), Rejected<Vec<E>>> {
-        match self.admit_many(&events) {
+        let source = current_stage();
+        match self.admit_many(&events, source) {
             Ok(()) => {
-                self.push_admitted(events);
+                self.push_admitted(events, source);
                 Ok(())
             }
             Err(reason) => {
@@ -151,27 +157,24 @@ impl<E: Event> StageCore<E> {
         }
     }
 
-    fn push_admitted_one(&self, event: E) {
-        self.stats.admitted_from(current_stage(), 1);
-        self.shared.begin(1);
+    fn push_admitted_one(&self, event: E, source: usize) {
+        self.stats.admitted_from(source, 1);
         if self.mode == Mode::Inline {
             self.run_inline(vec![event]);
             return;
         }
-        self.queue.push_one_reserved(event, Instant::now());
+        self.queue.push_reserved(std::iter::once(event), clock::stamp());
         self.wake_worker();
     }
 
     /// Pushes events whose slots are reserved.
-    pub(crate) fn push_admitted(&self, events: Vec<E>) {
-        let n = events.len();
-        self.stats.admitted_from(current_stage(), n as u64);
-        self.shared.begin(n);
+    pub(crate) fn push_admitted(&self, events: Vec<E>, source: usize) {
+        self.stats.admitted_from(source, events.len() as u64);
         if self.mode == Mode::Inline {
             self.run_inline(events);
             return;
         }
-        self.queue.push_reserved(events, Instant::now());
+        self.queue.push_reserved(events, clock::stamp());
         self.wake_worker();
     }
 
@@ -194,64 +197,88 @@ impl<E: Event> StageCore<E> {
 
     fn run_inline(&self, events: Vec<E>) {
         let n = events.len();
-        let now = Instant::now();
-        let slots = events.into_iter().map(|event| Slot { event, enqueued: now }).collect();
-        self.process(slots, now);
+        let now = clock::stamp();
+        self.process(events, &[Run { at: now, count: n }], now);
         // Inline stages hold their "queue" slots only while the handler runs.
         self.queue.unreserve(n);
     }
 
-    /// Handles popped slots: queueing stats, drops of expired events, the handler, accounting.
-    fn process(&self, slots: Vec<Slot<E>>, start: Instant) {
-        let total = slots.len();
-        let t = self.shared.time(start);
+    /// Handles popped events: queueing stats, drops of expired events, the handler, accounting.
+    /// `runs` gives the enqueue times of `events`, in order.
+    fn process(&self, events: Vec<E>, runs: &[Run], start: Stamp) {
+        let mut oldest = Duration::ZERO;
+        for r in runs {
+            let queued = clock::between(r.at, start);
+            oldest = oldest.max(queued);
+            self.stats.queueing.record_n(queued, r.count as u64);
+        }
+        let may_drop = self.admission.controller.is_some()
+            || self.drop_after.is_some_and(|limit| oldest > limit)
+            || events.iter().any(|e| e.meta().is_some_and(Meta::is_expired_now));
         let mut timing = TIMING.take();
         timing.clear();
-        let mut events = Vec::with_capacity(total);
-        let mut expired = Vec::new();
-        {
-            let mut controller = self.admission.controller.as_ref().map(|c| c.lock());
-            for slot in slots {
-                let queued = start.saturating_duration_since(slot.enqueued);
-                self.stats.queueing.record(queued);
-                let meta = slot.event.meta();
-                let drop = meta.is_some_and(|m| m.is_expired(start))
-                    || self.drop_after.is_some_and(|limit| queued > limit)
-                    || controller.as_mut().is_some_and(|c| c.on_dequeue(t, queued));
-                if drop {
-                    if let Some(c) = controller.as_mut() {
-                        c.on_drop(t, meta.map_or(0, |m| m.class));
-                    }
-                    expired.push(slot.event);
-                    continue;
-                }
-                if let Some(m) = meta {
-                    timing.push((m.born, m.class, slot.enqueued));
-                }
-                events.push(slot.event);
-            }
+        let events = if may_drop {
+            self.drop_expired(events, runs, start, &mut timing)
+        } else {
+            timing.extend(events.iter().filter_map(|e| e.meta()).map(|m| (m.born, m.class, start)));
+            events
+        };
+        if !events.is_empty() {
+            self.handle(events, &timing, start);
         }
+        TIMING.set(timing);
+    }
+
+    /// Separates events to drop at dequeue (expired, cancelled, waited too long, or refused by
+    /// the controller) from those to handle, recording the timing of the kept ones.
+    fn drop_expired(
+        &self,
+        events: Vec<E>,
+        runs: &[Run],
+        start: Stamp,
+        timing: &mut Vec<(Instant, u8, Stamp)>,
+    ) -> Vec<E> {
+        let now = Instant::now();
+        let t = self.shared.time(now);
+        let mut kept = Vec::with_capacity(events.len());
+        let mut expired = Vec::new();
+        let mut controller = self.admission.controller.as_ref().map(|c| c.lock());
+        let stamps = runs.iter().flat_map(|r| std::iter::repeat_n(r.at, r.count));
+        for (event, enqueued) in events.into_iter().zip(stamps) {
+            let queued = clock::between(enqueued, start);
+            let meta = event.meta();
+            let drop = meta.is_some_and(|m| m.is_expired(now))
+                || self.drop_after.is_some_and(|limit| queued > limit)
+                || controller.as_mut().is_some_and(|c| c.on_dequeue(t, queued));
+            if drop {
+                if let Some(c) = controller.as_mut() {
+                    c.on_drop(t, meta.map_or(0, |m| m.class));
+                }
+                expired.push(event);
+                continue;
+            }
+            if let Some(m) = meta {
+                timing.push((m.born, m.class, enqueued));
+            }
+            kept.push(event);
+        }
+        drop(controller);
         if !expired.is_empty() {
             self.stats.dropped(RejectReason::Expired, expired.len() as u64);
             for e in expired {
                 self.dropped(e, RejectReason::Expired);
             }
         }
-        let n = events.len();
-        if n > 0 {
-            self.handle(events, &timing, start, t);
-        }
-        TIMING.set(timing);
-        self.shared.finish(total);
+        kept
     }
 
-    fn handle(&self, mut events: Vec<E>, timing: &[(Instant, u8, Instant)], start: Instant, t: crate::Time) {
+    fn handle(&self, mut events: Vec<E>, timing: &[(Instant, u8, Stamp)], start: Stamp) {
         let n = events.len();
         let previous = set_current_stage(self.id);
         let cx = Cx::new(&self.name);
         let outcome = catch_unwind(AssertUnwindSafe(|| self.handler.handle(&mut events, &cx)));
         set_current_stage(previous);
-        let end = Instant::now();
+        let end_stamp = clock::stamp();
         let mut failed = cx.failed();
         let mut panics = failed;
         if outcome.is_err() {
@@ -261,19 +288,22 @@ impl<E: Event> StageCore<E> {
         }
         drop(events);
         let failed = failed.min(n as u64);
-        self.stats.service.record_n(per_event(end - start, n), n as u64);
-        for &(born, _, _) in timing {
-            self.stats.response.record(end.saturating_duration_since(born));
-        }
-        if let Some(c) = &self.admission.controller {
-            let mut c = c.lock();
-            let t_end = self.shared.time(end);
-            for &(born, class, enqueued) in timing {
-                if failed == 0 {
-                    let response = end.saturating_duration_since(born);
-                    c.on_complete(t_end, class, response, end.saturating_duration_since(enqueued));
-                } else {
-                    c.on_drop(t, class);
+        self.stats.service.record_n(per_event(clock::between(start, end_stamp), n), n as u64);
+        if !timing.is_empty() {
+            let end = Instant::now();
+            for &(born, _, _) in timing {
+                self.stats.response.record(end.saturating_duration_since(born));
+            }
+            if let Some(c) = &self.admission.controller {
+                let mut c = c.lock();
+                let t_end = self.shared.time(end);
+                for &(born, class, enqueued) in timing {
+                    if failed == 0 {
+                        let response = end.saturating_duration_since(born);
+                        c.on_complete(t_end, class, response, clock::between(enqueued, end_stamp));
+                    } else {
+                        c.on_drop(t_end, class);
+                    }
                 }
             }
         }
@@ -315,12 +345,16 @@ impl<E: Event> StageDyn for StageCore<E> {
             0 => usize::MAX,
             m => m,
         };
-        let mut slots = Vec::new();
-        if self.queue.pop_batch(max, &mut slots) == 0 {
+        let mut events = Vec::new();
+        let mut runs = RUNS.take();
+        runs.clear();
+        if self.queue.pop_batch(max, &mut events, &mut runs) == 0 {
+            RUNS.set(runs);
             return false;
         }
         self.after_pop();
-        self.process(slots, Instant::now());
+        self.process(events, &runs, clock::stamp());
+        RUNS.set(runs);
         true
     }
 
@@ -342,6 +376,14 @@ impl<E: Event> StageDyn for StageCore<E> {
         if let Some(c) = &self.admission.controller {
             c.lock().tick(t);
         }
+    }
+
+    fn settled(&self) -> u64 {
+        self.stats.settled_total()
+    }
+
+    fn admitted(&self) -> u64 {
+        self.stats.admitted_total()
     }
 
     fn roll_stats(&self, now: Instant) {
@@ -382,14 +424,13 @@ impl<E: Event> StageDyn for StageCore<E> {
     }
 
     fn abandon(&self) -> usize {
-        let slots = self.queue.drain_all();
-        let n = slots.len();
+        let events = self.queue.drain_all();
+        let n = events.len();
         if n > 0 {
             self.stats.dropped(RejectReason::Closed, n as u64);
-            for slot in slots {
-                self.dropped(slot.event, RejectReason::Closed);
+            for e in events {
+                self.dropped(e, RejectReason::Closed);
             }
-            self.shared.finish(n);
         }
         n
     }

@@ -46,6 +46,10 @@ pub(crate) trait StageDyn: Send + Sync {
     fn queue_len(&self) -> usize;
     /// Runs the stage's controllers (batching, admission ticks).
     fn control(&self, now: Instant);
+    /// Events admitted so far (monotonic).
+    fn admitted(&self) -> u64;
+    /// Admitted events handled, failed or dropped so far (monotonic).
+    fn settled(&self) -> u64;
     fn roll_stats(&self, now: Instant);
     fn snapshot(&self) -> StageSnapshot;
     fn edge_counts(&self) -> Vec<(usize, u64)>;

@@ -26,6 +26,7 @@ pub(crate) struct StageStats {
     rejected: [AtomicU64; REASONS],
     dropped: [AtomicU64; REASONS],
     completed: AtomicU64,
+    batches: AtomicU64,
     failed: AtomicU64,
     panics: AtomicU64,
     pub(crate) queueing: AtomicHistogram,
@@ -50,6 +51,7 @@ impl StageStats {
             rejected: std::array::from_fn(|_| AtomicU64::new(0)),
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             completed: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             panics: AtomicU64::new(0),
             queueing: AtomicHistogram::new(),
@@ -78,13 +80,26 @@ impl StageStats {
         self.dropped[reason.index()].fetch_add(n, Ordering::Relaxed);
     }
 
+    /// One batch was handled, of which `n` events completed.
     pub(crate) fn completed(&self, n: u64) {
         self.completed.fetch_add(n, Ordering::Relaxed);
+        self.batches.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn failed(&self, events: u64, panics: u64) {
         self.failed.fetch_add(events, Ordering::Relaxed);
         self.panics.fetch_add(panics, Ordering::Relaxed);
+    }
+
+    pub(crate) fn admitted_total(&self) -> u64 {
+        self.edges.iter().map(|c| c.load(Ordering::SeqCst)).sum()
+    }
+
+    /// Admitted events that left the stage: handled, failed or dropped.
+    pub(crate) fn settled_total(&self) -> u64 {
+        self.completed.load(Ordering::SeqCst)
+            + self.failed.load(Ordering::SeqCst)
+            + self.dropped.iter().map(|c| c.load(Ordering::SeqCst)).sum::<u64>()
     }
 
     pub(crate) fn completed_total(&self) -> u64 {
@@ -110,6 +125,7 @@ impl StageStats {
             rejected: load(&self.rejected),
             dropped: load(&self.dropped),
             completed: self.completed.load(Ordering::Relaxed),
+            batches: self.batches.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
         }
@@ -167,6 +183,7 @@ pub(crate) struct Counters {
     rejected: [u64; REASONS],
     dropped: [u64; REASONS],
     completed: u64,
+    batches: u64,
     failed: u64,
     panics: u64,
 }
@@ -181,6 +198,7 @@ impl Counters {
             rejected: sub(&self.rejected, &earlier.rejected),
             dropped: sub(&self.dropped, &earlier.dropped),
             completed: self.completed.saturating_sub(earlier.completed),
+            batches: self.batches.saturating_sub(earlier.batches),
             failed: self.failed.saturating_sub(earlier.failed),
             panics: self.panics.saturating_sub(earlier.panics),
         }
@@ -199,6 +217,7 @@ impl Counters {
             dropped_total: self.dropped.iter().sum(),
             dropped: by_reason(&self.dropped),
             completed: self.completed,
+            batches: self.batches,
             failed: self.failed,
             panics: self.panics,
         }
@@ -222,6 +241,8 @@ pub struct CounterSnapshot {
     pub dropped: BTreeMap<&'static str, u64>,
     /// Events handled.
     pub completed: u64,
+    /// Batches handed to the handler (`completed / batches` is the mean batch size).
+    pub batches: u64,
     /// Events lost because their handler panicked.
     pub failed: u64,
     /// Handler panics caught.
