@@ -76,7 +76,11 @@ pub fn hop(args: &HopArgs) -> Result<()> {
         }
     }
     if !(runtime && raw) {
-        let (rates, lat) = if runtime { (&mut runtime_rates, &runtime_lat) } else { (&mut raw_rates, &raw_lat) };
+        let (rates, lat) = if runtime {
+            (&mut runtime_rates, &runtime_lat)
+        } else {
+            (&mut raw_rates, &raw_lat)
+        };
         let p50 = quantile(lat, 0.5).as_nanos() as f64 / HOPS as f64;
         println!("events/s {:.0}  idle hop p50 ns {p50:.0}", median(rates));
         return Ok(());
@@ -116,7 +120,10 @@ pub fn hop(args: &HopArgs) -> Result<()> {
             "idle hop p50 (ns)     {:<14.0} {:<14.0} {:.2}",
             r.runtime_idle_hop_p50_ns, r.raw_idle_hop_p50_ns, r.latency_ratio
         );
-        println!("idle hop p99 (ns)     {:<14.0} {:<14.0}", r.runtime_idle_hop_p99_ns, r.raw_idle_hop_p99_ns);
+        println!(
+            "idle hop p99 (ns)     {:<14.0} {:<14.0}",
+            r.runtime_idle_hop_p99_ns, r.raw_idle_hop_p99_ns
+        );
     }
     Ok(())
 }
@@ -137,16 +144,22 @@ fn pipeline<E: seda::Event>(
     rt: &Runtime,
     last: impl Fn(&mut Vec<E>, &seda::Cx<'_>) + Send + Sync + 'static,
 ) -> Result<Sink<E>> {
-    let mut next = rt.stage(Stage::builder(format!("hop{HOPS}")).threshold(0).handler(last))?;
+    let mut next = rt.stage(
+        Stage::builder(format!("hop{HOPS}"))
+            .threshold(0)
+            .handler(last),
+    )?;
     for i in (1..HOPS).rev() {
         let downstream = next.clone();
         let threshold = if i == 1 { ENTRANCE_BOUND } else { 0 };
-        next = rt.stage(Stage::builder(format!("hop{i}")).threshold(threshold).handler(
-            move |batch: &mut Vec<E>, _: &seda::Cx<'_>| {
-                // Unbounded downstream queues: a rejection here would be a bug.
-                let _ = downstream.enqueue_many(std::mem::take(batch));
-            },
-        ))?;
+        next = rt.stage(
+            Stage::builder(format!("hop{i}"))
+                .threshold(threshold)
+                .handler(move |batch: &mut Vec<E>, _: &seda::Cx<'_>| {
+                    // Unbounded downstream queues: a rejection here would be a bug.
+                    let _ = downstream.enqueue_many(std::mem::take(batch));
+                }),
+        )?;
     }
     Ok(next)
 }
@@ -220,7 +233,9 @@ fn runtime_latency(samples: usize) -> Result<Vec<Duration>> {
     let mut out = Vec::with_capacity(samples);
     for _ in 0..samples {
         thread::sleep(IDLE_GAP);
-        entrance.enqueue(Instant::now()).map_err(|r| anyhow::anyhow!("{r}"))?;
+        entrance
+            .enqueue(Instant::now())
+            .map_err(|r| anyhow::anyhow!("{r}"))?;
         out.push(rx.recv().context("pipeline ended early")?);
     }
     rt.shutdown();

@@ -43,7 +43,10 @@ mod tests {
         let real = t.elapsed();
         let measured = between(a, b);
         assert!(measured >= Duration::from_millis(18), "{measured:?}");
-        assert!(measured <= real + Duration::from_millis(5), "{measured:?} vs {real:?}");
+        assert!(
+            measured <= real + Duration::from_millis(5),
+            "{measured:?} vs {real:?}"
+        );
         assert_eq!(between(b, a), Duration::ZERO);
     }
 }

@@ -75,7 +75,10 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { tick_ms: 100, stats_period_ms: 1000 }
+        RuntimeConfig {
+            tick_ms: 100,
+            stats_period_ms: 1000,
+        }
     }
 }
 
@@ -148,9 +151,14 @@ pub struct StageConfig {
     pub domain: Option<String>,
     /// Run the handler on the enqueuing thread (no queue, no pool).
     pub inline: Option<bool>,
-    /// The stage's own pool (ignored with `domain` or `inline`).
-    #[serde(flatten)]
-    pub pool: PoolSettings,
+    /// Initial workers of the stage's own pool (ignored with `domain` or `inline`).
+    pub threads: Option<usize>,
+    /// Fewest workers of the stage's own pool.
+    pub min_threads: Option<usize>,
+    /// Most workers of the stage's own pool.
+    pub max_threads: Option<usize>,
+    /// SEDA's thread-pool controller for the stage's own pool.
+    pub pool_controller: Option<PoolControllerConfig>,
     /// Largest batch handed to the handler; 0 means everything queued.
     pub batch: Option<usize>,
     /// AggThrottle batch-size search.
@@ -172,12 +180,6 @@ macro_rules! overlay {
 }
 
 impl PoolSettings {
-    /// `self` with every field set in `top` replaced.
-    pub fn overlaid(mut self, top: &PoolSettings) -> PoolSettings {
-        overlay!(self, top, threads, min_threads, max_threads, pool_controller);
-        self
-    }
-
     /// The thread-pool controller configuration these settings describe.
     pub fn to_pool_config(&self) -> ThreadPoolConfig {
         let d = ThreadPoolConfig::default();
@@ -186,9 +188,13 @@ impl PoolSettings {
             initial_threads: self.threads.unwrap_or(d.initial_threads),
             min_threads: self.min_threads.unwrap_or(d.min_threads),
             max_threads: self.max_threads.unwrap_or(d.max_threads),
-            delay: pc.and_then(|c| c.delay_ms).map_or(d.delay, Duration::from_millis),
+            delay: pc
+                .and_then(|c| c.delay_ms)
+                .map_or(d.delay, Duration::from_millis),
             threshold: pc.and_then(|c| c.threshold).unwrap_or(d.threshold),
-            idle_time: pc.and_then(|c| c.idle_ms).map_or(d.idle_time, Duration::from_millis),
+            idle_time: pc
+                .and_then(|c| c.idle_ms)
+                .map_or(d.idle_time, Duration::from_millis),
             ticks_per_add: d.ticks_per_add,
         }
         .normalized()
@@ -213,10 +219,23 @@ impl StageConfig {
             threshold,
             order,
             rate_limit,
-            drop_after_ms
+            drop_after_ms,
+            threads,
+            min_threads,
+            max_threads,
+            pool_controller
         );
-        self.pool = self.pool.overlaid(&top.pool);
         self
+    }
+
+    /// The settings of the stage's own pool.
+    pub fn pool(&self) -> PoolSettings {
+        PoolSettings {
+            threads: self.threads,
+            min_threads: self.min_threads,
+            max_threads: self.max_threads,
+            pool_controller: self.pool_controller.clone(),
+        }
     }
 
     pub(crate) fn batch_config(&self) -> Option<BatchConfig> {
@@ -237,22 +256,26 @@ impl StageConfig {
         }
         if let Some(r) = &self.rate_limit {
             if !(r.rate_per_s.is_finite() && r.rate_per_s >= 0.0) {
-                return err(format!("rate_limit.rate_per_s must be >= 0, got {}", r.rate_per_s));
+                return err(format!(
+                    "rate_limit.rate_per_s must be >= 0, got {}",
+                    r.rate_per_s
+                ));
             }
             if !(r.depth.is_finite() && r.depth >= 1.0) {
                 return err(format!("rate_limit.depth must be >= 1, got {}", r.depth));
             }
         }
-        if let Some(s) = self.batch_controller.as_ref().and_then(|c| c.smooth) {
-            if !(0.0..1.0).contains(&s) {
-                return err(format!("batch_controller.smooth must be in [0, 1), got {s}"));
-            }
+        if let Some(s) = self.batch_controller.as_ref().and_then(|c| c.smooth)
+            && !(0.0..1.0).contains(&s)
+        {
+            return err(format!(
+                "batch_controller.smooth must be in [0, 1), got {s}"
+            ));
         }
-        let p = &self.pool;
-        if let (Some(min), Some(max)) = (p.min_threads, p.max_threads) {
-            if min > max {
-                return err(format!("min_threads {min} > max_threads {max}"));
-            }
+        if let (Some(min), Some(max)) = (self.min_threads, self.max_threads)
+            && min > max
+        {
+            return err(format!("min_threads {min} > max_threads {max}"));
         }
         Ok(())
     }
@@ -276,27 +299,33 @@ impl Config {
     /// word is taken as a string).
     pub fn set(&self, assignment: &str) -> Result<Config, ConfigError> {
         let (key, value) = assignment.split_once('=').ok_or_else(|| {
-            ConfigError(format!("override `{assignment}` is not of the form key.path=value"))
+            ConfigError(format!(
+                "override `{assignment}` is not of the form key.path=value"
+            ))
         })?;
         let path: Vec<&str> = key.trim().split('.').collect();
         if path.iter().any(|p| p.is_empty()) {
-            return Err(ConfigError(format!("override key `{key}` has an empty part")));
+            return Err(ConfigError(format!(
+                "override key `{key}` has an empty part"
+            )));
         }
         let value = parse_value(value.trim());
         let mut doc = toml::Value::try_from(self)
             .map_err(|e| ConfigError(format!("cannot apply override: {e}")))?;
         let mut node = &mut doc;
         for part in &path[..path.len() - 1] {
-            let table = node
-                .as_table_mut()
-                .ok_or_else(|| ConfigError(format!("override key `{key}`: `{part}` is not a table")))?;
+            let table = node.as_table_mut().ok_or_else(|| {
+                ConfigError(format!("override key `{key}`: `{part}` is not a table"))
+            })?;
             node = table
                 .entry(part.to_string())
                 .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         }
         let last = path[path.len() - 1];
         node.as_table_mut()
-            .ok_or_else(|| ConfigError(format!("override key `{key}` does not name a table entry")))?
+            .ok_or_else(|| {
+                ConfigError(format!("override key `{key}` does not name a table entry"))
+            })?
             .insert(last.to_string(), value);
         let text = toml::to_string(&doc).map_err(|e| ConfigError(e.to_string()))?;
         Config::from_toml(&text)
@@ -307,7 +336,9 @@ impl Config {
 fn parse_value(text: &str) -> toml::Value {
     let wrapped = format!("v = {text}");
     match toml::from_str::<toml::Table>(&wrapped) {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(text.into())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.into())),
         Err(_) => toml::Value::String(text.into()),
     }
 }

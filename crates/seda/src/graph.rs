@@ -44,10 +44,22 @@ impl Graph {
             out.push_str("  \"outside\" [shape=plaintext];\n");
         }
         for n in &self.nodes {
-            let _ = writeln!(out, "  {} [label=\"{}\\n({})\"];", quote(&n.name), escape(&n.name), n.mode);
+            let _ = writeln!(
+                out,
+                "  {} [label=\"{}\\n({})\"];",
+                quote(&n.name),
+                escape(&n.name),
+                n.mode
+            );
         }
         for e in &self.edges {
-            let _ = writeln!(out, "  {} -> {} [label=\"{}\"];", quote(&e.from), quote(&e.to), e.events);
+            let _ = writeln!(
+                out,
+                "  {} -> {} [label=\"{}\"];",
+                quote(&e.from),
+                quote(&e.to),
+                e.events
+            );
         }
         out.push_str("}\n");
         out

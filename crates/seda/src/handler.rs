@@ -12,7 +12,10 @@ pub struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     pub(crate) fn new(stage: &'a str) -> Self {
-        Cx { stage, failed: Cell::new(0) }
+        Cx {
+            stage,
+            failed: Cell::new(0),
+        }
     }
 
     /// The name of the stage running the handler.

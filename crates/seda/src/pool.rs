@@ -36,7 +36,11 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(name: String, config: ThreadPoolConfig, controller_enabled: bool) -> Arc<Pool> {
+    pub(crate) fn new(
+        name: String,
+        config: ThreadPoolConfig,
+        controller_enabled: bool,
+    ) -> Arc<Pool> {
         Arc::new(Pool {
             name,
             stages: Mutex::new(Arc::new(Vec::new())),
@@ -84,7 +88,9 @@ impl Pool {
         for _ in 0..n {
             let grew = self
                 .threads
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| (t < max).then_some(t + 1))
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
+                    (t < max).then_some(t + 1)
+                })
                 .is_ok();
             if !grew || self.stop.load(Ordering::SeqCst) {
                 if grew {
@@ -116,7 +122,11 @@ impl Pool {
     pub(crate) fn resize(self: &Arc<Self>, min: usize, max: usize) {
         {
             let mut c = self.controller.lock();
-            let config = ThreadPoolConfig { min_threads: min, max_threads: max, ..c.config().clone() };
+            let config = ThreadPoolConfig {
+                min_threads: min,
+                max_threads: max,
+                ..c.config().clone()
+            };
             *c = ThreadPoolController::new(config);
         }
         let min = self.config().min_threads;
@@ -151,7 +161,10 @@ impl Pool {
         if !self.controller_enabled {
             return;
         }
-        let obs = PoolObservation { queue_len: self.queue_len(), threads: self.threads() };
+        let obs = PoolObservation {
+            queue_len: self.queue_len(),
+            threads: self.threads(),
+        };
         let adj = self.controller.lock().update(now, &obs);
         if adj.add_threads > 0 {
             self.add_threads(adj.add_threads);
@@ -239,8 +252,14 @@ impl Pool {
     }
 
     fn spin_for_work(&self, stages: &[Arc<dyn StageDyn>]) -> bool {
-        let rounds: u32 = std::env::var("SEDA_SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(SPIN_ROUNDS);
-        let spins: u32 = std::env::var("SEDA_SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+        let rounds: u32 = std::env::var("SEDA_SPIN")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SPIN_ROUNDS);
+        let spins: u32 = std::env::var("SEDA_SPINS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(6);
         for round in 0..rounds {
             if stages.iter().any(|s| s.has_ready()) {
                 return true;

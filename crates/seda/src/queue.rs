@@ -53,7 +53,10 @@ pub(crate) struct Queue<E> {
 impl<E> Queue<E> {
     pub(crate) fn new(threshold: Option<usize>, order: Order) -> Self {
         Queue {
-            items: Mutex::new(Items { events: VecDeque::new(), runs: VecDeque::new() }),
+            items: Mutex::new(Items {
+                events: VecDeque::new(),
+                runs: VecDeque::new(),
+            }),
             occupancy: AtomicUsize::new(0),
             ready: AtomicUsize::new(0),
             threshold: AtomicUsize::new(threshold.unwrap_or(usize::MAX)),
@@ -81,7 +84,8 @@ impl<E> Queue<E> {
     }
 
     pub(crate) fn set_threshold(&self, threshold: Option<usize>) {
-        self.threshold.store(threshold.unwrap_or(usize::MAX), Ordering::Relaxed);
+        self.threshold
+            .store(threshold.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
 
     /// Reserves `n` slots if they fit under the threshold.
@@ -133,9 +137,14 @@ impl<E> Queue<E> {
                 Order::Fifo => {
                     out.extend(items.events.drain(..n));
                     while left > 0 {
-                        let Some(front) = items.runs.front_mut() else { break };
+                        let Some(front) = items.runs.front_mut() else {
+                            break;
+                        };
                         let take = left.min(front.count);
-                        runs.push(Run { at: front.at, count: take });
+                        runs.push(Run {
+                            at: front.at,
+                            count: take,
+                        });
                         front.count -= take;
                         left -= take;
                         if front.count == 0 {
@@ -147,9 +156,14 @@ impl<E> Queue<E> {
                     let start = items.events.len() - n;
                     out.extend(items.events.drain(start..).rev());
                     while left > 0 {
-                        let Some(back) = items.runs.back_mut() else { break };
+                        let Some(back) = items.runs.back_mut() else {
+                            break;
+                        };
                         let take = left.min(back.count);
-                        runs.push(Run { at: back.at, count: take });
+                        runs.push(Run {
+                            at: back.at,
+                            count: take,
+                        });
                         back.count -= take;
                         left -= take;
                         if back.count == 0 {
@@ -186,7 +200,10 @@ mod tests {
     #[test]
     fn fifo_and_lifo_orders_with_their_stamps() {
         let (t0, t1) = (10, 20);
-        for (order, expect) in [(Order::Fifo, (vec![1, 2, 3], vec![2, 1])), (Order::Lifo, (vec![4, 3, 2], vec![2, 1]))] {
+        for (order, expect) in [
+            (Order::Fifo, (vec![1, 2, 3], vec![2, 1])),
+            (Order::Lifo, (vec![4, 3, 2], vec![2, 1])),
+        ] {
             let q = Queue::new(None, order);
             assert!(q.reserve(4));
             q.push_reserved([1, 2], t0);

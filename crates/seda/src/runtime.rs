@@ -10,6 +10,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use seda_control::{BatchController, TokenBucket};
 use serde::Serialize;
 
+use crate::Event;
 use crate::config::{Config, ConfigError, PoolSettings};
 use crate::graph::{Graph, GraphEdge, GraphNode};
 use crate::pool::Pool;
@@ -18,7 +19,6 @@ use crate::shared::Shared;
 use crate::sink::Sink;
 use crate::stage::{CoreParts, Mode, StageBuilder, StageCore, StageDyn, admission_of};
 use crate::stats::{EDGE_SOURCES, StageSnapshot};
-use crate::Event;
 
 /// Queue threshold of a queued stage when none is configured: queues are never unbounded by
 /// default (set `threshold = 0` to opt out).
@@ -53,7 +53,10 @@ impl fmt::Display for BuildError {
         match self {
             BuildError::DuplicateStage(n) => write!(f, "a stage named `{n}` already exists"),
             BuildError::MissingHandler(n) => {
-                write!(f, "stage `{n}` has no handler: call .handler(...) on its builder")
+                write!(
+                    f,
+                    "stage `{n}` has no handler: call .handler(...) on its builder"
+                )
             }
             BuildError::UnknownDomain { stage, domain } => write!(
                 f,
@@ -140,7 +143,9 @@ pub struct Runtime {
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime").field("stages", &self.inner.registry.stages.read().len()).finish()
+        f.debug_struct("Runtime")
+            .field("stages", &self.inner.registry.stages.read().len())
+            .finish()
     }
 }
 
@@ -248,7 +253,11 @@ impl Runtime {
         if domains.contains_key(name) {
             return Ok(());
         }
-        let pool = Pool::new(name.to_string(), settings.to_pool_config(), settings.controller_enabled());
+        let pool = Pool::new(
+            name.to_string(),
+            settings.to_pool_config(),
+            settings.controller_enabled(),
+        );
         domains.insert(name.to_string(), pool.clone());
         self.inner.registry.pools.write().push(pool);
         Ok(())
@@ -260,7 +269,14 @@ impl Runtime {
         if self.inner.report.lock().is_some() {
             return Err(BuildError::ShutDown);
         }
-        let StageBuilder { name, handler, config, predicates, controller, on_drop } = builder;
+        let StageBuilder {
+            name,
+            handler,
+            config,
+            predicates,
+            controller,
+            on_drop,
+        } = builder;
         let handler = handler.ok_or_else(|| BuildError::MissingHandler(name.clone()))?;
         let config = match self.inner.config.stages.get(&name) {
             Some(file) => config.overlaid(file),
@@ -283,8 +299,8 @@ impl Runtime {
         } else {
             let pool = Pool::new(
                 name.clone(),
-                config.pool.to_pool_config(),
-                config.pool.controller_enabled(),
+                config.pool().to_pool_config(),
+                config.pool().controller_enabled(),
             );
             self.inner.registry.pools.write().push(pool.clone());
             (Mode::Queued, Some(pool))
@@ -299,7 +315,10 @@ impl Runtime {
             Some(bc) => bc.target(),
             None => config.batch.unwrap_or(DEFAULT_BATCH),
         };
-        let rate = config.rate_limit.as_ref().map(|r| TokenBucket::new(r.rate_per_s, r.depth));
+        let rate = config
+            .rate_limit
+            .as_ref()
+            .map(|r| TokenBucket::new(r.rate_per_s, r.depth));
         let core = Arc::new(StageCore::new(CoreParts {
             id: stages.len() + 1,
             name: name.clone(),
@@ -324,7 +343,14 @@ impl Runtime {
 
     /// The sink of the stage called `name`, if its events are of type `E`.
     pub fn sink<E: Event>(&self, name: &str) -> Result<Sink<E>, BuildError> {
-        let stage = self.inner.registry.stages.read().iter().find(|s| s.name() == name).cloned();
+        let stage = self
+            .inner
+            .registry
+            .stages
+            .read()
+            .iter()
+            .find(|s| s.name() == name)
+            .cloned();
         stage
             .and_then(|s| s.into_any().downcast::<StageCore<E>>().ok())
             .map(|core| Sink { core })
@@ -333,7 +359,14 @@ impl Runtime {
 
     /// Changes the thread bounds of a stage's own pool or of a domain, while running.
     pub fn resize_pool(&self, pool: &str, min: usize, max: usize) -> Result<(), BuildError> {
-        let p = self.inner.registry.pools.read().iter().find(|p| p.name == pool).cloned();
+        let p = self
+            .inner
+            .registry
+            .pools
+            .read()
+            .iter()
+            .find(|p| p.name == pool)
+            .cloned();
         let p = p.ok_or_else(|| BuildError::NoSuchStage(pool.to_string()))?;
         p.resize(min, max);
         Ok(())
@@ -349,14 +382,19 @@ impl Runtime {
             stages: stages.iter().map(|s| s.snapshot()).collect(),
             pools: pools
                 .iter()
-                .map(|p| PoolSnapshot { name: p.name.clone(), threads: p.threads(), queue_len: p.queue_len() })
+                .map(|p| PoolSnapshot {
+                    name: p.name.clone(),
+                    threads: p.threads(),
+                    queue_len: p.queue_len(),
+                })
                 .collect(),
         }
     }
 
     /// [`stats`](Self::stats) as pretty JSON.
     pub fn stats_json(&self) -> String {
-        serde_json::to_string_pretty(&self.stats()).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+        serde_json::to_string_pretty(&self.stats())
+            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
     /// The stage graph with per-edge event counts.
@@ -366,14 +404,20 @@ impl Runtime {
             match id {
                 0 => "outside".into(),
                 EDGE_SOURCES => "other".into(),
-                id => stages.get(id - 1).map_or_else(|| "other".into(), |s| s.name().to_string()),
+                id => stages
+                    .get(id - 1)
+                    .map_or_else(|| "other".into(), |s| s.name().to_string()),
             }
         };
         let nodes = stages
             .iter()
             .map(|s| {
                 let snap_pool = s.snapshot().pool;
-                GraphNode { name: s.name().to_string(), mode: s.mode_name(), pool: snap_pool }
+                GraphNode {
+                    name: s.name().to_string(),
+                    mode: s.mode_name(),
+                    pool: snap_pool,
+                }
             })
             .collect();
         let edges = stages
@@ -414,7 +458,11 @@ impl Runtime {
         let stages = self.inner.registry.stages.read().clone();
         let drained = wait_quiet(&stages, timeout);
         shared.close();
-        let abandoned = if drained { 0 } else { stages.iter().map(|s| s.abandon()).sum() };
+        let abandoned = if drained {
+            0
+        } else {
+            stages.iter().map(|s| s.abandon()).sum()
+        };
         {
             let (flag, cv) = &*self.inner.stop;
             *flag.lock() = true;
@@ -425,7 +473,11 @@ impl Runtime {
         }
         let pools = self.inner.registry.pools.read().clone();
         let threads_left_running = pools.iter().map(|p| p.stop(timeout)).sum();
-        let r = ShutdownReport { drained, abandoned, threads_left_running };
+        let r = ShutdownReport {
+            drained,
+            abandoned,
+            threads_left_running,
+        };
         *report = Some(r.clone());
         r
     }
@@ -438,14 +490,22 @@ impl Runtime {
 /// instant between the scans (the "double collect"): an event handed from stage A to B cannot
 /// hide between the reads, because B counts its admission before A counts it settled.
 fn in_flight(stages: &[Arc<dyn StageDyn>]) -> Option<u64> {
-    let scan = || stages.iter().map(|s| (s.admitted(), s.settled())).collect::<Vec<_>>();
+    let scan = || {
+        stages
+            .iter()
+            .map(|s| (s.admitted(), s.settled()))
+            .collect::<Vec<_>>()
+    };
     let first = scan();
     let second = scan();
     (first == second).then(|| second.iter().map(|(a, s)| a.saturating_sub(*s)).sum())
 }
 
 fn approximate_in_flight(stages: &[Arc<dyn StageDyn>]) -> u64 {
-    stages.iter().map(|s| s.admitted().saturating_sub(s.settled())).sum()
+    stages
+        .iter()
+        .map(|s| s.admitted().saturating_sub(s.settled()))
+        .sum()
 }
 
 /// Polls until nothing is in flight or `timeout` passes; true when quiet.

@@ -15,7 +15,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new() -> Self {
-        Shared { epoch: Instant::now(), draining: AtomicBool::new(false), closed: AtomicBool::new(false) }
+        Shared {
+            epoch: Instant::now(),
+            draining: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+        }
     }
 
     /// `now` as controller time.
@@ -25,7 +29,8 @@ impl Shared {
 
     /// Whether an enqueue from `source` (0: outside any stage) must be refused as closed.
     pub(crate) fn refuses(&self, source: usize) -> bool {
-        self.closed.load(Ordering::Acquire) || (source == 0 && self.draining.load(Ordering::Acquire))
+        self.closed.load(Ordering::Acquire)
+            || (source == 0 && self.draining.load(Ordering::Acquire))
     }
 
     pub(crate) fn start_draining(&self) {

@@ -29,7 +29,9 @@ impl<T> Rejected<T> {
 
 impl<T> fmt::Debug for Rejected<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rejected").field("reason", &self.reason).finish_non_exhaustive()
+        f.debug_struct("Rejected")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
     }
 }
 
@@ -48,13 +50,17 @@ pub struct Sink<E: Event> {
 
 impl<E: Event> Clone for Sink<E> {
     fn clone(&self) -> Self {
-        Sink { core: self.core.clone() }
+        Sink {
+            core: self.core.clone(),
+        }
     }
 }
 
 impl<E: Event> fmt::Debug for Sink<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sink").field("stage", &self.core.name).finish()
+        f.debug_struct("Sink")
+            .field("stage", &self.core.name)
+            .finish()
     }
 }
 
@@ -137,10 +143,16 @@ impl<E: Event> Sink<E> {
     pub fn enqueue_prepare(&self, events: Vec<E>) -> Result<Prepared<E>, Rejected<Vec<E>>> {
         let admitted = self.core.admit_many(&events, current_stage());
         match admitted {
-            Ok(()) => Ok(Prepared { core: self.core.clone(), events: Some(events) }),
+            Ok(()) => Ok(Prepared {
+                core: self.core.clone(),
+                events: Some(events),
+            }),
             Err(reason) => {
                 self.core.count_rejected(reason, events.len() as u64);
-                Err(Rejected { event: events, reason })
+                Err(Rejected {
+                    event: events,
+                    reason,
+                })
             }
         }
     }

@@ -28,10 +28,10 @@ impl<E: Event> Admission<E> {
             }
         }
         let n = events.len() as f64;
-        if let Some(rate) = &self.rate {
-            if !rate.lock().try_take(now, n) {
-                return Err(RejectReason::Rate);
-            }
+        if let Some(rate) = &self.rate
+            && !rate.lock().try_take(now, n)
+        {
+            return Err(RejectReason::Rate);
         }
         if let Some(controller) = &self.controller {
             let mut c = controller.lock();
@@ -75,5 +75,9 @@ pub(crate) fn admission_of<E>(
     rate: Option<TokenBucket>,
     controller: Option<Box<dyn AdmissionController>>,
 ) -> Admission<E> {
-    Admission { predicates, rate: rate.map(Mutex::new), controller: controller.map(Mutex::new) }
+    Admission {
+        predicates,
+        rate: rate.map(Mutex::new),
+        controller: controller.map(Mutex::new),
+    }
 }

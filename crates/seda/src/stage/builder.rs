@@ -4,11 +4,11 @@ use std::fmt;
 
 use seda_control::{AdmissionController, RejectReason};
 
+use crate::Event;
 use crate::config::{RateLimitConfig, StageConfig};
 use crate::handler::Handler;
 use crate::queue::Order;
 use crate::stage::admission::Predicate;
-use crate::Event;
 
 /// Entry point for building stages: `Stage::builder("name")`.
 #[derive(Debug)]
@@ -59,14 +59,14 @@ impl<E: Event> StageBuilder<E> {
 
     /// Initial number of worker threads of the stage's own pool.
     pub fn threads(mut self, n: usize) -> Self {
-        self.config.pool.threads = Some(n);
+        self.config.threads = Some(n);
         self
     }
 
     /// Bounds of the stage's own pool.
     pub fn thread_bounds(mut self, min: usize, max: usize) -> Self {
-        self.config.pool.min_threads = Some(min);
-        self.config.pool.max_threads = Some(max);
+        self.config.min_threads = Some(min);
+        self.config.max_threads = Some(max);
         self
     }
 

@@ -14,13 +14,13 @@ use seda_control::{BatchController, BatchObservation, Controller, RejectReason};
 use super::admission::Admission;
 use super::builder::DropHook;
 use super::{Mode, StageDyn, current_stage, set_current_stage};
+use crate::clock::{self, Stamp};
 use crate::handler::{Cx, Handler};
 use crate::pool::Pool;
 use crate::queue::{Queue, Run};
 use crate::shared::Shared;
 use crate::sink::Rejected;
 use crate::stats::{ControllerSnapshot, StageSnapshot, StageStats, per_event};
-use crate::clock::{self, Stamp};
 use crate::{Event, Meta};
 
 /// How long a producer blocked in `enqueue_timeout` sleeps between looks at the queue.
@@ -96,7 +96,10 @@ impl<E: Event> StageCore<E> {
         if self.shared.refuses(source) {
             return Err(RejectReason::Closed);
         }
-        if events.iter().any(|e| e.meta().is_some_and(Meta::is_expired_now)) {
+        if events
+            .iter()
+            .any(|e| e.meta().is_some_and(Meta::is_expired_now))
+        {
             return Err(RejectReason::Expired);
         }
         if self.admission.is_trivial() {
@@ -119,7 +122,8 @@ impl<E: Event> StageCore<E> {
     pub(crate) fn unadmit(&self, events: &[E]) {
         self.queue.unreserve(events.len());
         if !self.admission.is_trivial() {
-            self.admission.undo(events, self.shared.time(Instant::now()));
+            self.admission
+                .undo(events, self.shared.time(Instant::now()));
         }
     }
 
@@ -140,7 +144,8 @@ impl<E: Event> StageCore<E> {
     }
 
     pub(crate) fn enqueue_one(&self, event: E) -> Result<(), Rejected<E>> {
-        self.try_enqueue_one(event).inspect_err(|r| self.count_rejected(r.reason, 1))
+        self.try_enqueue_one(event)
+            .inspect_err(|r| self.count_rejected(r.reason, 1))
     }
 
     pub(crate) fn enqueue_many(&self, events: Vec<E>) -> Result<(), Rejected<Vec<E>>> {
@@ -152,7 +157,10 @@ impl<E: Event> StageCore<E> {
             }
             Err(reason) => {
                 self.count_rejected(reason, events.len() as u64);
-                Err(Rejected { event: events, reason })
+                Err(Rejected {
+                    event: events,
+                    reason,
+                })
             }
         }
     }
@@ -163,7 +171,8 @@ impl<E: Event> StageCore<E> {
             self.run_inline(vec![event]);
             return;
         }
-        self.queue.push_reserved(std::iter::once(event), clock::stamp());
+        self.queue
+            .push_reserved(std::iter::once(event), clock::stamp());
         self.wake_worker();
     }
 
@@ -214,13 +223,20 @@ impl<E: Event> StageCore<E> {
         }
         let may_drop = self.admission.controller.is_some()
             || self.drop_after.is_some_and(|limit| oldest > limit)
-            || events.iter().any(|e| e.meta().is_some_and(Meta::is_expired_now));
+            || events
+                .iter()
+                .any(|e| e.meta().is_some_and(Meta::is_expired_now));
         let mut timing = TIMING.take();
         timing.clear();
         let events = if may_drop {
             self.drop_expired(events, runs, start, &mut timing)
         } else {
-            timing.extend(events.iter().filter_map(|e| e.meta()).map(|m| (m.born, m.class, start)));
+            timing.extend(
+                events
+                    .iter()
+                    .filter_map(|e| e.meta())
+                    .map(|m| (m.born, m.class, start)),
+            );
             events
         };
         if !events.is_empty() {
@@ -264,7 +280,8 @@ impl<E: Event> StageCore<E> {
         }
         drop(controller);
         if !expired.is_empty() {
-            self.stats.dropped(RejectReason::Expired, expired.len() as u64);
+            self.stats
+                .dropped(RejectReason::Expired, expired.len() as u64);
             for e in expired {
                 self.dropped(e, RejectReason::Expired);
             }
@@ -288,11 +305,15 @@ impl<E: Event> StageCore<E> {
         }
         drop(events);
         let failed = failed.min(n as u64);
-        self.stats.service.record_n(per_event(clock::between(start, end_stamp), n), n as u64);
+        self.stats
+            .service
+            .record_n(per_event(clock::between(start, end_stamp), n), n as u64);
         if !timing.is_empty() {
             let end = Instant::now();
             for &(born, _, _) in timing {
-                self.stats.response.record(end.saturating_duration_since(born));
+                self.stats
+                    .response
+                    .record(end.saturating_duration_since(born));
             }
             if let Some(c) = &self.admission.controller {
                 let mut c = c.lock();
@@ -363,13 +384,19 @@ impl<E: Event> StageDyn for StageCore<E> {
     }
 
     fn queue_len(&self) -> usize {
-        if self.mode == Mode::Inline { 0 } else { self.queue.len() }
+        if self.mode == Mode::Inline {
+            0
+        } else {
+            self.queue.len()
+        }
     }
 
     fn control(&self, now: Instant) {
         let t = self.shared.time(now);
         if let Some(bc) = &self.batch_controller {
-            let obs = BatchObservation { total_events: self.stats.completed_total() };
+            let obs = BatchObservation {
+                total_events: self.stats.completed_total(),
+            };
             let target = bc.lock().update(t, &obs);
             self.batch_max.store(target.max(1), Ordering::Relaxed);
         }
@@ -395,7 +422,10 @@ impl<E: Event> StageDyn for StageCore<E> {
         let controller = self.admission.controller.as_ref().map(|c| {
             let c = c.lock();
             let state: BTreeMap<&'static str, f64> = c.state().into_iter().collect();
-            ControllerSnapshot { name: c.name(), state }
+            ControllerSnapshot {
+                name: c.name(),
+                state,
+            }
         });
         StageSnapshot {
             name: self.name.clone(),

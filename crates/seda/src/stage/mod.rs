@@ -9,8 +9,8 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use builder::{Stage, StageBuilder};
 pub(crate) use admission::admission_of;
+pub use builder::{Stage, StageBuilder};
 pub(crate) use core::{CoreParts, StageCore};
 
 use crate::stats::StageSnapshot;

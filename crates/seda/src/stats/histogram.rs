@@ -33,7 +33,11 @@ fn lower_bound(i: usize) -> u64 {
 
 fn midpoint(i: usize) -> u64 {
     let lo = lower_bound(i);
-    let hi = if i + 1 < BUCKETS { lower_bound(i + 1) } else { u64::MAX };
+    let hi = if i + 1 < BUCKETS {
+        lower_bound(i + 1)
+    } else {
+        u64::MAX
+    };
     lo + (hi - lo) / 2
 }
 
@@ -44,7 +48,9 @@ pub(crate) struct AtomicHistogram {
 
 impl AtomicHistogram {
     pub(crate) fn new() -> Self {
-        AtomicHistogram { counts: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect() }
+        AtomicHistogram {
+            counts: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+        }
     }
 
     pub(crate) fn record(&self, d: Duration) {
@@ -83,7 +89,9 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: vec![0; BUCKETS] }
+        Histogram {
+            counts: vec![0; BUCKETS],
+        }
     }
 }
 
@@ -123,8 +131,12 @@ impl Histogram {
         if total == 0 {
             return None;
         }
-        let sum: f64 =
-            self.counts.iter().enumerate().map(|(i, &c)| c as f64 * midpoint(i) as f64).sum();
+        let sum: f64 = self
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| c as f64 * midpoint(i) as f64)
+            .sum();
         Some(Duration::from_secs_f64(sum / total as f64 / 1e9))
     }
 

@@ -10,8 +10,8 @@ use parking_lot::Mutex;
 use seda_control::RejectReason;
 use serde::Serialize;
 
-pub use histogram::{Histogram, HistogramSummary};
 pub(crate) use histogram::AtomicHistogram;
+pub use histogram::{Histogram, HistogramSummary};
 
 /// Sources that get their own edge counter; index 0 is "outside any stage", the last index
 /// collects stages beyond this many.
@@ -99,7 +99,11 @@ impl StageStats {
     pub(crate) fn settled_total(&self) -> u64 {
         self.completed.load(Ordering::SeqCst)
             + self.failed.load(Ordering::SeqCst)
-            + self.dropped.iter().map(|c| c.load(Ordering::SeqCst)).sum::<u64>()
+            + self
+                .dropped
+                .iter()
+                .map(|c| c.load(Ordering::SeqCst))
+                .sum::<u64>()
     }
 
     pub(crate) fn completed_total(&self) -> u64 {
@@ -206,7 +210,10 @@ impl Counters {
 
     fn to_view(&self) -> CounterSnapshot {
         let by_reason = |a: &[u64; REASONS]| -> BTreeMap<&'static str, u64> {
-            RejectReason::ALL.iter().map(|r| (r.as_str(), a[r.index()])).collect()
+            RejectReason::ALL
+                .iter()
+                .map(|r| (r.as_str(), a[r.index()]))
+                .collect()
         };
         let rejected_total: u64 = self.rejected.iter().sum();
         CounterSnapshot {
@@ -300,5 +307,9 @@ pub struct ControllerSnapshot {
 
 /// Time a batch of `n` events took, recorded as `n` samples of the per-event average.
 pub(crate) fn per_event(batch: Duration, n: usize) -> Duration {
-    if n == 0 { batch } else { batch / u32::try_from(n).unwrap_or(u32::MAX) }
+    if n == 0 {
+        batch
+    } else {
+        batch / u32::try_from(n).unwrap_or(u32::MAX)
+    }
 }
