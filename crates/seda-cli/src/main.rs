@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod demo;
 
 #[derive(Parser)]
 #[command(
@@ -18,7 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
-    Demo,
+    Demo(demo::DemoArgs),
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -33,7 +34,7 @@ enum BenchCommand {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo => Ok(()),
+        Command::Demo(args) => demo::run(&args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
     }
 }
