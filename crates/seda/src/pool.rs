@@ -7,7 +7,7 @@
 //! time retires while the pool is above its minimum; the control thread adds workers.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -139,8 +139,11 @@ impl Pool {
     }
 
     /// Wakes one parked worker, if any: called after an event is pushed.
+    ///
+    /// The fence orders the push before the look at `sleepers` (see the worker's park path).
     pub(crate) fn notify(&self) {
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
             let _guard = self.park.lock();
             self.wake.notify_one();
         }
@@ -233,6 +236,9 @@ impl Pool {
             let config = self.config();
             let mut guard = self.park.lock();
             self.sleepers.fetch_add(1, Ordering::SeqCst);
+            // Pairs with the fence in `notify`: either we see the producer's event below, or it
+            // sees us as a sleeper and wakes us (tests/loom_handoff.rs checks this protocol).
+            fence(Ordering::SeqCst);
             if self.stop.load(Ordering::SeqCst) || stages.iter().any(|s| s.has_ready()) {
                 self.sleepers.fetch_sub(1, Ordering::SeqCst);
                 continue;
