@@ -17,8 +17,11 @@ use seda_control::{Controller, PoolObservation, ThreadPoolConfig, ThreadPoolCont
 use crate::Time;
 use crate::stage::StageDyn;
 
-/// Spin rounds before parking; each round backs off a little more, the last ones yield.
+/// Rounds of looking for work before parking (as crossbeam's `Backoff`): the first
+/// [`BUSY_SPIN_ROUNDS`] spin `2^round` times, the rest yield the CPU to a thread that may be
+/// producing the work.
 const SPIN_ROUNDS: u32 = 10;
+const BUSY_SPIN_ROUNDS: u32 = 6;
 
 pub(crate) struct Pool {
     pub(crate) name: String,
@@ -258,22 +261,14 @@ impl Pool {
     }
 
     fn spin_for_work(&self, stages: &[Arc<dyn StageDyn>]) -> bool {
-        let rounds: u32 = std::env::var("SEDA_SPIN")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(SPIN_ROUNDS);
-        let spins: u32 = std::env::var("SEDA_SPINS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(6);
-        for round in 0..rounds {
+        for round in 0..SPIN_ROUNDS {
             if stages.iter().any(|s| s.has_ready()) {
                 return true;
             }
             if self.stop.load(Ordering::Relaxed) {
                 return false;
             }
-            if round < spins {
+            if round < BUSY_SPIN_ROUNDS {
                 for _ in 0..(1 << round) {
                     std::hint::spin_loop();
                 }
