@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod sim;
+
 #[derive(Parser)]
 #[command(
     name = "seda",
@@ -17,11 +19,14 @@ struct Cli {
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo,
+    /// Run an overload scenario in the simulator (spike, users, classes, goodput).
+    Sim(sim::SimArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo => Ok(()),
+        Command::Sim(args) => sim::run(args),
     }
 }

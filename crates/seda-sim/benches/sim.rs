@@ -5,7 +5,12 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
 
 fn mmc(servers: u32, duration_s: f64) -> SimConfig {
-    let stage = StageConfig { servers, service: Dist::exp(1.0), queue_cap: None, drop_expired: false };
+    let stage = StageConfig {
+        servers,
+        service: Dist::exp(1.0),
+        queue_cap: None,
+        drop_expired: false,
+    };
     let open = Population::Open {
         rate_per_s: 0.9 * f64::from(servers),
         poisson: true,
@@ -23,7 +28,9 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     for servers in [1u32, 100, 10_000] {
         let duration = 200_000.0 / f64::from(servers);
-        let events = simulate(mmc(servers, duration)).map(|r| r.events).unwrap_or(0);
+        let events = simulate(mmc(servers, duration))
+            .map(|r| r.events)
+            .unwrap_or(0);
         g.throughput(Throughput::Elements(events));
         g.bench_with_input(BenchmarkId::from_parameter(servers), &servers, |b, &s| {
             b.iter(|| simulate(mmc(s, duration)).map(|r| r.events))

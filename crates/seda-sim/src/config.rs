@@ -68,7 +68,12 @@ pub struct SourceConfig {
 impl SourceConfig {
     /// A source of class 0 with no timeout and no window.
     pub fn new(population: Population) -> Self {
-        SourceConfig { population, class: 0, timeout_s: None, window: None }
+        SourceConfig {
+            population,
+            class: 0,
+            timeout_s: None,
+            window: None,
+        }
     }
 }
 
@@ -141,7 +146,11 @@ impl SimConfig {
     /// Checks the configuration; the message says what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         let pos = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 { Ok(()) } else { Err(format!("{name} must be > 0, got {v}")) }
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{name} must be > 0, got {v}"))
+            }
         };
         pos("duration_s", self.duration_s)?;
         pos("bucket_s", self.bucket_s)?;
@@ -165,7 +174,13 @@ impl SimConfig {
                 pos("timeout_s", t)?;
             }
             match &s.population {
-                Population::Closed { think, reject_wait, start_s, end_s, .. } => {
+                Population::Closed {
+                    think,
+                    reject_wait,
+                    start_s,
+                    end_s,
+                    ..
+                } => {
                     think.validate()?;
                     if let Some(w) = reject_wait {
                         w.validate()?;
@@ -174,13 +189,24 @@ impl SimConfig {
                         return Err("a closed source needs start_s <= end_s".into());
                     }
                 }
-                Population::Open { rate_per_s, start_s, end_s, .. } => {
+                Population::Open {
+                    rate_per_s,
+                    start_s,
+                    end_s,
+                    ..
+                } => {
                     pos("rate_per_s", *rate_per_s)?;
                     if !(start_s.is_finite() && end_s >= start_s) {
                         return Err("an open source needs start_s <= end_s".into());
                     }
                 }
-                Population::PartlyOpen { session_rate_per_s, stay, think, start_s, end_s } => {
+                Population::PartlyOpen {
+                    session_rate_per_s,
+                    stay,
+                    think,
+                    start_s,
+                    end_s,
+                } => {
                     pos("session_rate_per_s", *session_rate_per_s)?;
                     think.validate()?;
                     if !(0.0..=1.0).contains(stay) {

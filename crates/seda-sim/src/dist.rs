@@ -66,8 +66,16 @@ impl Dist {
             Dist::Deterministic { mean_s } | Dist::Exponential { mean_s } if ok_mean(*mean_s) => {
                 Ok(())
             }
-            Dist::Lognormal { mean_s, sigma } if ok_mean(*mean_s) && sigma.is_finite() && *sigma >= 0.0 => Ok(()),
-            Dist::Pareto { mean_s, alpha } if ok_mean(*mean_s) && alpha.is_finite() && *alpha > 1.0 => Ok(()),
+            Dist::Lognormal { mean_s, sigma }
+                if ok_mean(*mean_s) && sigma.is_finite() && *sigma >= 0.0 =>
+            {
+                Ok(())
+            }
+            Dist::Pareto { mean_s, alpha }
+                if ok_mean(*mean_s) && alpha.is_finite() && *alpha > 1.0 =>
+            {
+                Ok(())
+            }
             Dist::Mix(parts) if !parts.is_empty() => {
                 if parts.iter().any(|(w, _)| !(w.is_finite() && *w >= 0.0))
                     || parts.iter().map(|(w, _)| w).sum::<f64>() <= 0.0
@@ -123,21 +131,38 @@ mod tests {
         let cases = [
             Dist::Deterministic { mean_s: 0.3 },
             Dist::exp(0.5),
-            Dist::Lognormal { mean_s: 0.2, sigma: 0.8 },
-            Dist::Pareto { mean_s: 1.0, alpha: 3.0 },
+            Dist::Lognormal {
+                mean_s: 0.2,
+                sigma: 0.8,
+            },
+            Dist::Pareto {
+                mean_s: 1.0,
+                alpha: 3.0,
+            },
             Dist::bimodal(0.1, Dist::exp(0.01), Dist::Deterministic { mean_s: 1.0 }),
         ];
         for d in &cases {
             d.validate().unwrap();
             let m = mean_of(d, 400_000);
-            assert!((m / d.mean_s() - 1.0).abs() < 0.03, "{d:?}: {m} vs {}", d.mean_s());
+            assert!(
+                (m / d.mean_s() - 1.0).abs() < 0.03,
+                "{d:?}: {m} vs {}",
+                d.mean_s()
+            );
         }
         assert!((cases[4].mean_s() - 0.109).abs() < 1e-12);
     }
 
     #[test]
     fn bad_parameters_are_rejected() {
-        assert!(Dist::Pareto { mean_s: 1.0, alpha: 1.0 }.validate().is_err());
+        assert!(
+            Dist::Pareto {
+                mean_s: 1.0,
+                alpha: 1.0
+            }
+            .validate()
+            .is_err()
+        );
         assert!(Dist::exp(-1.0).validate().is_err());
         assert!(Dist::Mix(vec![]).validate().is_err());
         assert!(Dist::Mix(vec![(0.0, Dist::exp(1.0))]).validate().is_err());

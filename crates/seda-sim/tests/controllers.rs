@@ -7,7 +7,12 @@ use seda_sim::{Dist, Population, SimConfig, SimResult, SourceConfig, StageConfig
 
 /// One stage of 4 servers with 10 ms exponential service: capacity 400/s.
 fn stage() -> StageConfig {
-    StageConfig { servers: 4, service: Dist::exp(0.01), queue_cap: None, drop_expired: false }
+    StageConfig {
+        servers: 4,
+        service: Dist::exp(0.01),
+        queue_cap: None,
+        drop_expired: false,
+    }
 }
 
 /// Closed users offering about `load` x 400/s (think time scaled), for `duration_s`.
@@ -46,7 +51,10 @@ fn every_request_ends_once() {
         r.metrics.buckets.iter().for_each(|b| all.merge(b));
         let ended = all.rejected + all.expired + all.completed;
         // Users number 1200: at most that many requests are still in flight at the end.
-        assert!(ended <= all.offered && all.offered - ended <= 1200, "{k:?}: {all:?}");
+        assert!(
+            ended <= all.offered && all.offered - ended <= 1200,
+            "{k:?}: {all:?}"
+        );
         assert!(all.admitted >= all.completed + all.expired);
     }
 }
@@ -89,7 +97,12 @@ fn selective_dropper_bounds_queueing_time() {
 fn goodput_at_2x(window: bool, drop_expired: bool) -> f64 {
     let mut st = stage();
     st.drop_expired = drop_expired;
-    let open = Population::Open { rate_per_s: 800.0, poisson: true, start_s: 0.0, end_s: f64::INFINITY };
+    let open = Population::Open {
+        rate_per_s: 800.0,
+        poisson: true,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
     let mut src = SourceConfig::new(open);
     src.timeout_s = Some(0.06);
     if window {
@@ -110,7 +123,10 @@ fn wasted_work_collapses_goodput_and_the_window_with_deadlines_recovers_it() {
     let without = goodput_at_2x(false, false);
     let with = goodput_at_2x(true, true);
     assert!(without < 0.2 * 400.0, "goodput without control {without}");
-    assert!(with > 0.85 * 400.0, "goodput with window and deadlines {with}");
+    assert!(
+        with > 0.85 * 400.0,
+        "goodput with window and deadlines {with}"
+    );
 }
 
 #[test]
@@ -131,6 +147,13 @@ fn partly_open_sessions_and_bad_config() {
 
     let mut bad = SimConfig::new(-1.0, stage(), vec![]);
     assert!(simulate(bad).unwrap_err().contains("duration_s"));
-    bad = SimConfig::new(1.0, StageConfig { servers: 0, ..stage() }, vec![]);
+    bad = SimConfig::new(
+        1.0,
+        StageConfig {
+            servers: 0,
+            ..stage()
+        },
+        vec![],
+    );
     assert!(simulate(bad).unwrap_err().contains("server"));
 }

@@ -4,8 +4,18 @@ use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate}
 
 fn mmc_sim(servers: u32, rho: f64, customers: f64, seed: u64) -> f64 {
     let lambda = rho * f64::from(servers); // mu = 1
-    let stage = StageConfig { servers, service: Dist::exp(1.0), queue_cap: None, drop_expired: false };
-    let open = Population::Open { rate_per_s: lambda, poisson: true, start_s: 0.0, end_s: f64::INFINITY };
+    let stage = StageConfig {
+        servers,
+        service: Dist::exp(1.0),
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let open = Population::Open {
+        rate_per_s: lambda,
+        poisson: true,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
     let duration = customers / lambda;
     let mut cfg = SimConfig::new(duration, stage, vec![SourceConfig::new(open)]);
     cfg.seed = seed;
@@ -46,8 +56,14 @@ fn mm1_mean_response_within_5_percent() {
         let sim = mmc_sim(1, rho, customers, 11);
         let theory = mmc_theory(1, rho);
         let err = sim / theory - 1.0;
-        println!("M/M/1 rho {rho}: sim {sim:.4} theory {theory:.4} error {:.2}%", err * 100.0);
-        assert!(err.abs() < 0.05, "M/M/1 rho {rho}: sim {sim} theory {theory}");
+        println!(
+            "M/M/1 rho {rho}: sim {sim:.4} theory {theory:.4} error {:.2}%",
+            err * 100.0
+        );
+        assert!(
+            err.abs() < 0.05,
+            "M/M/1 rho {rho}: sim {sim} theory {theory}"
+        );
     }
 }
 
@@ -57,8 +73,14 @@ fn mmc_mean_response_within_5_percent() {
         let sim = mmc_sim(4, rho, customers, 12);
         let theory = mmc_theory(4, rho);
         let err = sim / theory - 1.0;
-        println!("M/M/4 rho {rho}: sim {sim:.4} theory {theory:.4} error {:.2}%", err * 100.0);
-        assert!(err.abs() < 0.05, "M/M/4 rho {rho}: sim {sim} theory {theory}");
+        println!(
+            "M/M/4 rho {rho}: sim {sim:.4} theory {theory:.4} error {:.2}%",
+            err * 100.0
+        );
+        assert!(
+            err.abs() < 0.05,
+            "M/M/4 rho {rho}: sim {sim} theory {theory}"
+        );
     }
 }
 
@@ -71,7 +93,12 @@ fn deterministic_service_halves_the_wait_md1() {
         queue_cap: None,
         drop_expired: false,
     };
-    let open = Population::Open { rate_per_s: 0.8, poisson: true, start_s: 0.0, end_s: f64::INFINITY };
+    let open = Population::Open {
+        rate_per_s: 0.8,
+        poisson: true,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
     let mut cfg = SimConfig::new(500_000.0, stage, vec![SourceConfig::new(open)]);
     cfg.bucket_s = 50_000.0;
     cfg.warmup_s = 10_000.0;

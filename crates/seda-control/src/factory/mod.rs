@@ -79,8 +79,20 @@ pub fn build_admission(
             Ok(Box::new(ResponseTimeController::new(cfg)?))
         }
         "response_time_tuned" => {
-            let mut known = RT_PARAMS.to_vec();
-            known.extend(["backoff", "increase_gain", "drop_queued_s"]);
+            let known = [
+                "target_s",
+                "percentile",
+                "nreq",
+                "timeout_s",
+                "alpha",
+                "min_rate_per_s",
+                "max_rate_per_s",
+                "initial_rate_per_s",
+                "bucket_depth",
+                "setpoint",
+                "gain",
+                "drop_queued_s",
+            ];
             let p = Params::new(kind, params, &known)?;
             let target = p.secs("target_s", DEFAULT_TARGET)?;
             let d = TunedConfig::new(target);
@@ -90,8 +102,8 @@ pub fn build_admission(
             };
             let cfg = TunedConfig {
                 base: rt_config(&p, d.base)?,
-                backoff: p.f64("backoff", d.backoff),
-                increase_gain: p.f64("increase_gain", d.increase_gain),
+                setpoint: p.f64("setpoint", d.setpoint),
+                gain: p.f64("gain", d.gain),
                 drop_queued,
             };
             Ok(Box::new(TunedResponseTimeController::new(cfg)?))

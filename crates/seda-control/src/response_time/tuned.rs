@@ -1,20 +1,24 @@
-//! Our tuned response-time controller: 002 Section 3.2's measurement and AIMD, with four
-//! changes that each address a way the original falls short on a sudden spike (see the
-//! `seda sim spike` comparison):
+//! Our tuned response-time controller: 002 Section 3.2's measurement (a percentile of
+//! response times per window, smoothed by an EWMA) driving the same token bucket, with a
+//! different control law. Each change addresses a way the original falls short on a sudden
+//! spike (see `seda sim spike`):
 //!
-//! 1. **Fast attack.** A window's percentile above the smoothed estimate replaces it at once;
-//!    the EWMA only smooths decreases. The original's EWMA (alpha 0.7) hides the first windows
-//!    of a spike.
-//! 2. **Cut to the departure rate (Little's law, as in 003 Section 4.3.1).** Over target, the
-//!    rate falls to `departures x target / estimate x backoff` when that is below `rate / adj_d`:
-//!    one decision instead of a dozen `/1.2` steps from a rate far above capacity.
-//! 3. **Anti-windup, multiplicative recovery.** The rate only grows in periods where the bucket
-//!    actually turned requests away, and then multiplicatively (`x (1 + gain (c_i - err))`), so
-//!    it neither climbs far above what the stage can do while idle nor takes minutes to recover
-//!    after a cut.
-//! 4. **Selective dropping (003 Section 4.2.3).** At dequeue, an event that has queued longer
-//!    than `drop_queued` is dropped as expired: the backlog admitted before the controller could
-//!    react is not served late.
+//! 1. **Rate anchored on the departure rate (Little's law, as in 003 Section 4.3.1).** 002's AIMD
+//!    moves the rate by at most +1.8/s per run and /1.2 per run, so after a spike it takes
+//!    minutes to find the capacity (it admits half of it in our runs). Here each run sets the
+//!    rate from the measured completion rate `d`: `rate = d (1 + gain (setpoint - cur) / target)`,
+//!    a proportional law on the queue (the queue integrates `rate - d`, and `cur` is about
+//!    `queue / d`), so the estimate converges to `setpoint` with time constant `target / gain`.
+//!    Over the setpoint the rate only falls; under it, it only rises, and only while the bucket
+//!    is turning requests away (anti-windup: no growth far above what the stage does when idle).
+//! 2. **A setpoint below the target** (`setpoint` x target, 0.5): oscillation around the
+//!    setpoint stays under the target.
+//! 3. **Fast attack.** A window's percentile above the estimate replaces it at once; the EWMA
+//!    only smooths decreases.
+//! 4. **Short windows** (`timeout` 0.1 s): the controller runs ten times as often.
+//! 5. **Selective dropping (003 Section 4.2.3).** At dequeue, an event that has queued longer than
+//!    `drop_queued` (the target) is dropped as expired: what was admitted before the controller
+//!    could react is not served late.
 
 use std::time::Duration;
 
@@ -24,13 +28,14 @@ use crate::{AdmissionController, RejectReason, Time, TokenBucket};
 /// Parameters of [`TunedResponseTimeController`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TunedConfig {
-    /// The shared parameters. [`TunedConfig::new`] changes `timeout` to 0.1 s, `err_d` to -0.1,
-    /// the rate range to [1, 10^7] and starts at the top of it (no limit until overload).
+    /// The measurement parameters (target, percentile, `nreq`, `timeout`, `alpha`, rate range,
+    /// bucket). [`TunedConfig::new`] changes `timeout` to 0.1 s, the rate range to [1, 10^7] and
+    /// starts at the top of it (no limit until overload). The AIMD constants are not used.
     pub base: ResponseTimeConfig,
-    /// Factor on the Little's-law rate when cutting (below 1 so the backlog drains).
-    pub backoff: f64,
-    /// Gain of the multiplicative increase.
-    pub increase_gain: f64,
+    /// Operating point as a fraction of the target (0.5).
+    pub setpoint: f64,
+    /// Proportional gain (1.0).
+    pub gain: f64,
     /// Drop at dequeue events that queued longer than this; `None` disables dropping.
     pub drop_queued: Option<Duration>,
 }
@@ -40,7 +45,6 @@ impl TunedConfig {
     pub fn new(target: Duration) -> Self {
         let base = ResponseTimeConfig {
             timeout: Duration::from_millis(100),
-            err_d: -0.1,
             min_rate_per_s: 1.0,
             max_rate_per_s: 1e7,
             initial_rate_per_s: 1e7,
@@ -48,8 +52,8 @@ impl TunedConfig {
         };
         TunedConfig {
             base,
-            backoff: 0.9,
-            increase_gain: 0.5,
+            setpoint: 0.5,
+            gain: 1.0,
             drop_queued: Some(target),
         }
     }
@@ -57,14 +61,11 @@ impl TunedConfig {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), String> {
         self.base.validate()?;
-        if !(self.backoff > 0.0 && self.backoff <= 1.0) {
-            return Err(format!("backoff must be in (0, 1], got {}", self.backoff));
+        if !(self.setpoint > 0.0 && self.setpoint <= 1.0) {
+            return Err(format!("setpoint must be in (0, 1], got {}", self.setpoint));
         }
-        if !(self.increase_gain.is_finite() && self.increase_gain >= 0.0) {
-            return Err(format!(
-                "increase_gain must be >= 0, got {}",
-                self.increase_gain
-            ));
+        if !(self.gain > 0.0 && self.gain <= 10.0) {
+            return Err(format!("gain must be in (0, 10], got {}", self.gain));
         }
         Ok(())
     }
@@ -123,13 +124,13 @@ impl TunedResponseTimeController {
         };
         self.estimate_s = Some(cur);
         let target = b.target.as_secs_f64();
-        let err = (cur - target) / target;
+        let setpoint = self.cfg.setpoint * target;
+        let wanted = departures_per_s * (1.0 + self.cfg.gain * (setpoint - cur) / target);
         let rate = self.bucket.rate_per_s();
-        let next = if err > b.err_d {
-            let littles = departures_per_s * (target / cur).min(1.0) * self.cfg.backoff;
-            (rate / b.adj_d).min(littles.max(b.min_rate_per_s))
-        } else if err < b.err_i && self.rejections > 0 {
-            rate * (1.0 + self.cfg.increase_gain * (b.c_i - err))
+        let next = if cur > setpoint {
+            rate.min(wanted)
+        } else if self.rejections > 0 {
+            rate.max(wanted)
         } else {
             rate
         };
@@ -209,13 +210,22 @@ mod tests {
     }
 
     #[test]
-    fn over_target_cuts_to_the_departure_rate_at_once() {
+    fn over_the_setpoint_cuts_toward_the_departure_rate_at_once() {
         let mut c = ctl();
-        // 100 completions in 0.1 s (1000/s), all at 2 s: estimate 2 s, err +1.
+        // 100 completions in 0.099 s (about 1010/s), all at 1 s: 0.5 s over the setpoint.
         for i in 0..100 {
-            c.on_complete(s(i as f64 * 0.001), 0, s(2.0), s(2.0));
+            c.on_complete(s(i as f64 * 0.001), 0, s(1.0), s(1.0));
         }
-        let expected = 100.0 / 0.099 * 0.5 * 0.9;
+        let expected = 100.0 / 0.099 * 0.5;
+        assert!(
+            (c.rate_per_s() - expected).abs() < 1.0,
+            "rate {}",
+            c.rate_per_s()
+        );
+        // Further runs over the setpoint never raise it.
+        c.rejections = 10;
+        c.completions = 500;
+        c.observe(s(0.2), 1.0);
         assert!(
             (c.rate_per_s() - expected).abs() < 1.0,
             "rate {}",
@@ -224,14 +234,16 @@ mod tests {
     }
 
     #[test]
-    fn grows_only_while_the_bucket_rejects() {
+    fn under_the_setpoint_grows_only_while_the_bucket_rejects() {
         let mut c = ctl();
         c.bucket.set_rate(s(0.0), 100.0);
         c.period_start = Some(s(0.0));
-        c.observe(s(0.1), 0.1); // far under target, but no rejection: hold
+        c.completions = 10;
+        c.observe(s(0.1), 0.1); // far under, but no rejection: hold
         assert_eq!(c.rate_per_s(), 100.0);
         c.rejections = 5;
-        c.observe(s(0.2), 0.1); // err -0.9: x (1 + 0.5 * 0.8)
+        c.completions = 10; // 100/s, the bucket is binding
+        c.observe(s(0.2), 0.1); // d (1 + (0.5 - 0.1)) = 140
         assert!(
             (c.rate_per_s() - 140.0).abs() < 1e-6,
             "rate {}",

@@ -30,13 +30,25 @@ impl Sim {
                     self.events.push(t, Kind::Send, u, 0);
                 }
             }
-            Population::Open { rate_per_s, poisson, .. } => {
-                let gap = if *poisson { self.rng_client.exp(1.0 / rate_per_s) } else { 0.0 };
-                self.events.push(start + secs_to_ns(gap), Kind::Arrival, u32::from(s), 0);
+            Population::Open {
+                rate_per_s,
+                poisson,
+                ..
+            } => {
+                let gap = if *poisson {
+                    self.rng_client.exp(1.0 / rate_per_s)
+                } else {
+                    0.0
+                };
+                self.events
+                    .push(start + secs_to_ns(gap), Kind::Arrival, u32::from(s), 0);
             }
-            Population::PartlyOpen { session_rate_per_s, .. } => {
+            Population::PartlyOpen {
+                session_rate_per_s, ..
+            } => {
                 let gap = self.rng_client.exp(1.0 / session_rate_per_s);
-                self.events.push(start + secs_to_ns(gap), Kind::Session, u32::from(s), 0);
+                self.events
+                    .push(start + secs_to_ns(gap), Kind::Session, u32::from(s), 0);
             }
         }
     }
@@ -46,9 +58,21 @@ impl Sim {
         if self.now >= src.end_ns {
             return;
         }
-        let Population::Open { rate_per_s, poisson, .. } = src.population else { return };
-        let gap = if poisson { self.rng_client.exp(1.0 / rate_per_s) } else { 1.0 / rate_per_s };
-        self.events.push(self.now + secs_to_ns(gap), Kind::Arrival, u32::from(s), 0);
+        let Population::Open {
+            rate_per_s,
+            poisson,
+            ..
+        } = src.population
+        else {
+            return;
+        };
+        let gap = if poisson {
+            self.rng_client.exp(1.0 / rate_per_s)
+        } else {
+            1.0 / rate_per_s
+        };
+        self.events
+            .push(self.now + secs_to_ns(gap), Kind::Arrival, u32::from(s), 0);
         self.offer(s, NONE);
     }
 
@@ -57,9 +81,15 @@ impl Sim {
         if self.now >= src.end_ns {
             return;
         }
-        let Population::PartlyOpen { session_rate_per_s, .. } = src.population else { return };
+        let Population::PartlyOpen {
+            session_rate_per_s, ..
+        } = src.population
+        else {
+            return;
+        };
         let gap = self.rng_client.exp(1.0 / session_rate_per_s);
-        self.events.push(self.now + secs_to_ns(gap), Kind::Session, u32::from(s), 0);
+        self.events
+            .push(self.now + secs_to_ns(gap), Kind::Session, u32::from(s), 0);
         let u = match self.free_users.pop() {
             Some(u) => {
                 self.user_source[u as usize] = s;
@@ -84,7 +114,10 @@ impl Sim {
 
     fn leave(&mut self, u: u32) {
         let s = self.user_source[u as usize];
-        if matches!(self.sources[s as usize].population, Population::PartlyOpen { .. }) {
+        if matches!(
+            self.sources[s as usize].population,
+            Population::PartlyOpen { .. }
+        ) {
             self.free_users.push(u);
         }
     }
@@ -100,7 +133,15 @@ impl Sim {
             b.class_offered[c] += 1;
         });
         let deadline = src.timeout_ns.map_or(u64::MAX, |t| now + t);
-        let mut req = Req { born: now, enq: now, deadline, user, slot: NONE, source: s, class };
+        let mut req = Req {
+            born: now,
+            enq: now,
+            deadline,
+            user,
+            slot: NONE,
+            source: s,
+            class,
+        };
         if let Some(w) = src.window.as_mut()
             && !w.try_acquire()
         {
@@ -122,7 +163,8 @@ impl Sim {
             st.user = user;
             st.source = s;
             req.slot = slot;
-            self.events.push(now + t, Kind::Timeout, slot, st.generation);
+            self.events
+                .push(now + t, Kind::Timeout, slot, st.generation);
         }
         self.arrive(req);
     }
@@ -202,7 +244,9 @@ impl Sim {
             return;
         }
         let delay_s = match &src.population {
-            Population::Closed { think, reject_wait, .. } => match (heard, reject_wait) {
+            Population::Closed {
+                think, reject_wait, ..
+            } => match (heard, reject_wait) {
                 (Heard::Refused, Some(wait)) => wait.sample(&mut self.rng_client),
                 _ => think.sample(&mut self.rng_client),
             },
@@ -216,6 +260,7 @@ impl Sim {
             }
             Population::Open { .. } => return,
         };
-        self.events.push(self.now + secs_to_ns(delay_s), Kind::Send, user, 0);
+        self.events
+            .push(self.now + secs_to_ns(delay_s), Kind::Send, user, 0);
     }
 }

@@ -67,7 +67,10 @@ pub(crate) struct EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(n), seq: 0 }
+        EventQueue {
+            heap: BinaryHeap::with_capacity(n),
+            seq: 0,
+        }
     }
 
     #[inline]
@@ -94,7 +97,9 @@ mod tests {
         q.push(3, Kind::Done, 1, 0);
         q.push(5, Kind::Send, 2, 0);
         q.push(1, Kind::Arrival, 3, 0);
-        let order: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop()).map(|e| (e.time(), e.a)).collect();
+        let order: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop())
+            .map(|e| (e.time(), e.a))
+            .collect();
         assert_eq!(order, vec![(1, 3), (3, 1), (5, 0), (5, 2)]);
     }
 }

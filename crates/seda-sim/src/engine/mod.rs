@@ -100,7 +100,15 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         admission: cfg.admission,
         queue: std::collections::VecDeque::with_capacity(1024),
         in_service: vec![
-            Req { born: 0, enq: 0, deadline: 0, user: NONE, slot: NONE, source: 0, class: 0 };
+            Req {
+                born: 0,
+                enq: 0,
+                deadline: 0,
+                user: NONE,
+                slot: NONE,
+                source: 0,
+                class: 0
+            };
             servers as usize
         ],
         free_servers: (0..servers).rev().collect(),
@@ -158,5 +166,10 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
-    Ok(SimResult { controller: name, metrics: sim.metrics, events, wall_s })
+    Ok(SimResult {
+        controller: name,
+        metrics: sim.metrics,
+        events,
+        wall_s,
+    })
 }

@@ -19,7 +19,10 @@ impl Sim {
         let now = self.now;
         let class = req.class;
         let verdict = if self.free_servers.is_empty()
-            && self.stage.queue_cap.is_some_and(|cap| self.queue.len() >= cap)
+            && self
+                .stage
+                .queue_cap
+                .is_some_and(|cap| self.queue.len() >= cap)
         {
             Err(RejectReason::QueueFull)
         } else if let Some(a) = self.admission.as_mut() {
@@ -48,7 +51,10 @@ impl Sim {
         let now = self.now;
         let expired = self.stage.drop_expired && now > req.deadline;
         let dropped = expired
-            || self.admission.as_mut().is_some_and(|a| a.on_dequeue(dur(now), dur(now - req.enq)));
+            || self
+                .admission
+                .as_mut()
+                .is_some_and(|a| a.on_dequeue(dur(now), dur(now - req.enq)));
         if dropped {
             if let Some(a) = self.admission.as_mut() {
                 a.on_drop(dur(now), req.class);
@@ -58,7 +64,8 @@ impl Sim {
         }
         let service_s = self.stage.service.sample(&mut self.rng_service);
         self.in_service[server as usize] = req;
-        self.events.push(now + secs_to_ns(service_s), super::Kind::Done, server, 0);
+        self.events
+            .push(now + secs_to_ns(service_s), super::Kind::Done, server, 0);
         true
     }
 

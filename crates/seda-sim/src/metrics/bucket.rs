@@ -33,6 +33,8 @@ pub struct Bucket {
     pub class_completed: [u64; CLASSES],
     /// Per class: good.
     pub class_good: [u64; CLASSES],
+    /// Per class: response times of completed requests.
+    pub class_response: [LogHistogram; CLASSES],
     /// The admission controller's state at the interval's last tick.
     pub state: Vec<(&'static str, f64)>,
 }
@@ -53,6 +55,7 @@ impl Bucket {
             self.class_refused[c] += o.class_refused[c];
             self.class_completed[c] += o.class_completed[c];
             self.class_good[c] += o.class_good[c];
+            self.class_response[c].merge(&o.class_response[c]);
         }
         if !o.state.is_empty() {
             self.state.clone_from(&o.state);
@@ -64,9 +67,18 @@ impl Bucket {
         self.response.quantile(p)
     }
 
+    /// A quantile of class `c`'s completed requests' response times, in seconds.
+    pub fn class_quantile(&self, c: usize, p: f64) -> Option<f64> {
+        self.class_response[c.min(CLASSES - 1)].quantile(p)
+    }
+
     /// Share of offered requests that were rejected or expired.
     pub fn refused_fraction(&self) -> f64 {
-        if self.offered == 0 { 0.0 } else { (self.rejected + self.expired) as f64 / self.offered as f64 }
+        if self.offered == 0 {
+            0.0
+        } else {
+            (self.rejected + self.expired) as f64 / self.offered as f64
+        }
     }
 
     /// Share of class `c`'s offered requests that were rejected or expired.

@@ -13,7 +13,10 @@ pub struct LogHistogram {
 
 impl Default for LogHistogram {
     fn default() -> Self {
-        LogHistogram { bins: vec![0; BINS], count: 0 }
+        LogHistogram {
+            bins: vec![0; BINS],
+            count: 0,
+        }
     }
 }
 

@@ -42,7 +42,11 @@ impl Metrics {
         while self.buckets.len() <= i {
             self.buckets.push(Bucket::default());
         }
-        let total = if now >= self.warmup_ns { Some(&mut self.total) } else { None };
+        let total = if now >= self.warmup_ns {
+            Some(&mut self.total)
+        } else {
+            None
+        };
         (&mut self.buckets[i], total)
     }
 
@@ -64,6 +68,7 @@ impl Metrics {
             b.completed += 1;
             b.class_completed[c] += 1;
             b.response.record(response_s);
+            b.class_response[c].record(response_s);
             if good {
                 b.good += 1;
                 b.class_good[c] += 1;
@@ -76,7 +81,11 @@ impl Metrics {
 
     /// Mean response time of completed requests after the warm-up.
     pub fn mean_response_s(&self) -> f64 {
-        if self.total.completed == 0 { 0.0 } else { self.response_sum_s / self.total.completed as f64 }
+        if self.total.completed == 0 {
+            0.0
+        } else {
+            self.response_sum_s / self.total.completed as f64
+        }
     }
 
     /// The buckets covering `[from_s, to_s)`, merged.
@@ -107,7 +116,14 @@ impl Metrics {
     /// `window_s` window stays at or below `limit_s` up to `end_s`: the end of the last
     /// window (ending after the onset) that is over the limit, minus the onset; 0 if none is.
     /// Windows without completions do not count as over the limit.
-    pub fn settle_time(&self, onset_s: f64, end_s: f64, window_s: f64, p: f64, limit_s: f64) -> f64 {
+    pub fn settle_time(
+        &self,
+        onset_s: f64,
+        end_s: f64,
+        window_s: f64,
+        p: f64,
+        limit_s: f64,
+    ) -> f64 {
         let w = ((window_s / self.bucket_s).round() as usize).max(1);
         let first = (onset_s / self.bucket_s).round() as usize + 1;
         let last = ((end_s / self.bucket_s).round() as usize).min(self.buckets.len());

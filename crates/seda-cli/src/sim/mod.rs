@@ -1,0 +1,70 @@
+//! `seda sim <scenario>`: the seeds' overload experiments in the simulator, with every
+//! controller compared on the same seed.
+
+mod classes;
+mod common;
+mod goodput;
+mod spike;
+mod users;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+pub use common::CONTROLLERS;
+
+/// Arguments of `seda sim`.
+#[derive(Args, Debug, Clone)]
+pub struct SimArgs {
+    /// Scenario: spike, users, classes or goodput.
+    pub scenario: String,
+    /// Run only this controller (default: every controller of the scenario).
+    #[arg(long)]
+    pub controller: Option<String>,
+    /// Seed of the run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// spike: number of users during the spike (think time is scaled to offer 3 x capacity).
+    #[arg(long)]
+    pub users: Option<u32>,
+    /// spike: servers of the stage (10 ms exponential service each).
+    #[arg(long)]
+    pub servers: Option<u32>,
+    /// Print a per-second series for each run (table mode).
+    #[arg(long)]
+    pub series: bool,
+}
+
+/// Runs `seda sim`.
+pub fn run(args: SimArgs) -> Result<()> {
+    if let Some(c) = &args.controller
+        && c != "none"
+        && !CONTROLLERS.contains(&c.as_str())
+    {
+        bail!(
+            "unknown controller `{c}`; valid: none, {}",
+            CONTROLLERS.join(", ")
+        );
+    }
+    let out = match args.scenario.as_str() {
+        "spike" => spike::run(&args)?,
+        "users" => users::run(&args)?,
+        "classes" => classes::run(&args)?,
+        "goodput" => goodput::run(&args)?,
+        other => bail!("unknown scenario `{other}`; valid: spike, users, classes, goodput"),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out.json)?);
+    } else {
+        print!("{}", out.text);
+    }
+    Ok(())
+}
+
+/// A scenario's output in both forms.
+pub struct Output {
+    json: serde_json::Value,
+    text: String,
+}
