@@ -27,7 +27,7 @@ impl Sim {
                     let u = self.user_source.len() as u32;
                     self.user_source.push(s);
                     let t = start + secs_to_ns(think.sample(&mut self.rng_client));
-                    self.events.push(t, Kind::Send, u, 0);
+                    self.events.push(t, Kind::Send, u, u32::from(s));
                 }
             }
             Population::Open {
@@ -103,17 +103,16 @@ impl Sim {
         self.offer(s, u);
     }
 
-    pub(crate) fn on_send(&mut self, u: u32) {
-        let s = self.user_source[u as usize];
+    /// User `u` of source `s` (carried in the event, so a million users cost no lookup) sends.
+    pub(crate) fn on_send(&mut self, u: u32, s: u16) {
         if self.now >= self.sources[s as usize].end_ns {
-            self.leave(u);
+            self.leave(u, s);
             return;
         }
         self.offer(s, u);
     }
 
-    fn leave(&mut self, u: u32) {
-        let s = self.user_source[u as usize];
+    fn leave(&mut self, u: u32, s: u16) {
         if matches!(
             self.sources[s as usize].population,
             Population::PartlyOpen { .. }
@@ -260,7 +259,11 @@ impl Sim {
             }
             Population::Open { .. } => return,
         };
-        self.events
-            .push(self.now + secs_to_ns(delay_s), Kind::Send, user, 0);
+        self.events.push(
+            self.now + secs_to_ns(delay_s),
+            Kind::Send,
+            user,
+            u32::from(s),
+        );
     }
 }

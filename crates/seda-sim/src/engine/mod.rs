@@ -152,7 +152,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         match ev.kind {
             Kind::Arrival => sim.on_arrival(ev.a as u16),
             Kind::Session => sim.on_session(ev.a as u16),
-            Kind::Send => sim.on_send(ev.a),
+            Kind::Send => sim.on_send(ev.a, ev.b as u16),
             Kind::Done => sim.on_done(ev.a),
             Kind::Timeout => sim.on_timeout(ev.a, ev.b),
             Kind::Tick => {
