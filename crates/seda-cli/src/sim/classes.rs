@@ -59,7 +59,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         let mut cfg = SimConfig::new(DURATION_S, stage.clone(), sources);
         cfg.seed = args.seed;
         cfg.target_s = TARGET_S;
-        cfg.admission = controller(kind, TARGET_S)?;
+        cfg.admission = controller(kind, TARGET_S, &args.params)?;
         // Per-class p90 needs per-class histograms: run the classes' response times apart.
         let r = sim(cfg)?;
         let m = &r.metrics;

@@ -30,8 +30,12 @@ pub fn selected<'a>(asked: &'a Option<String>, all: &[&'a str]) -> Vec<&'a str> 
     }
 }
 
-/// Builds `kind` with a response-time target where it takes one.
-pub fn controller(kind: &str, target_s: f64) -> Result<Option<Box<dyn AdmissionController>>> {
+/// Builds `kind` with a response-time target where it takes one, plus `extra` parameters.
+pub fn controller(
+    kind: &str,
+    target_s: f64,
+    extra: &[(String, f64)],
+) -> Result<Option<Box<dyn AdmissionController>>> {
     if kind == "none" {
         return Ok(None);
     }
@@ -42,6 +46,7 @@ pub fn controller(kind: &str, target_s: f64) -> Result<Option<Box<dyn AdmissionC
     ) {
         p.insert("target_s".to_string(), target_s);
     }
+    p.extend(extra.iter().cloned());
     build_admission(kind, &p).map(Some).map_err(|e| anyhow!(e))
 }
 

@@ -32,9 +32,28 @@ pub struct SimArgs {
     /// spike: servers of the stage (10 ms exponential service each).
     #[arg(long)]
     pub servers: Option<u32>,
+    /// spike: service-time distribution with a 10 ms mean: exp, lognormal (sigma 1.5), pareto
+    /// (alpha 1.5) or bimodal (90% 5 ms, 10% 55 ms, exponential each).
+    #[arg(long, default_value = "exp")]
+    pub service: String,
+    /// Extra controller parameter NAME=VALUE (repeatable), passed to the controller of
+    /// `--controller` (e.g. `--param setpoint=0.3`).
+    #[arg(long = "param", value_parser = parse_param)]
+    pub params: Vec<(String, f64)>,
     /// Print a per-second series for each run (table mode).
     #[arg(long)]
     pub series: bool,
+}
+
+fn parse_param(s: &str) -> std::result::Result<(String, f64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    let v: f64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}` is not a number in `{s}`"))?;
+    Ok((k.trim().to_string(), v))
 }
 
 /// Runs `seda sim`.

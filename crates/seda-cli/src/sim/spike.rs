@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::{Value, json};
 
@@ -32,9 +32,22 @@ const ALL: [&str; 9] = [
 pub fn run(args: &SimArgs) -> Result<Output> {
     let servers = args.servers.unwrap_or(4).max(1);
     let users = args.users.unwrap_or(1000).max(BASE_USERS + 1);
+    let service = match args.service.as_str() {
+        "exp" => Dist::exp(0.01),
+        "lognormal" => Dist::Lognormal {
+            mean_s: 0.01,
+            sigma: 1.5,
+        },
+        "pareto" => Dist::Pareto {
+            mean_s: 0.01,
+            alpha: 1.5,
+        },
+        "bimodal" => Dist::bimodal(0.1, Dist::exp(0.005), Dist::exp(0.055)),
+        other => bail!("unknown service `{other}`; valid: exp, lognormal, pareto, bimodal"),
+    };
     let stage = StageConfig {
         servers,
-        service: Dist::exp(0.01),
+        service,
         queue_cap: None,
         drop_expired: false,
     };
@@ -61,7 +74,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         let mut cfg = SimConfig::new(DURATION_S, stage.clone(), sources);
         cfg.seed = args.seed;
         cfg.target_s = TARGET_S;
-        cfg.admission = controller(kind, TARGET_S)?;
+        cfg.admission = controller(kind, TARGET_S, &args.params)?;
         let wall = Instant::now();
         let r = sim(cfg)?;
         let wall_s = wall.elapsed().as_secs_f64();
@@ -114,10 +127,11 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         runs.push(json!({ "summary": summary, "series": series_json(m, 1.0) }));
     }
     let header = format!(
-        "spike: {servers} servers x 10 ms exp service, measured capacity {capacity:.1}/s; \
+        "spike: {servers} servers x 10 ms {} service, measured capacity {capacity:.1}/s; \
          {BASE_USERS} -> {users} users at {ONSET_S} s (think {think_s:.3} s, offering 3 x C) \
          until {END_S} s; p90 target {TARGET_S} s; seed {}\n\
          {:<20} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7} {:>9} {:>10}\n",
+        args.service,
         args.seed,
         "controller",
         "p90_s",
@@ -134,6 +148,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         "scenario": "spike",
         "seed": args.seed,
         "servers": servers,
+        "service": args.service,
         "users": users,
         "think_s": think_s,
         "onset_s": ONSET_S,

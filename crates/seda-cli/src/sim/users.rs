@@ -54,7 +54,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             cfg.warmup_s = WARMUP_S;
             cfg.bucket_s = 10.0;
             cfg.target_s = TARGET_S;
-            cfg.admission = controller(kind, TARGET_S)?;
+            cfg.admission = controller(kind, TARGET_S, &args.params)?;
             let r = sim(cfg)?;
             let t = &r.metrics.total;
             let p90 = t.quantile(0.9);

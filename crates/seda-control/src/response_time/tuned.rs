@@ -5,12 +5,14 @@
 //!
 //! 1. **Rate anchored on the departure rate (Little's law, as in 003 Section 4.3.1).** 002's AIMD
 //!    moves the rate by at most +1.8/s per run and /1.2 per run, so after a spike it takes
-//!    minutes to find the capacity (it admits half of it in our runs). Here each run sets the
-//!    rate from the measured completion rate `d`: `rate = d (1 + gain (setpoint - cur) / target)`,
-//!    a proportional law on the queue (the queue integrates `rate - d`, and `cur` is about
-//!    `queue / d`), so the estimate converges to `setpoint` with time constant `target / gain`.
-//!    Over the setpoint the rate only falls; under it, it only rises, and only while the bucket
-//!    is turning requests away (anti-windup: no growth far above what the stage does when idle).
+//!    minutes to find the capacity (it admits half of it in our runs). Here, with
+//!    `factor = clamp(1 + gain (setpoint - cur) / target, 0.5, 2)`, a run over the setpoint sets
+//!    the rate to at most `d x factor`, `d` the measured completion rate: a proportional law on
+//!    the queue (the queue integrates `rate - d`, and `cur` is about `queue / d`). Under the
+//!    setpoint the rate is multiplied by `factor`, but only while the bucket is turning requests
+//!    away (anti-windup: no growth far above what the stage does when idle). The clamp keeps one
+//!    straggler in a heavy-tailed window from zeroing the rate; a period without completions
+//!    still runs, so a rate cut very low recovers.
 //! 2. **A setpoint below the target** (`setpoint` x target, 0.5): oscillation around the
 //!    setpoint stays under the target.
 //! 3. **Fast attack.** A window's percentile above the estimate replaces it at once; the EWMA
@@ -125,12 +127,15 @@ impl TunedResponseTimeController {
         self.estimate_s = Some(cur);
         let target = b.target.as_secs_f64();
         let setpoint = self.cfg.setpoint * target;
-        let wanted = departures_per_s * (1.0 + self.cfg.gain * (setpoint - cur) / target);
+        // At most halve or double per run, as Envoy's gradient is clamped to [0.5, 2]: one
+        // straggler in a heavy-tailed window must not zero the rate.
+        let factor = (1.0 + self.cfg.gain * (setpoint - cur) / target).clamp(0.5, 2.0);
         let rate = self.bucket.rate_per_s();
         let next = if cur > setpoint {
-            rate.min(wanted)
+            rate.min(departures_per_s * factor)
         } else if self.rejections > 0 {
-            rate.max(wanted)
+            // The bucket is binding, so the rate is what gets through: grow it.
+            rate * factor
         } else {
             rate
         };
@@ -143,8 +148,13 @@ impl TunedResponseTimeController {
 
     fn poll(&mut self, now: Time) {
         self.period_start.get_or_insert(now);
-        if let Some(p) = self.window.poll(now) {
-            self.observe(now, p);
+        let due = self.window.due(now);
+        match self.window.poll(now) {
+            Some(p) => self.observe(now, p),
+            // A period without completions still runs, on the last estimate: a rate cut so low
+            // that nothing completes must be able to grow again.
+            None if due => self.observe(now, self.estimate_s.unwrap_or(0.0)),
+            None => {}
         }
     }
 }
