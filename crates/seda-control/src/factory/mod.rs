@@ -85,12 +85,9 @@ pub fn build_admission(
                 "nreq",
                 "timeout_s",
                 "alpha",
-                "min_rate_per_s",
-                "max_rate_per_s",
-                "initial_rate_per_s",
-                "bucket_depth",
                 "setpoint",
-                "gain",
+                "min_queue",
+                "adapt_s",
                 "drop_queued_s",
             ];
             let p = Params::new(kind, params, &known)?;
@@ -103,7 +100,8 @@ pub fn build_admission(
             let cfg = TunedConfig {
                 base: rt_config(&p, d.base)?,
                 setpoint: p.f64("setpoint", d.setpoint),
-                gain: p.f64("gain", d.gain),
+                min_queue: p.f64("min_queue", d.min_queue),
+                adapt: p.secs("adapt_s", d.adapt)?,
                 drop_queued,
             };
             Ok(Box::new(TunedResponseTimeController::new(cfg)?))

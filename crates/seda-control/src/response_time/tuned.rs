@@ -1,43 +1,45 @@
-//! Our tuned response-time controller: 002 Section 3.2's measurement (a percentile of
-//! response times per window, smoothed by an EWMA) driving the same token bucket, with a
-//! different control law. Each change addresses a way the original falls short on a sudden
-//! spike (see `seda sim spike`):
+//! Our tuned response-time controller. It keeps 002 Section 3.2's goal (a percentile of response
+//! time at a target) and measurement (the percentile of a window of `nreq` samples or
+//! `timeout`), but it does not act through a rate. It bounds the stage's *queue* at the length
+//! that, at the measured departure rate, makes a new arrival wait the allowed time (Little's
+//! law, as 003 Section 4.3.1 maps a response-time target to a throughput target; Sandstorm's
+//! controller had a compiled-out mode doing AIMD on the queue threshold, `sandstorm.md` 3.3).
 //!
-//! 1. **Rate anchored on the departure rate (Little's law, as in 003 Section 4.3.1).** 002's AIMD
-//!    moves the rate by at most +1.8/s per run and /1.2 per run, so after a spike it takes
-//!    minutes to find the capacity (it admits half of it in our runs). Here, with
-//!    `factor = clamp(1 + gain (setpoint - cur) / target, 0.5, 2)`, a run over the setpoint sets
-//!    the rate to at most `d x factor`, `d` the measured completion rate: a proportional law on
-//!    the queue (the queue integrates `rate - d`, and `cur` is about `queue / d`). Under the
-//!    setpoint the rate is multiplied by `factor`, but only while the bucket is turning requests
-//!    away (anti-windup: no growth far above what the stage does when idle). The clamp keeps one
-//!    straggler in a heavy-tailed window from zeroing the rate; a period without completions
-//!    still runs, so a rate cut very low recovers.
-//! 2. **A setpoint below the target** (`setpoint` x target, 0.5): oscillation around the
-//!    setpoint stays under the target.
-//! 3. **Fast attack.** A window's percentile above the estimate replaces it at once; the EWMA
-//!    only smooths decreases.
-//! 4. **Short windows** (`timeout` 0.1 s): the controller runs ten times as often.
-//! 5. **Selective dropping (003 Section 4.2.3).** At dequeue, an event that has queued longer than
-//!    `drop_queued` (the target) is dropped as expired: what was admitted before the controller
-//!    could react is not served late.
+//! Why: 002's loop acts on the token rate from response times of requests that completed, so it
+//! sees a spike only after the spike's requests have waited; its AIMD then moves the rate by
+//! +1.8/s or /1.2 per run. On our spike it admits half the capacity; a proportional law on the
+//! rate oscillates because of that measurement delay. The queue length is known without delay:
+//!
+//! - **Inner loop (no lag).** Admit while `queue < max(min_queue, d x wait)`, `d` the departure
+//!   rate (dequeues per second, smoothed over `timeout` periods), `wait` the queueing-time
+//!   budget. A rejection is decided at once, cheaply, when the request arrives.
+//! - **Outer loop (the target), slow.** Each closed window multiplies `wait` by
+//!   `clamp(setpoint x target / p90, 0.5, 2) ^ (dt / adapt)`, `dt` the time since the last
+//!   window, `adapt` a time constant (2 x target) well above the measurement's own delay, and
+//!   keeps it within `[0.01, 1] x target`. The budget absorbs the service-time part of the
+//!   response time and whatever the model misses. It adapts only while the limit is turning
+//!   requests away: at low load the percentile says nothing about the budget (anti-windup).
+//! - **Safety net: selective dropping (003 Section 4.2.3).** At dequeue, an event that queued
+//!   longer than `drop_queued` (the target) is dropped as expired.
 
 use std::time::Duration;
 
 use super::{ResponseTimeConfig, SampleWindow};
-use crate::{AdmissionController, RejectReason, Time, TokenBucket};
+use crate::{AdmissionController, RejectReason, Time};
 
 /// Parameters of [`TunedResponseTimeController`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TunedConfig {
-    /// The measurement parameters (target, percentile, `nreq`, `timeout`, `alpha`, rate range,
-    /// bucket). [`TunedConfig::new`] changes `timeout` to 0.1 s, the rate range to [1, 10^7] and
-    /// starts at the top of it (no limit until overload). The AIMD constants are not used.
+    /// Target, percentile, `nreq`, `timeout` (0.1 s here) and `alpha` (the weight of the old
+    /// departure rate per period); 002's AIMD constants and the rate bounds are not used.
     pub base: ResponseTimeConfig,
-    /// Operating point as a fraction of the target (0.5).
+    /// The percentile is steered to `setpoint x target` (0.8), a margin under the target.
     pub setpoint: f64,
-    /// Proportional gain (1.0).
-    pub gain: f64,
+    /// The queue limit never falls below this many events (10), so a stage whose departure
+    /// rate is not yet known still admits.
+    pub min_queue: f64,
+    /// Time constant of the outer loop (2 x target).
+    pub adapt: Duration,
     /// Drop at dequeue events that queued longer than this; `None` disables dropping.
     pub drop_queued: Option<Duration>,
 }
@@ -47,15 +49,14 @@ impl TunedConfig {
     pub fn new(target: Duration) -> Self {
         let base = ResponseTimeConfig {
             timeout: Duration::from_millis(100),
-            min_rate_per_s: 1.0,
-            max_rate_per_s: 1e7,
-            initial_rate_per_s: 1e7,
+            alpha: 0.8,
             ..ResponseTimeConfig::new(target)
         };
         TunedConfig {
             base,
-            setpoint: 0.5,
-            gain: 1.0,
+            setpoint: 0.8,
+            min_queue: 10.0,
+            adapt: target * 2,
             drop_queued: Some(target),
         }
     }
@@ -66,22 +67,31 @@ impl TunedConfig {
         if !(self.setpoint > 0.0 && self.setpoint <= 1.0) {
             return Err(format!("setpoint must be in (0, 1], got {}", self.setpoint));
         }
-        if !(self.gain > 0.0 && self.gain <= 10.0) {
-            return Err(format!("gain must be in (0, 10], got {}", self.gain));
+        if self.adapt.is_zero() {
+            return Err("adapt_s must be greater than 0".into());
+        }
+        if !(self.min_queue.is_finite() && self.min_queue >= 1.0) {
+            return Err(format!("min_queue must be >= 1, got {}", self.min_queue));
         }
         Ok(())
     }
 }
 
-/// The tuned response-time controller (module docs list the changes).
+/// The tuned response-time controller (module docs describe it).
 #[derive(Debug, Clone)]
 pub struct TunedResponseTimeController {
     cfg: TunedConfig,
-    bucket: TokenBucket,
     window: SampleWindow,
-    estimate_s: Option<f64>,
+    target_s: f64,
+    /// Queueing-time budget, seconds.
+    wait_s: f64,
+    /// Admitted events not yet dequeued.
+    queued: u64,
+    departures_per_s: f64,
     period_start: Option<Time>,
-    completions: u64,
+    period_dequeues: u64,
+    last_p_s: f64,
+    last_outer: Option<Time>,
     rejections: u64,
     dropped: u64,
 }
@@ -91,70 +101,65 @@ impl TunedResponseTimeController {
     pub fn new(cfg: TunedConfig) -> Result<Self, String> {
         cfg.validate()?;
         let b = &cfg.base;
+        let target_s = b.target.as_secs_f64();
         Ok(TunedResponseTimeController {
-            bucket: TokenBucket::new(b.initial_rate_per_s, b.bucket_depth),
             window: SampleWindow::new(b.nreq, b.timeout, b.percentile),
-            cfg,
-            estimate_s: None,
+            target_s,
+            wait_s: 0.5 * target_s,
+            queued: 0,
+            departures_per_s: 0.0,
             period_start: None,
-            completions: 0,
+            period_dequeues: 0,
+            last_p_s: 0.0,
+            last_outer: None,
             rejections: 0,
             dropped: 0,
+            cfg,
         })
     }
 
-    /// The token bucket's current rate.
-    pub fn rate_per_s(&self) -> f64 {
-        self.bucket.rate_per_s()
+    /// The current queue limit.
+    pub fn queue_limit(&self) -> f64 {
+        (self.departures_per_s * self.wait_s).max(self.cfg.min_queue)
     }
 
-    /// The percentile estimate, once a window has closed.
-    pub fn estimate(&self) -> Option<Duration> {
-        self.estimate_s.map(Duration::from_secs_f64)
+    /// The queueing-time budget.
+    pub fn wait_budget(&self) -> Duration {
+        Duration::from_secs_f64(self.wait_s)
     }
 
-    /// One controller run on a window's percentile `sample_s`, with the completions and
-    /// rejections counted since the previous run.
+    /// The smoothed departure rate.
+    pub fn departures_per_s(&self) -> f64 {
+        self.departures_per_s
+    }
+
+    /// Outer loop: one window's percentile, closed at `now`.
     pub fn observe(&mut self, now: Time, sample_s: f64) {
-        let b = &self.cfg.base;
-        let start = self.period_start.unwrap_or(now);
-        let elapsed = now.saturating_sub(start).as_secs_f64().max(1e-6);
-        let departures_per_s = self.completions as f64 / elapsed;
-        let cur = match self.estimate_s {
-            Some(prev) if sample_s <= prev => b.alpha * prev + (1.0 - b.alpha) * sample_s,
-            _ => sample_s,
-        };
-        self.estimate_s = Some(cur);
-        let target = b.target.as_secs_f64();
-        let setpoint = self.cfg.setpoint * target;
-        // At most halve or double per run, as Envoy's gradient is clamped to [0.5, 2]: one
-        // straggler in a heavy-tailed window must not zero the rate.
-        let factor = (1.0 + self.cfg.gain * (setpoint - cur) / target).clamp(0.5, 2.0);
-        let rate = self.bucket.rate_per_s();
-        let next = if cur > setpoint {
-            rate.min(departures_per_s * factor)
-        } else if self.rejections > 0 {
-            // The bucket is binding, so the rate is what gets through: grow it.
-            rate * factor
-        } else {
-            rate
-        };
-        self.bucket
-            .set_rate(now, next.clamp(b.min_rate_per_s, b.max_rate_per_s));
-        self.period_start = Some(now);
-        self.completions = 0;
-        self.rejections = 0;
+        self.last_p_s = sample_s;
+        let last = self.last_outer.replace(now).unwrap_or(now);
+        if std::mem::take(&mut self.rejections) == 0 {
+            return;
+        }
+        let dt = now.saturating_sub(last).as_secs_f64();
+        let step = (dt / self.cfg.adapt.as_secs_f64()).min(1.0);
+        let want = self.cfg.setpoint * self.target_s;
+        let ratio = (want / sample_s.max(1e-9)).clamp(0.5, 2.0).powf(step);
+        self.wait_s = (self.wait_s * ratio).clamp(0.01 * self.target_s, self.target_s);
     }
 
-    fn poll(&mut self, now: Time) {
-        self.period_start.get_or_insert(now);
-        let due = self.window.due(now);
-        match self.window.poll(now) {
-            Some(p) => self.observe(now, p),
-            // A period without completions still runs, on the last estimate: a rate cut so low
-            // that nothing completes must be able to grow again.
-            None if due => self.observe(now, self.estimate_s.unwrap_or(0.0)),
-            None => {}
+    /// Closes departure-rate periods and due windows.
+    fn roll(&mut self, now: Time) {
+        let start = *self.period_start.get_or_insert(now);
+        let elapsed = now.saturating_sub(start);
+        if elapsed >= self.cfg.base.timeout {
+            let d = self.period_dequeues as f64 / elapsed.as_secs_f64();
+            let a = self.cfg.base.alpha;
+            self.departures_per_s = a * self.departures_per_s + (1.0 - a) * d;
+            self.period_dequeues = 0;
+            self.period_start = Some(now);
+        }
+        if let Some(p) = self.window.poll(now) {
+            self.observe(now, p);
         }
     }
 }
@@ -165,43 +170,46 @@ impl AdmissionController for TunedResponseTimeController {
     }
 
     fn admit(&mut self, now: Time, _class: u8) -> Result<(), RejectReason> {
-        self.poll(now);
-        if self.bucket.try_take(now, 1.0) {
+        self.roll(now);
+        if (self.queued as f64) < self.queue_limit() {
+            self.queued += 1;
             Ok(())
         } else {
             self.rejections += 1;
-            Err(RejectReason::Rate)
+            Err(RejectReason::QueueFull)
         }
     }
 
     fn undo_admit(&mut self, _now: Time, _class: u8) {
-        self.bucket.give_back(1.0);
+        self.queued = self.queued.saturating_sub(1);
     }
 
-    fn on_dequeue(&mut self, _now: Time, queued: Duration) -> bool {
+    fn on_dequeue(&mut self, now: Time, queued: Duration) -> bool {
+        self.roll(now);
+        self.queued = self.queued.saturating_sub(1);
+        self.period_dequeues += 1;
         let drop = self.cfg.drop_queued.is_some_and(|limit| queued > limit);
-        if drop {
-            self.dropped += 1;
-        }
+        self.dropped += u64::from(drop);
         drop
     }
 
     fn on_complete(&mut self, now: Time, _class: u8, response: Duration, _sojourn: Duration) {
-        self.period_start.get_or_insert(now);
-        self.completions += 1;
         if let Some(p) = self.window.push(now, response.as_secs_f64()) {
             self.observe(now, p);
         }
     }
 
     fn tick(&mut self, now: Time) {
-        self.poll(now);
+        self.roll(now);
     }
 
     fn state(&self) -> Vec<(&'static str, f64)> {
         vec![
-            ("rate_per_s", self.bucket.rate_per_s()),
-            ("estimate_s", self.estimate_s.unwrap_or(0.0)),
+            ("queue_limit", self.queue_limit()),
+            ("queued", self.queued as f64),
+            ("departures_per_s", self.departures_per_s),
+            ("wait_budget_s", self.wait_s),
+            ("last_p_s", self.last_p_s),
             ("dropped", self.dropped as f64),
         ]
     }
@@ -220,62 +228,64 @@ mod tests {
     }
 
     #[test]
-    fn over_the_setpoint_cuts_toward_the_departure_rate_at_once() {
+    fn admits_min_queue_before_any_departure_then_rejects() {
         let mut c = ctl();
-        // 100 completions in 0.099 s (about 1010/s), all at 1 s: 0.5 s over the setpoint.
+        let admitted = (0..100).filter(|_| c.admit(s(0.0), 0).is_ok()).count();
+        assert_eq!(admitted, 10);
+        assert_eq!(c.admit(s(0.0), 0), Err(RejectReason::QueueFull));
+        c.undo_admit(s(0.0), 0);
+        assert!(c.admit(s(0.0), 0).is_ok());
+    }
+
+    #[test]
+    fn the_queue_limit_follows_the_departure_rate() {
+        let mut c = ctl();
+        c.tick(s(0.0));
+        // 100 dequeues in 0.1 s: 1000/s, smoothed by alpha 0.8 -> 200/s.
         for i in 0..100 {
-            c.on_complete(s(i as f64 * 0.001), 0, s(1.0), s(1.0));
+            assert!(c.admit(s(i as f64 * 0.001), 0).is_ok());
+            c.on_dequeue(s(i as f64 * 0.001), Duration::ZERO);
         }
-        let expected = 100.0 / 0.099 * 0.5;
+        c.tick(s(0.1));
         assert!(
-            (c.rate_per_s() - expected).abs() < 1.0,
-            "rate {}",
-            c.rate_per_s()
+            (c.departures_per_s() - 200.0).abs() < 1e-9,
+            "{}",
+            c.departures_per_s()
         );
-        // Further runs over the setpoint never raise it.
-        c.rejections = 10;
-        c.completions = 500;
-        c.observe(s(0.2), 1.0);
-        assert!(
-            (c.rate_per_s() - expected).abs() < 1.0,
-            "rate {}",
-            c.rate_per_s()
-        );
+        // Budget 0.5 s: limit 100 queued events.
+        assert!((c.queue_limit() - 100.0).abs() < 1e-9);
+        let admitted = (0..1000).filter(|_| c.admit(s(0.1), 0).is_ok()).count();
+        assert_eq!(admitted, 100);
     }
 
     #[test]
-    fn under_the_setpoint_grows_only_while_the_bucket_rejects() {
+    fn the_budget_moves_slowly_toward_the_setpoint_while_rejecting() {
         let mut c = ctl();
-        c.bucket.set_rate(s(0.0), 100.0);
-        c.period_start = Some(s(0.0));
-        c.completions = 10;
-        c.observe(s(0.1), 0.1); // far under, but no rejection: hold
-        assert_eq!(c.rate_per_s(), 100.0);
-        c.rejections = 5;
-        c.completions = 10; // 100/s, the bucket is binding
-        c.observe(s(0.2), 0.1); // d (1 + (0.5 - 0.1)) = 140
-        assert!(
-            (c.rate_per_s() - 140.0).abs() < 1e-6,
-            "rate {}",
-            c.rate_per_s()
-        );
-    }
-
-    #[test]
-    fn fast_attack_slow_release() {
-        let mut c = ctl();
-        c.observe(s(0.1), 0.2);
-        c.observe(s(0.2), 3.0);
-        assert_eq!(c.estimate(), Some(s(3.0)));
-        c.observe(s(0.3), 1.0);
-        assert!((c.estimate().unwrap().as_secs_f64() - 2.4).abs() < 1e-9);
+        c.observe(s(0.0), 2.0);
+        c.observe(s(1.0), 2.0); // no rejection in between: unchanged
+        assert_eq!(c.wait_budget(), s(0.5));
+        c.rejections = 1;
+        c.observe(s(2.0), 3.2); // ratio clamps at 0.5, over half the time constant (2 s)
+        assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
+        let before = c.wait_budget();
+        c.rejections = 1;
+        c.observe(s(3.0), 0.8); // at the setpoint: unchanged
+        assert_eq!(c.wait_budget(), before);
+        for i in 0..100 {
+            c.rejections = 1;
+            c.observe(s(4.0 + i as f64), 0.01);
+        }
+        assert_eq!(c.wait_budget(), s(1.0), "never above the target");
     }
 
     #[test]
     fn drops_events_that_queued_past_the_target() {
         let mut c = ctl();
+        assert!(c.admit(s(0.0), 0).is_ok());
+        assert!(c.admit(s(0.0), 0).is_ok());
         assert!(!c.on_dequeue(s(5.0), s(0.9)));
         assert!(c.on_dequeue(s(5.0), s(1.1)));
+        assert_eq!(c.state()[1], ("queued", 0.0));
         let mut cfg = TunedConfig::new(s(1.0));
         cfg.drop_queued = None;
         let mut c = TunedResponseTimeController::new(cfg).unwrap();

@@ -49,12 +49,12 @@ impl Sim {
     /// Starts `req` on `server` unless it is dropped at dequeue; returns whether it started.
     fn try_start(&mut self, req: Req, server: u32) -> bool {
         let now = self.now;
-        let expired = self.stage.drop_expired && now > req.deadline;
-        let dropped = expired
-            || self
-                .admission
-                .as_mut()
-                .is_some_and(|a| a.on_dequeue(dur(now), dur(now - req.enq)));
+        // The controller hears of every dequeue, even one the deadline check drops anyway.
+        let by_controller = self
+            .admission
+            .as_mut()
+            .is_some_and(|a| a.on_dequeue(dur(now), dur(now - req.enq)));
+        let dropped = by_controller || (self.stage.drop_expired && now > req.deadline);
         if dropped {
             if let Some(a) = self.admission.as_mut() {
                 a.on_drop(dur(now), req.class);
