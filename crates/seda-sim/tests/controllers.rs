@@ -74,6 +74,51 @@ fn response_time_controller_meets_a_1s_target_under_3x_overload() {
     assert!(thr > 200.0, "throughput {thr}");
 }
 
+/// 002 Figure 15 in small: two classes of closed users with a 5 s wait after a rejection.
+fn two_classes(kind: &str) -> seda_sim::Bucket {
+    let closed = |class: u8, start_s: f64, end_s: f64| {
+        let mut s = SourceConfig::new(Population::Closed {
+            users: 64,
+            think: Dist::exp(0.02),
+            reject_wait: Some(Dist::Deterministic { mean_s: 5.0 }),
+            start_s,
+            end_s,
+        });
+        s.class = class;
+        s
+    };
+    let st = StageConfig {
+        servers: 1,
+        service: Dist::exp(0.05),
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(
+        300.0,
+        st,
+        vec![closed(0, 0.0, 300.0), closed(1, 100.0, 200.0)],
+    );
+    cfg.target_s = 5.0;
+    let mut p = BTreeMap::new();
+    p.insert("target_s".to_string(), 5.0);
+    cfg.admission = Some(build_admission(kind, &p).unwrap());
+    simulate(cfg).unwrap().metrics.window(100.0, 200.0)
+}
+
+#[test]
+fn multiclass_rejects_the_low_class_first() {
+    let m = two_classes("multiclass");
+    let (low, high) = (m.class_refused_fraction(0), m.class_refused_fraction(1));
+    assert!(high < 0.5 * low, "multiclass: low {low} high {high}");
+    // Without differentiation both classes are refused alike.
+    let r = two_classes("response_time");
+    let (low, high) = (r.class_refused_fraction(0), r.class_refused_fraction(1));
+    assert!(
+        (low - high).abs() < 0.15,
+        "response_time: low {low} high {high}"
+    );
+}
+
 #[test]
 fn tuned_controller_keeps_the_target_and_the_capacity() {
     let r = overload(3.0, 120.0, Some("response_time_tuned"), 7);
@@ -156,4 +201,54 @@ fn partly_open_sessions_and_bad_config() {
         vec![],
     );
     assert!(simulate(bad).unwrap_err().contains("server"));
+}
+
+/// 002 Figure 10's shape: 3 users, then at 10 s users offering 3 x capacity until 40 s.
+fn spike(kind: &str, service: Dist) -> (f64, f64, f64) {
+    let think = 1000.0 / 1200.0;
+    let closed = |users, start_s, end_s| {
+        SourceConfig::new(Population::Closed {
+            users,
+            think: Dist::exp(think),
+            reject_wait: None,
+            start_s,
+            end_s,
+        })
+    };
+    let st = StageConfig {
+        servers: 4,
+        service,
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(
+        40.0,
+        st,
+        vec![closed(3, 0.0, 40.0), closed(997, 10.0, 40.0)],
+    );
+    cfg.admission = Some(build_admission(kind, &BTreeMap::new()).unwrap());
+    let m = simulate(cfg).unwrap().metrics;
+    let settle = m.settle_time(10.0, 40.0, 1.0, 0.9, 1.2);
+    let after = m.window(10.0 + settle, 40.0);
+    let goodput = m.window(10.0, 40.0).good as f64 / 30.0;
+    (settle, after.quantile(0.9).unwrap_or(0.0), goodput)
+}
+
+#[test]
+fn on_a_spike_the_tuned_controller_settles_fast_and_keeps_goodput() {
+    for service in [
+        Dist::exp(0.01),
+        Dist::bimodal(0.1, Dist::exp(0.005), Dist::exp(0.055)),
+    ] {
+        let (settle, p90, goodput) = spike("response_time_tuned", service.clone());
+        assert!(settle <= 2.0, "{service:?}: settle {settle}");
+        assert!(p90 <= 1.2, "{service:?}: p90 {p90}");
+        assert!(goodput >= 0.9 * 400.0, "{service:?}: goodput {goodput}");
+    }
+    // 002's controller with Figure 4's parameters keeps the p90 but admits too little.
+    let (_, p90, goodput) = spike("response_time", Dist::exp(0.01));
+    assert!(
+        p90 <= 1.2 && goodput < 0.8 * 400.0,
+        "response_time: p90 {p90} goodput {goodput}"
+    );
 }
