@@ -9,19 +9,6 @@ use seda_sim::{
 };
 use serde_json::{Value, json};
 
-/// Controllers compared on a single-class stage (002's, ours, 003's dropper, the peers').
-pub const CONTROLLERS: [&str; 9] = [
-    "response_time",
-    "response_time_tuned",
-    "selective_dropper",
-    "vegas",
-    "gradient2",
-    "aimd_limit",
-    "envoy_gradient",
-    "codel",
-    "multiclass",
-];
-
 /// The controllers a scenario runs: the one asked for, or `all`.
 pub fn selected<'a>(asked: &'a Option<String>, all: &[&'a str]) -> Vec<&'a str> {
     match asked {

@@ -20,8 +20,9 @@ impl Default for LogHistogram {
     }
 }
 
+/// The bin a duration falls in (compute once, record in several histograms).
 #[inline]
-fn bin_of(x_s: f64) -> usize {
+pub(crate) fn bin_of(x_s: f64) -> usize {
     if x_s <= MIN_S {
         return 0;
     }
@@ -41,7 +42,16 @@ impl LogHistogram {
     /// Records one duration in seconds.
     #[inline]
     pub fn record(&mut self, x_s: f64) {
-        self.bins[bin_of(x_s)] += 1;
+        self.record_bin(bin_of(x_s));
+    }
+
+    /// Records one duration by its bin (see `bin_of`).
+    #[inline]
+    pub(crate) fn record_bin(&mut self, bin: usize) {
+        if self.bins.is_empty() {
+            self.bins = vec![0; BINS];
+        }
+        self.bins[bin] += 1;
         self.count += 1;
     }
 
@@ -54,6 +64,9 @@ impl LogHistogram {
     pub fn merge(&mut self, other: &LogHistogram) {
         if other.count == 0 {
             return;
+        }
+        if self.bins.is_empty() {
+            self.bins = vec![0; BINS];
         }
         for (a, b) in self.bins.iter_mut().zip(&other.bins) {
             *a += b;

@@ -63,12 +63,13 @@ impl Metrics {
     pub(crate) fn record_response(&mut self, now: u64, class: usize, response_s: f64, good: bool) {
         let c = class.min(CLASSES - 1);
         let warm = now >= self.warmup_ns;
+        let bin = histogram::bin_of(response_s);
         let (b, total) = self.at(now);
         for b in std::iter::once(b).chain(total) {
             b.completed += 1;
             b.class_completed[c] += 1;
-            b.response.record(response_s);
-            b.class_response[c].record(response_s);
+            b.response.record_bin(bin);
+            b.class_response[c].record_bin(bin);
             if good {
                 b.good += 1;
                 b.class_good[c] += 1;
