@@ -112,6 +112,10 @@ pub struct SimConfig {
     pub sources: Vec<SourceConfig>,
     /// The stage's admission controller; `None` admits everything.
     pub admission: Option<Box<dyn AdmissionController>>,
+    /// Share of each service time that a quality knob scales (002 Section 3.4). When the
+    /// admission controller reports a `quality` in its state (as `degradation` does), service
+    /// times become `s x (1 - degradable + degradable x quality)`, updated every tick.
+    pub degradable: f64,
 }
 
 impl std::fmt::Debug for SimConfig {
@@ -140,6 +144,7 @@ impl SimConfig {
             stage,
             sources,
             admission: None,
+            degradable: 1.0,
         }
     }
 
@@ -161,6 +166,12 @@ impl SimConfig {
         }
         if self.duration_s / self.bucket_s > 50_000_000.0 {
             return Err("too many metric buckets: raise bucket_s".into());
+        }
+        if !(0.0..=1.0).contains(&self.degradable) {
+            return Err(format!(
+                "degradable must be in [0, 1], got {}",
+                self.degradable
+            ));
         }
         if self.stage.servers == 0 {
             return Err("the stage needs at least one server".into());

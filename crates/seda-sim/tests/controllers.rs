@@ -252,3 +252,43 @@ fn on_a_spike_the_tuned_controller_settles_fast_and_keeps_goodput() {
         "response_time: p90 {p90} goodput {goodput}"
     );
 }
+
+#[test]
+fn degradation_scales_service_times_and_reenables_admission_only_when_needed() {
+    let run = |users: u32, load: f64, degradable: f64| {
+        let pop = Population::Closed {
+            users,
+            think: Dist::exp(f64::from(users) / (load * 400.0)),
+            reject_wait: None,
+            start_s: 0.0,
+            end_s: f64::INFINITY,
+        };
+        let mut cfg = SimConfig::new(120.0, stage(), vec![SourceConfig::new(pop)]);
+        cfg.warmup_s = 60.0;
+        cfg.degradable = degradable;
+        cfg.admission = Some(build_admission("degradation", &BTreeMap::new()).unwrap());
+        simulate(cfg).unwrap().metrics
+    };
+    // 2x load, fully degradable work: the knob alone copes, nothing is rejected.
+    let m = run(1200, 2.0, 1.0);
+    let t = &m.total;
+    assert_eq!(t.rejected, 0);
+    assert!(t.quantile(0.9).unwrap() < 1.2, "p90 {:?}", t.quantile(0.9));
+    let last = m
+        .buckets
+        .iter()
+        .rev()
+        .find(|b| !b.state.is_empty())
+        .unwrap();
+    let q = last
+        .state
+        .iter()
+        .find(|(k, _)| *k == "quality")
+        .map(|(_, q)| *q)
+        .unwrap();
+    assert!(q < 0.9, "quality {q}");
+    // 3x load from many users (so waiting barely slows them), only half the work degradable:
+    // the knob bottoms out and admission control comes back.
+    let m = run(6000, 3.0, 0.5);
+    assert!(m.total.rejected > 0);
+}

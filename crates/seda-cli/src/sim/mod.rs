@@ -3,6 +3,7 @@
 
 mod classes;
 mod common;
+mod degrade;
 mod goodput;
 mod spike;
 mod users;
@@ -13,7 +14,7 @@ use clap::Args;
 /// Arguments of `seda sim`.
 #[derive(Args, Debug, Clone)]
 pub struct SimArgs {
-    /// Scenario: spike, users, classes or goodput.
+    /// Scenario: spike, users, classes, goodput or degrade.
     pub scenario: String,
     /// Run only this controller (default: every controller of the scenario).
     #[arg(long)]
@@ -66,7 +67,10 @@ pub fn run(args: SimArgs) -> Result<()> {
         "users" => users::run(&args)?,
         "classes" => classes::run(&args)?,
         "goodput" => goodput::run(&args)?,
-        other => bail!("unknown scenario `{other}`; valid: spike, users, classes, goodput"),
+        "degrade" => degrade::run(&args)?,
+        other => {
+            bail!("unknown scenario `{other}`; valid: spike, users, classes, goodput, degrade")
+        }
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out.json)?);

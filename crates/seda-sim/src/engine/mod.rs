@@ -64,6 +64,8 @@ pub(crate) struct Sim {
     pub slots: Vec<Slot>,
     pub free_slots: Vec<u32>,
     pub rng_service: Rng,
+    /// Multiplier of service times (1 unless a quality knob degrades the service).
+    pub service_scale: f64,
     pub rng_client: Rng,
 }
 
@@ -120,7 +122,9 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         free_slots: Vec::new(),
         rng_service,
         rng_client,
+        service_scale: 1.0,
     };
+    let degradable = cfg.degradable;
     for (i, s) in cfg.sources.into_iter().enumerate() {
         let (start_s, end_s) = match &s.population {
             Population::Closed { start_s, end_s, .. }
@@ -159,6 +163,9 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
                 if let Some(a) = sim.admission.as_mut() {
                     a.tick(dur(t));
                     let state = a.state();
+                    if let Some(&(_, q)) = state.iter().find(|(k, _)| *k == "quality") {
+                        sim.service_scale = 1.0 - degradable + degradable * q.clamp(0.0, 1.0);
+                    }
                     sim.metrics.at(t).0.state = state;
                 }
                 sim.events.push(t + tick_ns, Kind::Tick, 0, 0);

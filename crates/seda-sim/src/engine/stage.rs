@@ -62,7 +62,7 @@ impl Sim {
             self.finish(req, Outcome::Expired);
             return false;
         }
-        let service_s = self.stage.service.sample(&mut self.rng_service);
+        let service_s = self.stage.service.sample(&mut self.rng_service) * self.service_scale;
         self.in_service[server as usize] = req;
         self.events
             .push(now + secs_to_ns(service_s), super::Kind::Done, server, 0);
