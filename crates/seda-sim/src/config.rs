@@ -173,8 +173,24 @@ impl SimConfig {
                 self.degradable
             ));
         }
-        if self.stage.servers == 0 {
-            return Err("the stage needs at least one server".into());
+        if self.stage.servers == 0 || self.stage.servers > 10_000_000 {
+            return Err(format!(
+                "servers must be in 1..=10000000, got {}",
+                self.stage.servers
+            ));
+        }
+        let users: u64 = self
+            .sources
+            .iter()
+            .map(|s| match s.population {
+                Population::Closed { users, .. } => u64::from(users),
+                _ => 0,
+            })
+            .sum();
+        if users > 100_000_000 {
+            return Err(format!(
+                "at most 100000000 closed users in all, got {users}"
+            ));
         }
         self.stage.service.validate()?;
         if self.sources.len() > u16::MAX as usize {

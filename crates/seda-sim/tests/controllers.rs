@@ -200,7 +200,7 @@ fn partly_open_sessions_and_bad_config() {
         },
         vec![],
     );
-    assert!(simulate(bad).unwrap_err().contains("server"));
+    assert!(simulate(bad).unwrap_err().contains("servers"));
 }
 
 /// 002 Figure 10's shape: 3 users, then at 10 s users offering 3 x capacity until 40 s.
