@@ -27,6 +27,14 @@ pub fn controller(
         return Ok(None);
     }
     let mut p = BTreeMap::new();
+    // Our tuned controller with standing-queue trimming, listed as its own row.
+    let kind = match kind {
+        "response_time_tuned_trim" => {
+            p.insert("trim".to_string(), 1.0);
+            "response_time_tuned"
+        }
+        k => k,
+    };
     if matches!(
         kind,
         "response_time" | "response_time_tuned" | "multiclass" | "degradation"

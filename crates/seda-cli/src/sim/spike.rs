@@ -17,10 +17,11 @@ const END_S: f64 = 60.0;
 const DURATION_S: f64 = 70.0;
 const BASE_USERS: u32 = 3;
 
-const ALL: [&str; 9] = [
+const ALL: [&str; 10] = [
     "none",
     "response_time",
     "response_time_tuned",
+    "response_time_tuned_trim",
     "selective_dropper",
     "vegas",
     "gradient2",
@@ -106,7 +107,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         });
         let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
         rows.push(format!(
-            "{:<20} {:>9} {:>11} {:>9} {:>9} {:>9.1} {:>7.2} {:>9.3} {:>10.2e}\n",
+            "{:<24} {:>9} {:>11} {:>9} {:>9} {:>9.1} {:>7.2} {:>9.3} {:>10.2e}\n",
             kind,
             f(spike.quantile(0.9)),
             f(after.quantile(0.9)),
@@ -130,7 +131,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         "spike: {servers} servers x 10 ms {} service, measured capacity {capacity:.1}/s; \
          {BASE_USERS} -> {users} users at {ONSET_S} s (think {think_s:.3} s, offering 3 x C) \
          until {END_S} s; p90 target {TARGET_S} s; seed {}\n\
-         {:<20} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7} {:>9} {:>10}\n",
+         {:<24} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7} {:>9} {:>10}\n",
         args.service,
         args.seed,
         "controller",

@@ -12,7 +12,12 @@ use super::{Output, SimArgs};
 const TARGET_S: f64 = 10.0;
 const DURATION_S: f64 = 600.0;
 const WARMUP_S: f64 = 100.0;
-const ALL: [&str; 3] = ["none", "response_time", "response_time_tuned"];
+const ALL: [&str; 4] = [
+    "none",
+    "response_time",
+    "response_time_tuned",
+    "response_time_tuned_trim",
+];
 
 pub fn run(args: &SimArgs) -> Result<Output> {
     let stage = StageConfig {
@@ -30,7 +35,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         args.seed, "users"
     );
     for k in &kinds {
-        text += &format!(" {:>26}", format!("{k}: p90_s/refused"));
+        text += &format!(" {:>31}", format!("{k}: p90_s/refused"));
     }
     text += "\n";
     let mut points = Vec::new();
@@ -59,7 +64,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             let t = &r.metrics.total;
             let p90 = t.quantile(0.9);
             row += &format!(
-                " {:>26}",
+                " {:>31}",
                 format!(
                     "{}/{:.3}",
                     p90.map_or("-".into(), |v| format!("{v:.2}")),

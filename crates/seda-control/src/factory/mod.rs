@@ -88,6 +88,7 @@ pub fn build_admission(
                 "setpoint",
                 "min_queue",
                 "adapt_s",
+                "trim",
                 "drop_queued_s",
             ];
             let p = Params::new(kind, params, &known)?;
@@ -102,6 +103,7 @@ pub fn build_admission(
                 setpoint: p.f64("setpoint", d.setpoint),
                 min_queue: p.f64("min_queue", d.min_queue),
                 adapt: p.secs("adapt_s", d.adapt)?,
+                trim: p.f64("trim", if d.trim { 1.0 } else { 0.0 }) != 0.0,
                 drop_queued,
             };
             Ok(Box::new(TunedResponseTimeController::new(cfg)?))

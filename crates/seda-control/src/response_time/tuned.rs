@@ -14,11 +14,15 @@
 //!   rate (dequeues per second, smoothed over `timeout` periods), `wait` the queueing-time
 //!   budget. A rejection is decided at once, cheaply, when the request arrives.
 //! - **Outer loop (the target), slow.** Each closed window multiplies `wait` by
-//!   `clamp(setpoint x target / p90, 0.5, 2) ^ (dt / adapt)`, `dt` the time since the last
-//!   window, `adapt` a time constant (2 x target) well above the measurement's own delay, and
-//!   keeps it within `[0.01, 1] x target`. The budget absorbs the service-time part of the
-//!   response time and whatever the model misses. It adapts only while the limit is turning
-//!   requests away: at low load the percentile says nothing about the budget (anti-windup).
+//!   `r ^ (dt / adapt)`, `dt` the time since the last window, `adapt` a time constant (2 x
+//!   target) well above the measurement's own delay, and keeps it within `[0.001, 1] x target`.
+//!   Over the setpoint (`setpoint x target`), `r = setpoint x target / p90` (at least 0.5): the
+//!   budget absorbs the service-time part of the response time and whatever the model misses.
+//!   Under it, `r = 0.5` if the queue never emptied since the last window (a standing queue adds
+//!   waiting and no throughput, CoDel's observation) and up to 2 if it did (the servers may have
+//!   idled); with `trim` off, `r = setpoint x target / p90` (at most 2) steers the percentile to
+//!   the setpoint instead. It adapts only while the limit is turning requests away: at low load
+//!   the percentile says nothing about the budget (anti-windup).
 //! - **Safety net: selective dropping (003 Section 4.2.3).** At dequeue, an event that queued
 //!   longer than `drop_queued` (the target) is dropped as expired.
 
@@ -40,6 +44,11 @@ pub struct TunedConfig {
     pub min_queue: f64,
     /// Time constant of the outer loop (2 x target).
     pub adapt: Duration,
+    /// Trim a standing queue: under the setpoint, shrink the budget while the queue never
+    /// empties and grow it only when it does. Off by default: it keeps latency far below the
+    /// target, like the latency-minimising peers, but it rejects requests that would have met
+    /// the target (see `seda sim users`); off, the percentile is steered to the setpoint.
+    pub trim: bool,
     /// Drop at dequeue events that queued longer than this; `None` disables dropping.
     pub drop_queued: Option<Duration>,
 }
@@ -57,6 +66,7 @@ impl TunedConfig {
             setpoint: 0.8,
             min_queue: 10.0,
             adapt: target * 2,
+            trim: false,
             drop_queued: Some(target),
         }
     }
@@ -93,6 +103,8 @@ pub struct TunedResponseTimeController {
     last_p_s: f64,
     last_outer: Option<Time>,
     rejections: u64,
+    /// Lowest queue length since the last outer run.
+    min_queued: u64,
     dropped: u64,
 }
 
@@ -113,6 +125,7 @@ impl TunedResponseTimeController {
             last_p_s: 0.0,
             last_outer: None,
             rejections: 0,
+            min_queued: 0,
             dropped: 0,
             cfg,
         })
@@ -137,14 +150,24 @@ impl TunedResponseTimeController {
     pub fn observe(&mut self, now: Time, sample_s: f64) {
         self.last_p_s = sample_s;
         let last = self.last_outer.replace(now).unwrap_or(now);
+        let ran_dry = std::mem::replace(&mut self.min_queued, self.queued) == 0;
         if std::mem::take(&mut self.rejections) == 0 {
             return;
         }
         let dt = now.saturating_sub(last).as_secs_f64();
         let step = (dt / self.cfg.adapt.as_secs_f64()).min(1.0);
         let want = self.cfg.setpoint * self.target_s;
-        let ratio = (want / sample_s.max(1e-9)).clamp(0.5, 2.0).powf(step);
-        self.wait_s = (self.wait_s * ratio).clamp(0.01 * self.target_s, self.target_s);
+        let toward_target = (want / sample_s.max(1e-9)).clamp(0.5, 2.0);
+        let ratio = if toward_target < 1.0 || !self.cfg.trim {
+            toward_target
+        } else if ran_dry {
+            // The queue emptied: servers may have idled. Allow more queue (up to the target).
+            toward_target.min(2.0)
+        } else {
+            // A queue that never emptied is standing: it adds waiting and no throughput.
+            0.5
+        };
+        self.wait_s = (self.wait_s * ratio.powf(step)).clamp(0.001 * self.target_s, self.target_s);
     }
 
     /// Closes departure-rate periods and due windows.
@@ -187,6 +210,7 @@ impl AdmissionController for TunedResponseTimeController {
     fn on_dequeue(&mut self, now: Time, queued: Duration) -> bool {
         self.roll(now);
         self.queued = self.queued.saturating_sub(1);
+        self.min_queued = self.min_queued.min(self.queued);
         self.period_dequeues += 1;
         let drop = self.cfg.drop_queued.is_some_and(|limit| queued > limit);
         self.dropped += u64::from(drop);
@@ -276,6 +300,29 @@ mod tests {
             c.observe(s(4.0 + i as f64), 0.01);
         }
         assert_eq!(c.wait_budget(), s(1.0), "never above the target");
+    }
+
+    #[test]
+    fn trimming_shrinks_a_standing_queue_and_grows_one_that_runs_dry() {
+        let mut cfg = TunedConfig::new(s(1.0));
+        cfg.trim = true;
+        let mut c = TunedResponseTimeController::new(cfg).unwrap();
+        for _ in 0..5 {
+            assert!(c.admit(s(0.0), 0).is_ok());
+        }
+        c.observe(s(0.0), 0.1);
+        // The queue never emptied (5 queued throughout) and the limit rejected: shrink by
+        // 0.5 ^ (1 s / 2 s).
+        c.rejections = 1;
+        c.observe(s(1.0), 0.1);
+        assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
+        // Now it runs dry: grow by 2 ^ (1 s / 2 s).
+        for _ in 0..5 {
+            c.on_dequeue(s(1.5), Duration::ZERO);
+        }
+        c.rejections = 1;
+        c.observe(s(2.0), 0.1);
+        assert!((c.wait_budget().as_secs_f64() - 0.5).abs() < 1e-9);
     }
 
     #[test]
