@@ -348,6 +348,10 @@ mod tests {
             ("codel", &[("interval_s", 0.0)]),
             ("degradation", &[("q_min", 2.0)]),
             ("selective_dropper", &[("threshold_s", -0.1)]),
+            ("response_time_tuned", &[("setpoint", 0.0)]),
+            ("response_time_tuned", &[("adapt_s", 0.0)]),
+            ("response_time_tuned", &[("min_queue", 0.5)]),
+            ("response_time_tuned", &[("adj_d", 1.2)]), // an AIMD constant it does not use
         ];
         for (kind, kv) in cases {
             assert!(
