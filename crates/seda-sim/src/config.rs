@@ -92,6 +92,28 @@ pub struct StageConfig {
     pub drop_expired: bool,
 }
 
+/// A further stage of the graph, with its admission controller and its routes.
+pub struct StageNode {
+    /// The stage.
+    pub stage: StageConfig,
+    /// Its admission controller; `None` admits everything.
+    pub admission: Option<Box<dyn AdmissionController>>,
+    /// After service here, go to stage `i` with probability `p` for each `(p, i)`; the rest of
+    /// the probability leaves the system. Stage 0 is `SimConfig::stage`, stage `k` is
+    /// `more_stages[k - 1]`.
+    pub next: Vec<(f64, usize)>,
+}
+
+impl std::fmt::Debug for StageNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageNode")
+            .field("stage", &self.stage)
+            .field("admission", &self.admission.as_ref().map(|a| a.name()))
+            .field("next", &self.next)
+            .finish()
+    }
+}
+
 /// A whole run.
 pub struct SimConfig {
     /// Seed of every random choice.
@@ -112,6 +134,11 @@ pub struct SimConfig {
     pub sources: Vec<SourceConfig>,
     /// The stage's admission controller; `None` admits everything.
     pub admission: Option<Box<dyn AdmissionController>>,
+    /// Routes after service at stage 0 (see [`StageNode::next`]); empty: requests leave.
+    pub next: Vec<(f64, usize)>,
+    /// Further stages: sources send to stage 0, routes carry requests on. A request completes
+    /// when it leaves the graph; a rejection or drop at any stage ends it.
+    pub more_stages: Vec<StageNode>,
     /// Share of each service time that a quality knob scales (002 Section 3.4). When the
     /// admission controller reports a `quality` in its state (as `degradation` does), service
     /// times become `s x (1 - degradable + degradable x quality)`, updated every tick.
@@ -144,6 +171,8 @@ impl SimConfig {
             stage,
             sources,
             admission: None,
+            next: Vec::new(),
+            more_stages: Vec::new(),
             degradable: 1.0,
         }
     }
@@ -173,11 +202,36 @@ impl SimConfig {
                 self.degradable
             ));
         }
-        if self.stage.servers == 0 || self.stage.servers > 10_000_000 {
-            return Err(format!(
-                "servers must be in 1..=10000000, got {}",
-                self.stage.servers
-            ));
+        let n = 1 + self.more_stages.len();
+        if n > 60_000 {
+            return Err(format!("at most 60000 stages, got {n}"));
+        }
+        let all = std::iter::once((&self.stage, &self.next))
+            .chain(self.more_stages.iter().map(|m| (&m.stage, &m.next)));
+        for (i, (stage, next)) in all.enumerate() {
+            if stage.servers == 0 || stage.servers > 10_000_000 {
+                return Err(format!(
+                    "stage {i}: servers must be in 1..=10000000, got {}",
+                    stage.servers
+                ));
+            }
+            stage
+                .service
+                .validate()
+                .map_err(|e| format!("stage {i}: {e}"))?;
+            if next
+                .iter()
+                .any(|&(p, to)| !(p.is_finite() && p >= 0.0) || to >= n)
+            {
+                return Err(format!(
+                    "stage {i}: routes need probabilities >= 0 and stages < {n}"
+                ));
+            }
+            if next.iter().map(|(p, _)| p).sum::<f64>() > 1.0 + 1e-9 {
+                return Err(format!(
+                    "stage {i}: route probabilities add up to more than 1"
+                ));
+            }
         }
         let users: u64 = self
             .sources
@@ -192,7 +246,6 @@ impl SimConfig {
                 "at most 100000000 closed users in all, got {users}"
             ));
         }
-        self.stage.service.validate()?;
         if self.sources.len() > u16::MAX as usize {
             return Err("too many sources".into());
         }

@@ -1,8 +1,9 @@
 //! A discrete-event simulator of a SEDA stage, in virtual time, driving the real
 //! [`seda_control`] admission controllers.
 //!
-//! A run is one stage (c servers, a FIFO queue, an optional admission controller) fed by
-//! sources: closed users with think time, open Poisson or constant-rate arrivals, and
+//! A run is a graph of stages (each with c servers, a FIFO queue and an optional admission
+//! controller; after service a request moves on to another stage with given probabilities or
+//! leaves) fed by sources: closed users with think time, open Poisson or constant-rate arrivals, and
 //! partly-open sessions; clients may give up after a timeout and may hold an SSM-style AIMD
 //! window (seed 001). Service times come from a [`Dist`]: deterministic, exponential, lognormal,
 //! Pareto, or a mix. A request whose client has timed out still costs its full service time if
@@ -53,7 +54,7 @@ mod engine;
 pub mod metrics;
 mod rng;
 
-pub use config::{Population, SimConfig, SourceConfig, StageConfig};
+pub use config::{Population, SimConfig, SourceConfig, StageConfig, StageNode};
 pub use dist::Dist;
 pub use metrics::{Bucket, LogHistogram, Metrics};
 pub use rng::Rng;

@@ -105,3 +105,54 @@ fn deterministic_service_halves_the_wait_md1() {
     let mean = simulate(cfg).unwrap().metrics.mean_response_s();
     assert!((mean / 3.0 - 1.0).abs() < 0.05, "M/D/1 mean {mean}");
 }
+
+/// A Jackson network: stage 0 (M/M/1, rho 0.8) sends half of its output to stage 1 (M/M/1,
+/// rho 0.4), the rest leaves. Mean response: 1/(1 - 0.8) + 0.5 x 1/(1 - 0.4) = 5.833.
+#[test]
+fn jackson_network_mean_response_within_5_percent() {
+    use seda_sim::StageNode;
+    let mm1 = || StageConfig {
+        servers: 1,
+        service: Dist::exp(1.0),
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let open = Population::Open {
+        rate_per_s: 0.8,
+        poisson: true,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
+    let mut cfg = SimConfig::new(1_000_000.0, mm1(), vec![SourceConfig::new(open)]);
+    cfg.next = vec![(0.5, 1)];
+    cfg.more_stages = vec![StageNode {
+        stage: mm1(),
+        admission: None,
+        next: vec![],
+    }];
+    cfg.bucket_s = 100_000.0;
+    cfg.warmup_s = 50_000.0;
+    let mean = simulate(cfg).unwrap().metrics.mean_response_s();
+    let theory = 5.0 + 0.5 / 0.6;
+    println!("Jackson network: sim {mean:.4} theory {theory:.4}");
+    assert!(
+        (mean / theory - 1.0).abs() < 0.05,
+        "mean {mean} vs {theory}"
+    );
+}
+
+#[test]
+fn bad_routes_are_errors() {
+    let mm1 = StageConfig {
+        servers: 1,
+        service: Dist::exp(1.0),
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(10.0, mm1.clone(), vec![]);
+    cfg.next = vec![(0.5, 3)];
+    assert!(simulate(cfg).unwrap_err().contains("routes"));
+    let mut cfg = SimConfig::new(10.0, mm1, vec![]);
+    cfg.next = vec![(0.7, 0), (0.7, 0)];
+    assert!(simulate(cfg).unwrap_err().contains("more than 1"));
+}

@@ -165,7 +165,7 @@ impl Sim {
             self.events
                 .push(now + t, Kind::Timeout, slot, st.generation);
         }
-        self.arrive(req);
+        self.arrive(0, req);
     }
 
     fn record_refused(&mut self, class: u8) {

@@ -6,13 +6,14 @@ mod stage;
 
 use std::time::{Duration, Instant};
 
-use seda_control::{AdmissionController, AimdWindow};
+use seda_control::AimdWindow;
 
-use crate::config::{Population, SimConfig, StageConfig};
+use crate::config::{Population, SimConfig};
 use crate::metrics::Metrics;
 use crate::rng::Rng;
 use crate::{SimResult, secs_to_ns};
 use event::{EventQueue, Kind};
+use stage::StageState;
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -26,6 +27,18 @@ pub(crate) struct Req {
     pub slot: u32,
     pub source: u16,
     pub class: u8,
+}
+
+impl Req {
+    pub const EMPTY: Req = Req {
+        born: 0,
+        enq: 0,
+        deadline: 0,
+        user: NONE,
+        slot: NONE,
+        source: 0,
+        class: 0,
+    };
 }
 
 /// Client-side record of a request with a timeout.
@@ -53,19 +66,13 @@ pub(crate) struct Sim {
     pub target_s: f64,
     pub events: EventQueue,
     pub metrics: Metrics,
-    pub admission: Option<Box<dyn AdmissionController>>,
-    pub stage: StageConfig,
-    pub queue: std::collections::VecDeque<Req>,
-    pub in_service: Vec<Req>,
-    pub free_servers: Vec<u32>,
+    pub stages: Vec<StageState>,
     pub sources: Vec<Source>,
     pub user_source: Vec<u16>,
     pub free_users: Vec<u32>,
     pub slots: Vec<Slot>,
     pub free_slots: Vec<u32>,
     pub rng_service: Rng,
-    /// Multiplier of service times (1 unless a quality knob degrades the service).
-    pub service_scale: f64,
     pub rng_client: Rng,
 }
 
@@ -91,30 +98,19 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
     if users >= NONE as usize {
         return Err("too many users".into());
     }
-    let servers = cfg.stage.servers;
     let name = cfg.admission.as_ref().map_or("none", |a| a.name());
+    let mut stages = vec![StageState::new(cfg.stage, cfg.admission, &cfg.next)];
+    for node in cfg.more_stages {
+        stages.push(StageState::new(node.stage, node.admission, &node.next));
+    }
+    let controlled = stages.iter().any(|s| s.admission.is_some());
     let mut sim = Sim {
         now: 0,
         end: secs_to_ns(cfg.duration_s),
         target_s: cfg.target_s,
         events: EventQueue::with_capacity(users + 1024),
         metrics: Metrics::new(cfg.bucket_s, cfg.warmup_s),
-        admission: cfg.admission,
-        queue: std::collections::VecDeque::with_capacity(1024),
-        in_service: vec![
-            Req {
-                born: 0,
-                enq: 0,
-                deadline: 0,
-                user: NONE,
-                slot: NONE,
-                source: 0,
-                class: 0
-            };
-            servers as usize
-        ],
-        free_servers: (0..servers).rev().collect(),
-        stage: cfg.stage,
+        stages,
         sources: Vec::with_capacity(cfg.sources.len()),
         user_source: Vec::with_capacity(users),
         free_users: Vec::new(),
@@ -122,7 +118,6 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         free_slots: Vec::new(),
         rng_service,
         rng_client,
-        service_scale: 1.0,
     };
     let degradable = cfg.degradable;
     for (i, s) in cfg.sources.into_iter().enumerate() {
@@ -142,7 +137,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         sim.start_source(i as u16);
     }
     let tick_ns = secs_to_ns(cfg.tick_s).max(1);
-    if sim.admission.is_some() {
+    if controlled {
         sim.events.push(0, Kind::Tick, 0, 0);
     }
     let mut events: u64 = 0;
@@ -157,16 +152,21 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
             Kind::Arrival => sim.on_arrival(ev.a as u16),
             Kind::Session => sim.on_session(ev.a as u16),
             Kind::Send => sim.on_send(ev.a, ev.b as u16),
-            Kind::Done => sim.on_done(ev.a),
+            Kind::Done => sim.on_done(ev.b as u16, ev.a),
             Kind::Timeout => sim.on_timeout(ev.a, ev.b),
             Kind::Tick => {
-                if let Some(a) = sim.admission.as_mut() {
+                for (i, st) in sim.stages.iter_mut().enumerate() {
+                    let Some(a) = st.admission.as_mut() else {
+                        continue;
+                    };
                     a.tick(dur(t));
                     let state = a.state();
                     if let Some(&(_, q)) = state.iter().find(|(k, _)| *k == "quality") {
-                        sim.service_scale = 1.0 - degradable + degradable * q.clamp(0.0, 1.0);
+                        st.service_scale = 1.0 - degradable + degradable * q.clamp(0.0, 1.0);
                     }
-                    sim.metrics.at(t).0.state = state;
+                    if i == 0 {
+                        sim.metrics.at(t).0.state = state;
+                    }
                 }
                 sim.events.push(t + tick_ns, Kind::Tick, 0, 0);
             }

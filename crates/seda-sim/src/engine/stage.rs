@@ -1,8 +1,11 @@
-//! The stage: admission, FIFO queue, c servers, dequeue-time dropping.
+//! A stage: admission, FIFO queue, c servers, dequeue-time dropping, routing to the next stage.
 
-use seda_control::RejectReason;
+use std::collections::VecDeque;
 
-use super::{Req, Sim, dur};
+use seda_control::{AdmissionController, RejectReason};
+
+use super::{Kind, Req, Sim, dur};
+use crate::config::StageConfig;
 use crate::secs_to_ns;
 
 /// How a request ended.
@@ -13,19 +16,58 @@ pub(crate) enum Outcome {
     Expired,
 }
 
+/// One simulated stage's state.
+pub(crate) struct StageState {
+    pub cfg: StageConfig,
+    pub admission: Option<Box<dyn AdmissionController>>,
+    pub queue: VecDeque<Req>,
+    pub in_service: Vec<Req>,
+    pub free_servers: Vec<u32>,
+    /// Multiplier of service times (1 unless a quality knob degrades the service).
+    pub service_scale: f64,
+    /// Where a request served here goes: cumulative probabilities and stage indices; the rest
+    /// of the probability leaves the system (the request completes).
+    pub next: Vec<(f64, u16)>,
+}
+
+impl StageState {
+    pub fn new(
+        cfg: StageConfig,
+        admission: Option<Box<dyn AdmissionController>>,
+        next: &[(f64, usize)],
+    ) -> Self {
+        let servers = cfg.servers;
+        let mut acc = 0.0;
+        let next = next
+            .iter()
+            .map(|&(p, s)| {
+                acc += p;
+                (acc, s as u16)
+            })
+            .collect();
+        StageState {
+            cfg,
+            admission,
+            queue: VecDeque::with_capacity(1024),
+            in_service: vec![Req::EMPTY; servers as usize],
+            free_servers: (0..servers).rev().collect(),
+            service_scale: 1.0,
+            next,
+        }
+    }
+}
+
 impl Sim {
-    /// A request reaches the stage.
-    pub(crate) fn arrive(&mut self, mut req: Req) {
+    /// A request reaches stage `s`.
+    pub(crate) fn arrive(&mut self, s: u16, mut req: Req) {
         let now = self.now;
         let class = req.class;
-        let verdict = if self.free_servers.is_empty()
-            && self
-                .stage
-                .queue_cap
-                .is_some_and(|cap| self.queue.len() >= cap)
+        let st = &mut self.stages[s as usize];
+        let verdict = if st.free_servers.is_empty()
+            && st.cfg.queue_cap.is_some_and(|cap| st.queue.len() >= cap)
         {
             Err(RejectReason::QueueFull)
-        } else if let Some(a) = self.admission.as_mut() {
+        } else if let Some(a) = st.admission.as_mut() {
             a.admit(dur(now), class)
         } else {
             Ok(())
@@ -34,55 +76,75 @@ impl Sim {
             self.finish(req, Outcome::Rejected);
             return;
         }
-        self.metrics.record(now, |b| b.admitted += 1);
+        if s == 0 {
+            self.metrics.record(now, |b| b.admitted += 1);
+        }
         req.enq = now;
-        match self.free_servers.pop() {
+        let st = &mut self.stages[s as usize];
+        match st.free_servers.pop() {
             Some(server) => {
-                if !self.try_start(req, server) {
-                    self.free_servers.push(server);
+                if !self.try_start(s, req, server) {
+                    self.stages[s as usize].free_servers.push(server);
                 }
             }
-            None => self.queue.push_back(req),
+            None => st.queue.push_back(req),
         }
     }
 
-    /// Starts `req` on `server` unless it is dropped at dequeue; returns whether it started.
-    fn try_start(&mut self, req: Req, server: u32) -> bool {
+    /// Starts `req` on `server` of stage `s` unless it is dropped at dequeue; returns whether it
+    /// started.
+    fn try_start(&mut self, s: u16, req: Req, server: u32) -> bool {
         let now = self.now;
+        let st = &mut self.stages[s as usize];
         // The controller hears of every dequeue, even one the deadline check drops anyway.
-        let by_controller = self
+        let by_controller = st
             .admission
             .as_mut()
             .is_some_and(|a| a.on_dequeue(dur(now), dur(now - req.enq)));
-        let dropped = by_controller || (self.stage.drop_expired && now > req.deadline);
+        let dropped = by_controller || (st.cfg.drop_expired && now > req.deadline);
         if dropped {
-            if let Some(a) = self.admission.as_mut() {
+            if let Some(a) = st.admission.as_mut() {
                 a.on_drop(dur(now), req.class);
             }
             self.finish(req, Outcome::Expired);
             return false;
         }
-        let service_s = self.stage.service.sample(&mut self.rng_service) * self.service_scale;
-        self.in_service[server as usize] = req;
-        self.events
-            .push(now + secs_to_ns(service_s), super::Kind::Done, server, 0);
+        let service_s = st.cfg.service.sample(&mut self.rng_service) * st.service_scale;
+        st.in_service[server as usize] = req;
+        self.events.push(
+            now + secs_to_ns(service_s),
+            Kind::Done,
+            server,
+            u32::from(s),
+        );
         true
     }
 
-    /// A server finished its request.
-    pub(crate) fn on_done(&mut self, server: u32) {
+    /// A server of stage `s` finished its request.
+    pub(crate) fn on_done(&mut self, s: u16, server: u32) {
         let now = self.now;
-        let req = self.in_service[server as usize];
+        let st = &mut self.stages[s as usize];
+        let req = st.in_service[server as usize];
         let response = now - req.born;
-        if let Some(a) = self.admission.as_mut() {
+        if let Some(a) = st.admission.as_mut() {
             a.on_complete(dur(now), req.class, dur(response), dur(now - req.enq));
         }
-        self.finish(req, Outcome::Completed(response as f64 * 1e-9));
-        while let Some(next) = self.queue.pop_front() {
-            if self.try_start(next, server) {
+        let next = match st.next.as_slice() {
+            [] => None,
+            routes => {
+                let u = self.rng_service.uniform();
+                routes.iter().find(|(p, _)| u < *p).map(|&(_, to)| to)
+            }
+        };
+        match next {
+            Some(to) => self.arrive(to, req),
+            None => self.finish(req, Outcome::Completed(response as f64 * 1e-9)),
+        }
+        while let Some(next) = self.stages[s as usize].queue.pop_front() {
+            if self.try_start(s, next, server) {
                 return;
             }
         }
-        self.free_servers.push(server);
+        self.stages[s as usize].free_servers.push(server);
     }
 }

@@ -12,9 +12,11 @@ pub struct LogHistogram {
 }
 
 impl Default for LogHistogram {
+    /// An empty histogram; its bins are allocated on the first record, so the many empty ones
+    /// (idle intervals, unused classes) cost nothing.
     fn default() -> Self {
         LogHistogram {
-            bins: vec![0; BINS],
+            bins: Vec::new(),
             count: 0,
         }
     }
