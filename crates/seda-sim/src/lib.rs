@@ -28,10 +28,12 @@
 //!
 //! # Main types
 //!
-//! - [`SimConfig`], [`StageConfig`], [`SourceConfig`], [`Population`], [`Dist`]: what to run.
+//! - [`SimConfig`], [`StageConfig`], [`StageNode`], [`SourceConfig`], [`Population`],
+//!   [`Dist`]: what to run.
 //! - [`simulate`]: runs it and returns a [`SimResult`] with [`Metrics`]: per-interval
 //!   [`Bucket`]s (offered, admitted, rejected, expired, completed, goodput, response-time
-//!   histogram, controller state) and whole-run totals after the warm-up.
+//!   histogram, controller state) and whole-run totals after the warm-up, plus
+//!   [`StageStats`] per stage.
 //!
 //! # Accounting
 //!
@@ -70,6 +72,21 @@ pub struct SimResult {
     pub events: u64,
     /// Wall-clock seconds the run took.
     pub wall_s: f64,
+    /// Per-stage counts over the whole run (stage 0 first).
+    pub stages: Vec<StageStats>,
+}
+
+/// What happened at one stage over a whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageStats {
+    /// Requests that reached the stage.
+    pub arrived: u64,
+    /// Requests its admission (or queue bound) refused.
+    pub rejected: u64,
+    /// Admitted requests dropped at dequeue.
+    pub expired: u64,
+    /// Requests it served.
+    pub served: u64,
 }
 
 impl SimResult {

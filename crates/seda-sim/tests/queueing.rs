@@ -132,8 +132,17 @@ fn jackson_network_mean_response_within_5_percent() {
     }];
     cfg.bucket_s = 100_000.0;
     cfg.warmup_s = 50_000.0;
-    let mean = simulate(cfg).unwrap().metrics.mean_response_s();
+    let r = simulate(cfg).unwrap();
+    let mean = r.metrics.mean_response_s();
     let theory = 5.0 + 0.5 / 0.6;
+    let [s0, s1] = [r.stages[0], r.stages[1]];
+    assert_eq!(
+        s0.arrived,
+        r.metrics.buckets.iter().map(|b| b.offered).sum::<u64>()
+    );
+    let share = s1.arrived as f64 / s0.served as f64;
+    assert!((share - 0.5).abs() < 0.01, "routed share {share}");
+    assert_eq!(s0.rejected + s0.expired + s1.rejected + s1.expired, 0);
     println!("Jackson network: sim {mean:.4} theory {theory:.4}");
     assert!(
         (mean / theory - 1.0).abs() < 0.05,

@@ -173,10 +173,12 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
+    let stages = sim.stages.iter().map(|s| s.stats).collect();
     Ok(SimResult {
         controller: name,
         metrics: sim.metrics,
         events,
         wall_s,
+        stages,
     })
 }

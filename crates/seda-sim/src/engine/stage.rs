@@ -6,7 +6,7 @@ use seda_control::{AdmissionController, RejectReason};
 
 use super::{Kind, Req, Sim, dur};
 use crate::config::StageConfig;
-use crate::secs_to_ns;
+use crate::{StageStats, secs_to_ns};
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -28,6 +28,7 @@ pub(crate) struct StageState {
     /// Where a request served here goes: cumulative probabilities and stage indices; the rest
     /// of the probability leaves the system (the request completes).
     pub next: Vec<(f64, u16)>,
+    pub stats: StageStats,
 }
 
 impl StageState {
@@ -53,6 +54,7 @@ impl StageState {
             free_servers: (0..servers).rev().collect(),
             service_scale: 1.0,
             next,
+            stats: StageStats::default(),
         }
     }
 }
@@ -63,6 +65,7 @@ impl Sim {
         let now = self.now;
         let class = req.class;
         let st = &mut self.stages[s as usize];
+        st.stats.arrived += 1;
         let verdict = if st.free_servers.is_empty()
             && st.cfg.queue_cap.is_some_and(|cap| st.queue.len() >= cap)
         {
@@ -73,6 +76,7 @@ impl Sim {
             Ok(())
         };
         if verdict.is_err() {
+            st.stats.rejected += 1;
             self.finish(req, Outcome::Rejected);
             return;
         }
@@ -103,6 +107,7 @@ impl Sim {
             .is_some_and(|a| a.on_dequeue(dur(now), dur(now - req.enq)));
         let dropped = by_controller || (st.cfg.drop_expired && now > req.deadline);
         if dropped {
+            st.stats.expired += 1;
             if let Some(a) = st.admission.as_mut() {
                 a.on_drop(dur(now), req.class);
             }
@@ -125,6 +130,7 @@ impl Sim {
         let now = self.now;
         let st = &mut self.stages[s as usize];
         let req = st.in_service[server as usize];
+        st.stats.served += 1;
         let response = now - req.born;
         if let Some(a) = st.admission.as_mut() {
             a.on_complete(dur(now), req.class, dur(response), dur(now - req.enq));
