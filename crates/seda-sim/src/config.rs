@@ -139,6 +139,11 @@ pub struct SimConfig {
     /// Further stages: sources send to stage 0, routes carry requests on. A request completes
     /// when it leaves the graph; a rejection or drop at any stage ends it.
     pub more_stages: Vec<StageNode>,
+    /// Stage 0's controller follows every request it admitted until it leaves the graph: it
+    /// hears the end-to-end response time at the exit (or a drop when a later stage refuses the
+    /// request), not its own stage's completions. A single front-door controller, as in 002
+    /// Figure 11's single-stage admission control.
+    pub entry_control: bool,
     /// Share of each service time that a quality knob scales (002 Section 3.4). When the
     /// admission controller reports a `quality` in its state (as `degradation` does), service
     /// times become `s x (1 - degradable + degradable x quality)`, updated every tick.
@@ -173,6 +178,7 @@ impl SimConfig {
             admission: None,
             next: Vec::new(),
             more_stages: Vec::new(),
+            entry_control: false,
             degradable: 1.0,
         }
     }
@@ -225,6 +231,11 @@ impl SimConfig {
             {
                 return Err(format!(
                     "stage {i}: routes need probabilities >= 0 and stages < {n}"
+                ));
+            }
+            if self.entry_control && next.iter().any(|&(_, to)| to == 0) {
+                return Err(format!(
+                    "stage {i}: with entry_control no route may lead back to stage 0"
                 ));
             }
             if next.iter().map(|(p, _)| p).sum::<f64>() > 1.0 + 1e-9 {

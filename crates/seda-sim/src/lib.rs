@@ -77,7 +77,7 @@ pub struct SimResult {
 }
 
 /// What happened at one stage over a whole run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StageStats {
     /// Requests that reached the stage.
     pub arrived: u64,
@@ -87,6 +87,8 @@ pub struct StageStats {
     pub expired: u64,
     /// Requests it served.
     pub served: u64,
+    /// End-to-end response times of the requests that left the graph from this stage.
+    pub exits: LogHistogram,
 }
 
 impl SimResult {

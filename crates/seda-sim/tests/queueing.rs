@@ -135,7 +135,7 @@ fn jackson_network_mean_response_within_5_percent() {
     let r = simulate(cfg).unwrap();
     let mean = r.metrics.mean_response_s();
     let theory = 5.0 + 0.5 / 0.6;
-    let [s0, s1] = [r.stages[0], r.stages[1]];
+    let [s0, s1] = [&r.stages[0], &r.stages[1]];
     assert_eq!(
         s0.arrived,
         r.metrics.buckets.iter().map(|b| b.offered).sum::<u64>()

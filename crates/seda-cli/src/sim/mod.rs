@@ -6,6 +6,7 @@ mod common;
 mod degrade;
 mod goodput;
 mod spike;
+mod stages;
 mod users;
 
 use anyhow::{Result, bail};
@@ -14,7 +15,7 @@ use clap::Args;
 /// Arguments of `seda sim`.
 #[derive(Args, Debug, Clone)]
 pub struct SimArgs {
-    /// Scenario: spike, users, classes, goodput or degrade.
+    /// Scenario: spike, users, classes, goodput, degrade or stages.
     pub scenario: String,
     /// Run only this controller (default: every controller of the scenario).
     #[arg(long)]
@@ -68,8 +69,11 @@ pub fn run(args: SimArgs) -> Result<()> {
         "classes" => classes::run(&args)?,
         "goodput" => goodput::run(&args)?,
         "degrade" => degrade::run(&args)?,
+        "stages" => stages::run(&args)?,
         other => {
-            bail!("unknown scenario `{other}`; valid: spike, users, classes, goodput, degrade")
+            bail!(
+                "unknown scenario `{other}`; valid: spike, users, classes, goodput, degrade, stages"
+            )
         }
     };
     if args.json {

@@ -140,6 +140,7 @@ impl Sim {
             slot: NONE,
             source: s,
             class,
+            entry_held: false,
         };
         if let Some(w) = src.window.as_mut()
             && !w.try_acquire()
@@ -190,6 +191,18 @@ impl Sim {
 
     /// The stage is done with a request: record it and tell its client.
     pub(crate) fn finish(&mut self, req: Req, outcome: Outcome) {
+        if req.entry_held
+            && let Some(a) = self.stages[0].admission.as_mut()
+        {
+            let now = super::dur(self.now);
+            match outcome {
+                Outcome::Completed(_) => {
+                    let r = super::dur(self.now - req.born);
+                    a.on_complete(now, req.class, r, r);
+                }
+                Outcome::Rejected | Outcome::Expired => a.on_drop(now, req.class),
+            }
+        }
         let c = (req.class as usize).min(CLASSES - 1);
         let mut abandoned = false;
         if req.slot != NONE {

@@ -27,6 +27,8 @@ pub(crate) struct Req {
     pub slot: u32,
     pub source: u16,
     pub class: u8,
+    /// Stage 0's controller admitted it and follows it to the exit (`SimConfig::entry_control`).
+    pub entry_held: bool,
 }
 
 impl Req {
@@ -38,6 +40,7 @@ impl Req {
         slot: NONE,
         source: 0,
         class: 0,
+        entry_held: false,
     };
 }
 
@@ -67,6 +70,7 @@ pub(crate) struct Sim {
     pub events: EventQueue,
     pub metrics: Metrics,
     pub stages: Vec<StageState>,
+    pub entry_control: bool,
     pub sources: Vec<Source>,
     pub user_source: Vec<u16>,
     pub free_users: Vec<u32>,
@@ -111,6 +115,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         events: EventQueue::with_capacity(users + 1024),
         metrics: Metrics::new(cfg.bucket_s, cfg.warmup_s),
         stages,
+        entry_control: cfg.entry_control,
         sources: Vec::with_capacity(cfg.sources.len()),
         user_source: Vec::with_capacity(users),
         free_users: Vec::new(),
@@ -173,7 +178,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
-    let stages = sim.stages.iter().map(|s| s.stats).collect();
+    let stages = sim.stages.iter().map(|s| s.stats.clone()).collect();
     Ok(SimResult {
         controller: name,
         metrics: sim.metrics,

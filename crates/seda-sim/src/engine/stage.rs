@@ -82,6 +82,7 @@ impl Sim {
         }
         if s == 0 {
             self.metrics.record(now, |b| b.admitted += 1);
+            req.entry_held = self.entry_control && self.stages[0].admission.is_some();
         }
         req.enq = now;
         let st = &mut self.stages[s as usize];
@@ -111,6 +112,11 @@ impl Sim {
             if let Some(a) = st.admission.as_mut() {
                 a.on_drop(dur(now), req.class);
             }
+            // Stage 0's controller has just heard of the drop: finish must not tell it again.
+            let mut req = req;
+            if s == 0 {
+                req.entry_held = false;
+            }
             self.finish(req, Outcome::Expired);
             return false;
         }
@@ -132,7 +138,9 @@ impl Sim {
         let req = st.in_service[server as usize];
         st.stats.served += 1;
         let response = now - req.born;
-        if let Some(a) = st.admission.as_mut() {
+        if let Some(a) = st.admission.as_mut()
+            && !(s == 0 && req.entry_held)
+        {
             a.on_complete(dur(now), req.class, dur(response), dur(now - req.enq));
         }
         let next = match st.next.as_slice() {
@@ -144,7 +152,11 @@ impl Sim {
         };
         match next {
             Some(to) => self.arrive(to, req),
-            None => self.finish(req, Outcome::Completed(response as f64 * 1e-9)),
+            None => {
+                let r = response as f64 * 1e-9;
+                self.stages[s as usize].stats.exits.record(r);
+                self.finish(req, Outcome::Completed(r));
+            }
         }
         while let Some(next) = self.stages[s as usize].queue.pop_front() {
             if self.try_start(s, next, server) {
