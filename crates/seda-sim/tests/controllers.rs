@@ -292,3 +292,72 @@ fn degradation_scales_service_times_and_reenables_admission_only_when_needed() {
     let m = run(6000, 3.0, 0.5);
     assert!(m.total.rejected > 0);
 }
+
+/// With `entry_control`, the front controller hears of each admitted request exactly once, at
+/// its exit or when a later stage refuses it: a concurrency limit's in-flight count drains to 0.
+#[test]
+fn entry_control_accounts_each_request_once() {
+    use seda_sim::StageNode;
+    let st = |servers, mean_s| StageConfig {
+        servers,
+        service: Dist::exp(mean_s),
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let open = Population::Open {
+        rate_per_s: 300.0,
+        poisson: true,
+        start_s: 0.0,
+        end_s: 30.0,
+    };
+    let mut cfg = SimConfig::new(60.0, st(8, 0.001), vec![SourceConfig::new(open)]);
+    let limit = BTreeMap::from([
+        ("min_limit".to_string(), 1.0),
+        ("initial_limit".to_string(), 200.0),
+    ]);
+    cfg.admission = Some(build_admission("aimd_limit", &limit).unwrap());
+    cfg.entry_control = true;
+    cfg.next = vec![(0.9, 1), (0.1, 2)];
+    let dropper = BTreeMap::from([("threshold_s".to_string(), 0.2)]);
+    cfg.more_stages = vec![
+        StageNode {
+            stage: st(4, 0.01),
+            admission: None,
+            next: vec![],
+        },
+        StageNode {
+            stage: st(1, 0.05),
+            admission: Some(build_admission("selective_dropper", &dropper).unwrap()),
+            next: vec![],
+        },
+    ];
+    let r = simulate(cfg).unwrap();
+    assert!(
+        r.stages[2].expired > 0,
+        "the heavy stage drops some: {:?}",
+        r.stages[2]
+    );
+    let last = r
+        .metrics
+        .buckets
+        .iter()
+        .rev()
+        .find(|b| !b.state.is_empty())
+        .unwrap();
+    let inflight = last
+        .state
+        .iter()
+        .find(|(k, _)| *k == "inflight")
+        .map(|(_, v)| *v);
+    assert_eq!(inflight, Some(0.0), "{:?}", last.state);
+    let limit = last
+        .state
+        .iter()
+        .find(|(k, _)| *k == "limit")
+        .map(|(_, v)| *v)
+        .unwrap();
+    assert!(
+        limit < 200.0,
+        "drops downstream reached the front controller: limit {limit}"
+    );
+}
