@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod demo;
+mod sim;
 
 #[derive(Parser)]
 #[command(
@@ -20,6 +21,8 @@ struct Cli {
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo(demo::DemoArgs),
+    /// Run an overload scenario in the simulator (spike, users, classes, goodput).
+    Sim(sim::SimArgs),
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -35,6 +38,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::Sim(args) => sim::run(args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
     }
 }
