@@ -15,6 +15,17 @@ const WORKERS: usize = 2;
 const THRESHOLD: usize = 64;
 /// Offered load, as a multiple of the measured capacity.
 const OVERLOAD: f64 = 2.0;
+/// p90 response-time target of the adaptive controller in phase 3.
+const TARGET_S: f64 = 0.1;
+
+/// How the bottleneck stage protects itself in a phase.
+#[derive(Clone, Copy)]
+enum Control {
+    Threshold(usize),
+    Unbounded,
+    /// 002's response-time controller (AIMD on a token bucket toward a p90 target).
+    ResponseTime(f64),
+}
 
 /// A request flowing through the demo graph.
 struct Request {
@@ -47,8 +58,9 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     println!(
         "measured capacity of `work`: {capacity:.0} requests/s; offering {offered:.0}/s ({OVERLOAD}x)\n"
     );
-    let controlled = phase(Some(THRESHOLD), offered, args.seconds)?;
-    let uncontrolled = phase(None, offered, args.seconds)?;
+    let controlled = phase(Control::Threshold(THRESHOLD), offered, args.seconds)?;
+    let uncontrolled = phase(Control::Unbounded, offered, args.seconds)?;
+    let adaptive = phase(Control::ResponseTime(TARGET_S), offered, args.seconds)?;
     println!("summary (last second of each phase):");
     println!(
         "  with a queue threshold of {THRESHOLD}: p90 response {} ms, {:.0}% rejected at the door (reason QueueFull; an HTTP front end answers 503)",
@@ -59,6 +71,12 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         "  without admission control:       p90 response {} ms and growing, nothing rejected, the queue holds {} requests",
         ms(uncontrolled.p90_s),
         uncontrolled.queue_len
+    );
+    println!(
+        "  with 002's response-time controller (target p90 {} ms): p90 response {} ms, {:.0}% rejected",
+        TARGET_S * 1000.0,
+        ms(adaptive.p90_s),
+        adaptive.rejected_fraction * 100.0
     );
     Ok(())
 }
@@ -73,21 +91,29 @@ struct Phase {
     queue_len: usize,
 }
 
-fn graph(threshold: Option<usize>) -> Result<(Runtime, Sink<Request>)> {
+fn graph(control: Control) -> Result<(Runtime, Sink<Request>)> {
     let config = Config::from_toml("[runtime]\ntick_ms = 10\nstats_period_ms = 1000\n")?;
     let rt = Runtime::builder().config(config).start()?;
     let reply = rt.stage(Stage::builder("reply").handler(handler::each(|_r: Request, _| {})))?;
-    let work = rt.stage(
-        Stage::builder("work")
-            .threads(WORKERS)
-            .thread_bounds(WORKERS, WORKERS)
-            .batch(1)
-            .threshold(threshold.unwrap_or(0))
-            .handler(handler::each(move |r: Request, _| {
-                std::thread::sleep(SERVICE);
-                let _ = reply.enqueue(r);
-            })),
-    )?;
+    let mut work = Stage::builder("work")
+        .threads(WORKERS)
+        .thread_bounds(WORKERS, WORKERS)
+        .batch(1)
+        .handler(handler::each(move |r: Request, _| {
+            std::thread::sleep(SERVICE);
+            let _ = reply.enqueue(r);
+        }));
+    work = match control {
+        Control::Threshold(t) => work.threshold(t),
+        Control::Unbounded => work.threshold(0),
+        Control::ResponseTime(target_s) => {
+            let params = [("target_s".to_string(), target_s)].into_iter().collect();
+            let controller = seda_control::build_admission("response_time", &params)
+                .map_err(anyhow::Error::msg)?;
+            work.threshold(0).admission(controller)
+        }
+    };
+    let work = rt.stage(work)?;
     let parse = rt.stage(Stage::builder("parse").inline().handler(handler::each(
         move |r: Request, _| {
             // The rejection comes back here; a server would answer 503 with Retry-After.
@@ -98,7 +124,7 @@ fn graph(threshold: Option<usize>) -> Result<(Runtime, Sink<Request>)> {
 }
 
 fn measure_capacity() -> Result<f64> {
-    let (rt, parse) = graph(Some(THRESHOLD))?;
+    let (rt, parse) = graph(Control::Threshold(THRESHOLD))?;
     let completed = || {
         rt.stats()
             .stages
@@ -122,12 +148,16 @@ fn measure_capacity() -> Result<f64> {
     Ok(rate.max(1.0))
 }
 
-fn phase(threshold: Option<usize>, rate: f64, seconds: u64) -> Result<Phase> {
-    match threshold {
-        Some(t) => println!("phase 1: admission control on (queue threshold {t})"),
-        None => println!("phase 2: admission control off (unbounded queue)"),
+fn phase(control: Control, rate: f64, seconds: u64) -> Result<Phase> {
+    match control {
+        Control::Threshold(t) => println!("phase 1: admission control on (queue threshold {t})"),
+        Control::Unbounded => println!("phase 2: admission control off (unbounded queue)"),
+        Control::ResponseTime(t) => println!(
+            "phase 3: 002's response-time controller, p90 target {} ms (unbounded queue)",
+            t * 1000.0
+        ),
     }
-    let (rt, parse) = graph(threshold)?;
+    let (rt, parse) = graph(control)?;
     let rt = Arc::new(rt);
     println!(
         "  {:>3}  {:>9} {:>9} {:>9} {:>9} {:>6} {:>13}",
