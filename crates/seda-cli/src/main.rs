@@ -19,7 +19,7 @@ struct Cli {
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo,
-    /// Run an overload scenario in the simulator (spike, users, classes, goodput).
+    /// Run an overload scenario in the simulator (spike, users, classes, goodput, degrade, stages).
     Sim(sim::SimArgs),
 }
 
