@@ -21,7 +21,7 @@ struct Cli {
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo(demo::DemoArgs),
-    /// Run an overload scenario in the simulator (spike, users, classes, goodput).
+    /// Run an overload scenario in the simulator (spike, users, classes, goodput, degrade, stages).
     Sim(sim::SimArgs),
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]

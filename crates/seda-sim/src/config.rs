@@ -1,5 +1,5 @@
-//! What to simulate: one stage (c servers, a FIFO queue, an admission controller) fed by
-//! sources of load.
+//! What to simulate: a graph of stages (each with c servers, a FIFO queue and an admission
+//! controller; stage 0 receives the sources' requests) fed by sources of load.
 
 use seda_control::{AdmissionController, AimdWindowConfig};
 

@@ -11,7 +11,7 @@ pub const CLASSES: usize = 4;
 pub struct Bucket {
     /// Requests offered (sent by clients, including those their own window refused).
     pub offered: u64,
-    /// Requests admitted to the stage's queue.
+    /// Requests admitted to stage 0's queue.
     pub admitted: u64,
     /// Requests refused (admission controller, queue bound or client window).
     pub rejected: u64,
