@@ -3,7 +3,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "seda", version, about = "A staged event-driven architecture for well-conditioned services")]
+#[command(
+    name = "seda",
+    version,
+    about = "A staged event-driven architecture for well-conditioned services"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -49,8 +49,16 @@ pub struct AimdWindow {
 impl AimdWindow {
     /// A window with the given parameters (bounds made consistent).
     pub fn new(mut config: AimdWindowConfig) -> Self {
-        config.min = if config.min.is_finite() { config.min.max(1.0) } else { 1.0 };
-        config.max = if config.max.is_finite() { config.max.max(config.min) } else { 1e9 };
+        config.min = if config.min.is_finite() {
+            config.min.max(1.0)
+        } else {
+            1.0
+        };
+        config.max = if config.max.is_finite() {
+            config.max.max(config.min)
+        } else {
+            1e9
+        };
         if !(config.decrease > 0.0 && config.decrease < 1.0) {
             config.decrease = 0.5;
         }
@@ -58,7 +66,11 @@ impl AimdWindow {
             config.increase = 1.0;
         }
         let window = config.initial.clamp(config.min, config.max);
-        AimdWindow { config, window, outstanding: 0 }
+        AimdWindow {
+            config,
+            window,
+            outstanding: 0,
+        }
     }
 
     /// The current window (requests that may be outstanding).
@@ -120,7 +132,10 @@ mod tests {
 
     #[test]
     fn the_window_limits_outstanding_requests() {
-        let mut w = AimdWindow::new(AimdWindowConfig { initial: 2.0, ..Default::default() });
+        let mut w = AimdWindow::new(AimdWindowConfig {
+            initial: 2.0,
+            ..Default::default()
+        });
         assert!(w.try_acquire());
         assert!(w.try_acquire());
         assert!(!w.try_acquire());
@@ -130,7 +145,10 @@ mod tests {
 
     #[test]
     fn grows_by_one_per_window_of_successes() {
-        let mut w = AimdWindow::new(AimdWindowConfig { initial: 4.0, ..Default::default() });
+        let mut w = AimdWindow::new(AimdWindowConfig {
+            initial: 4.0,
+            ..Default::default()
+        });
         for _ in 0..4 {
             assert!(w.try_acquire());
             w.on_reply(FAST);
@@ -140,7 +158,10 @@ mod tests {
 
     #[test]
     fn halves_on_rejection_and_on_timeout() {
-        let mut w = AimdWindow::new(AimdWindowConfig { initial: 16.0, ..Default::default() });
+        let mut w = AimdWindow::new(AimdWindowConfig {
+            initial: 16.0,
+            ..Default::default()
+        });
         w.try_acquire();
         w.on_failure();
         assert_eq!(w.window(), 8.0);
@@ -151,7 +172,12 @@ mod tests {
 
     #[test]
     fn stays_within_bounds() {
-        let cfg = AimdWindowConfig { initial: 3.0, min: 2.0, max: 3.5, ..Default::default() };
+        let cfg = AimdWindowConfig {
+            initial: 3.0,
+            min: 2.0,
+            max: 3.5,
+            ..Default::default()
+        };
         let mut w = AimdWindow::new(cfg);
         for _ in 0..100 {
             w.try_acquire();

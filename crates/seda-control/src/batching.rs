@@ -120,7 +120,9 @@ impl BatchController {
     }
 
     fn clamp(&mut self) {
-        self.target = self.target.clamp(self.config.min_batch as f64, self.config.max_batch as f64);
+        self.target = self
+            .target
+            .clamp(self.config.min_batch as f64, self.config.max_batch as f64);
     }
 
     fn adjust(&mut self, avg: f64) {
@@ -214,8 +216,12 @@ mod tests {
         for (i, rate) in rates.iter().enumerate() {
             *t += 100;
             *total += (*rate * 0.1) as u64;
-            let target =
-                c.update(Duration::from_millis(*t), &BatchObservation { total_events: *total });
+            let target = c.update(
+                Duration::from_millis(*t),
+                &BatchObservation {
+                    total_events: *total,
+                },
+            );
             if (i + 1) % 5 == 0 {
                 out.push(target);
             }
@@ -287,7 +293,12 @@ mod tests {
         let mut c = BatchController::new(cfg());
         start(&mut c);
         for ms in 1..500 {
-            c.update(Duration::from_millis(ms), &BatchObservation { total_events: ms * 100 });
+            c.update(
+                Duration::from_millis(ms),
+                &BatchObservation {
+                    total_events: ms * 100,
+                },
+            );
         }
         // Four windows closed (100, 200, 300, 400): no adjustment yet.
         assert_eq!(c.target(), 100);

@@ -50,7 +50,9 @@ impl ThreadPoolConfig {
     pub fn normalized(mut self) -> Self {
         self.min_threads = self.min_threads.max(1);
         self.max_threads = self.max_threads.max(self.min_threads);
-        self.initial_threads = self.initial_threads.clamp(self.min_threads, self.max_threads);
+        self.initial_threads = self
+            .initial_threads
+            .clamp(self.min_threads, self.max_threads);
         self.ticks_per_add = self.ticks_per_add.max(1);
         self
     }
@@ -97,7 +99,11 @@ pub struct ThreadPoolController {
 impl ThreadPoolController {
     /// A controller with the given parameters (normalized).
     pub fn new(config: ThreadPoolConfig) -> Self {
-        ThreadPoolController { config: config.normalized(), next_sample: None, samples: 0 }
+        ThreadPoolController {
+            config: config.normalized(),
+            next_sample: None,
+            samples: 0,
+        }
     }
 
     /// The parameters in use.
@@ -131,7 +137,9 @@ impl Controller for ThreadPoolController {
         let add = self.samples % self.config.ticks_per_add == 0
             && obs.queue_len >= self.config.threshold
             && obs.threads < self.config.max_threads;
-        PoolAdjustment { add_threads: usize::from(add) }
+        PoolAdjustment {
+            add_threads: usize::from(add),
+        }
     }
 }
 
@@ -152,13 +160,20 @@ mod tests {
     }
 
     fn run(c: &mut ThreadPoolController, ms: u64, queue_len: usize, threads: usize) -> usize {
-        c.update(Duration::from_millis(ms), &PoolObservation { queue_len, threads }).add_threads
+        c.update(
+            Duration::from_millis(ms),
+            &PoolObservation { queue_len, threads },
+        )
+        .add_threads
     }
 
     #[test]
     fn sandstorm_defaults() {
         let c = ThreadPoolConfig::default();
-        assert_eq!((c.initial_threads, c.min_threads, c.max_threads), (1, 1, 20));
+        assert_eq!(
+            (c.initial_threads, c.min_threads, c.max_threads),
+            (1, 1, 20)
+        );
         assert_eq!(c.delay, Duration::from_millis(2000));
         assert_eq!(c.threshold, 1000);
         assert_eq!(c.idle_time, Duration::from_millis(1000));
@@ -201,7 +216,12 @@ mod tests {
 
     #[test]
     fn normalizes_inconsistent_bounds() {
-        let c = ThreadPoolConfig { initial_threads: 50, min_threads: 0, max_threads: 0, ..cfg() };
+        let c = ThreadPoolConfig {
+            initial_threads: 50,
+            min_threads: 0,
+            max_threads: 0,
+            ..cfg()
+        };
         let c = c.normalized();
         assert_eq!((c.min_threads, c.initial_threads, c.max_threads), (1, 1, 1));
     }

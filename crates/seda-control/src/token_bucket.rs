@@ -14,8 +14,17 @@ pub struct TokenBucket {
 impl TokenBucket {
     /// A full bucket. A non-finite or negative rate is treated as 0, a depth below 1 as 1.
     pub fn new(rate_per_s: f64, depth: f64) -> Self {
-        let depth = if depth.is_finite() { depth.max(1.0) } else { 1.0 };
-        TokenBucket { rate_per_s: sanitize_rate(rate_per_s), depth, tokens: depth, last: None }
+        let depth = if depth.is_finite() {
+            depth.max(1.0)
+        } else {
+            1.0
+        };
+        TokenBucket {
+            rate_per_s: sanitize_rate(rate_per_s),
+            depth,
+            tokens: depth,
+            last: None,
+        }
     }
 
     /// The current refill rate.
@@ -71,7 +80,11 @@ impl TokenBucket {
 }
 
 fn sanitize_rate(rate: f64) -> f64 {
-    if rate.is_finite() && rate > 0.0 { rate } else { 0.0 }
+    if rate.is_finite() && rate > 0.0 {
+        rate
+    } else {
+        0.0
+    }
 }
 
 #[cfg(test)]

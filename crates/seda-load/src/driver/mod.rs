@@ -1,0 +1,204 @@
+//! Runs a [`LoadConfig`] on a current-thread tokio runtime: one thread, many connections.
+
+mod client;
+mod closed;
+mod open;
+mod partly_open;
+
+use std::cell::{Cell, RefCell};
+use std::io::{IsTerminal, Write};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use seda_control::AimdWindow;
+
+use crate::http::Limits;
+use crate::record::{Recorder, Report};
+use crate::{LoadConfig, LoadError, Model, Schedule};
+
+use client::Gate;
+
+/// State shared by the tasks of one run (single-threaded, hence `Rc`/`RefCell`).
+pub(crate) struct Ctx {
+    pub cfg: LoadConfig,
+    pub schedule: Schedule,
+    pub start: Instant,
+    pub end: Instant,
+    pub rec: RefCell<Recorder>,
+    pub gate: Option<Gate>,
+    pub limits: Limits,
+    pub stopping: Cell<bool>,
+}
+
+impl Ctx {
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// Runs the load described by `config` to its end and returns what was measured.
+///
+/// Builds its own current-thread runtime on the calling thread (pinned to `config.cpu` if
+/// given), so call it from a plain thread, not from inside another runtime.
+pub fn run(config: LoadConfig) -> Result<Report, LoadError> {
+    config.validate()?;
+    if let Some(cpu) = config.cpu {
+        crate::affinity::pin_to_cpu(cpu)?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LoadError::Io {
+            context: "building the tokio runtime".into(),
+            source: e,
+        })?;
+    let local = tokio::task::LocalSet::new();
+    let report = local.block_on(&rt, run_local(config))?;
+    // Dropping the set cancels the users still running and closes their connections.
+    drop(local);
+    Ok(report)
+}
+
+async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
+    let schedule = cfg.effective_schedule()?;
+    let rec = Recorder::new(cfg.workload.classes(), cfg.goodput_target);
+    let gate = cfg
+        .client
+        .aimd
+        .clone()
+        .map(|c| Gate::new(AimdWindow::new(c)));
+    let limits = Limits {
+        max_header_bytes: cfg.client.max_header_bytes,
+        max_body_bytes: cfg.client.max_body_bytes,
+    };
+    let progress = cfg.progress && std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let ctx = Rc::new(Ctx {
+        end: start + cfg.duration,
+        cfg,
+        schedule,
+        start,
+        rec: RefCell::new(rec),
+        gate,
+        limits,
+        stopping: Cell::new(false),
+    });
+    tokio::task::spawn_local(ticker(ctx.clone(), progress));
+    match ctx.cfg.model.clone() {
+        Model::Closed(m) => {
+            tokio::task::spawn_local(closed::controller(ctx.clone(), m));
+        }
+        Model::Open(m) => {
+            tokio::task::spawn_local(open::pacer(ctx.clone(), m));
+        }
+        Model::PartlyOpen(m) => {
+            tokio::task::spawn_local(partly_open::pacer(ctx.clone(), m));
+        }
+    }
+    tokio::time::sleep_until(ctx.end.into()).await;
+    ctx.stopping.set(true);
+    let elapsed = ctx.elapsed();
+    if progress {
+        eprintln!();
+    }
+    let model = ctx.cfg.describe();
+    let classes = ctx.cfg.workload.classes();
+    let rec = ctx
+        .rec
+        .replace(Recorder::new(classes, ctx.cfg.goodput_target));
+    Ok(rec.report(model, elapsed))
+}
+
+/// Closes an interval every `interval` and prints the progress line.
+async fn ticker(ctx: Rc<Ctx>, progress: bool) {
+    let interval = ctx.cfg.interval;
+    let mut k: u32 = 1;
+    loop {
+        let Some(at) = interval.checked_mul(k).map(|d| ctx.start + d) else {
+            return;
+        };
+        if at >= ctx.end {
+            return;
+        }
+        tokio::time::sleep_until(at.into()).await;
+        let mut rec = ctx.rec.borrow_mut();
+        let line = rec.close_interval(at - ctx.start).progress_line();
+        drop(rec);
+        if progress {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{line}\x1b[K");
+            let _ = err.flush();
+        }
+        k += 1;
+    }
+}
+
+/// The next gap between arrivals at `rate` per second (`None` when the rate is zero).
+pub(crate) fn arrival_gap(
+    rate: f64,
+    arrivals: crate::Arrivals,
+    rng: &mut rand::rngs::SmallRng,
+) -> Option<Duration> {
+    use rand::Rng;
+    if !(rate > 0.0 && rate.is_finite()) {
+        return None;
+    }
+    let mean = 1.0 / rate;
+    let gap = match arrivals {
+        crate::Arrivals::Constant => mean,
+        crate::Arrivals::Poisson => -mean * (1.0 - rng.random::<f64>()).ln(),
+    };
+    Some(Duration::from_secs_f64(gap.min(1e6)))
+}
+
+/// Drives an arrival process following the schedule: calls `arrive(intended_time)` for each
+/// arrival until the end of the run. Shared by the open and partly-open models.
+pub(crate) async fn arrivals(
+    ctx: &Ctx,
+    kind: crate::Arrivals,
+    seed: u64,
+    mut arrive: impl FnMut(Instant),
+) {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut next = ctx.start;
+    let mut without_yield = 0u32;
+    loop {
+        let offset = next - ctx.start;
+        if next >= ctx.end || ctx.stopping.get() {
+            return;
+        }
+        let rate = ctx.schedule.level_at(offset);
+        ctx.rec.borrow_mut().level = rate;
+        let Some(gap) = arrival_gap(rate, kind, &mut rng) else {
+            // Nothing arrives at rate zero: skip to the next change (in small steps on a ramp).
+            next = if ctx.schedule.ramping_at(offset) {
+                next + Duration::from_millis(1)
+            } else {
+                match ctx.schedule.next_point_after(offset) {
+                    Some(at) => ctx.start + at,
+                    None => return,
+                }
+            };
+            continue;
+        };
+        if next > Instant::now() {
+            without_yield = 0;
+            tokio::time::sleep_until(next.into()).await;
+        } else {
+            // Behind schedule: keep up, but let the connections run now and then.
+            without_yield += 1;
+            if without_yield >= 64 {
+                without_yield = 0;
+                tokio::task::yield_now().await;
+            }
+        }
+        arrive(next);
+        next += gap;
+    }
+}
+
+/// A seed for entity `i` derived from the run's seed.
+pub(crate) fn seed_for(seed: u64, i: u64) -> u64 {
+    seed ^ i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
