@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod load;
+
 #[derive(Parser)]
 #[command(
     name = "seda",
@@ -17,11 +19,14 @@ struct Cli {
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo,
+    /// Drive an HTTP server with closed, open or partly-open users (see `seda load --help`).
+    Load(load::LoadArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo => Ok(()),
+        Command::Load(args) => load::run(args),
     }
 }
