@@ -145,6 +145,10 @@ pub struct LoadArgs {
     /// Pin the generator to this CPU.
     #[arg(long)]
     cpu: Option<usize>,
+    /// Open and partly-open: pace on tokio's 1 ms timer (arrivals up to ~2 ms late, counted as
+    /// latency) instead of a timerfd.
+    #[arg(long)]
+    coarse_pacing: bool,
     /// Seed for all random choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -257,5 +261,6 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
     config.progress = !a.no_progress;
     config.cpu = a.cpu;
     config.seed = a.seed;
+    config.precise_pacing = !a.coarse_pacing;
     Ok(config)
 }

@@ -20,13 +20,13 @@ enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo,
     /// Drive an HTTP server with closed, open or partly-open users (see `seda load --help`).
-    Load(load::LoadArgs),
+    Load(Box<load::LoadArgs>),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo => Ok(()),
-        Command::Load(args) => load::run(args),
+        Command::Load(args) => load::run(*args),
     }
 }

@@ -188,7 +188,7 @@ impl Controller for BatchController {
         let throughput = events as f64 / elapsed.as_secs_f64();
         let avg = self.config.smooth * self.last_avg + (1.0 - self.config.smooth) * throughput;
         self.measurements += 1;
-        if self.measurements % BATCH_ADJUST_DELAY == 0 {
+        if self.measurements.is_multiple_of(BATCH_ADJUST_DELAY) {
             self.adjust(avg);
         }
         self.last_avg = avg;

@@ -134,7 +134,7 @@ impl Controller for ThreadPoolController {
         }
         self.next_sample = Some(now + self.config.delay);
         self.samples += 1;
-        let add = self.samples % self.config.ticks_per_add == 0
+        let add = self.samples.is_multiple_of(self.config.ticks_per_add)
             && obs.queue_len >= self.config.threshold
             && obs.threads < self.config.max_threads;
         PoolAdjustment {

@@ -134,6 +134,10 @@ pub struct LoadConfig {
     pub cpu: Option<usize>,
     /// Seed for every random choice.
     pub seed: u64,
+    /// Open and partly-open models: wait for each arrival on a timerfd, which wakes within tens
+    /// of microseconds. Off: sleep on the tokio timer, whose 1 ms ticks make arrivals up to
+    /// ~2 ms late, a lateness counted in the latency (measured from the intended time).
+    pub precise_pacing: bool,
 }
 
 impl LoadConfig {
@@ -152,6 +156,7 @@ impl LoadConfig {
             progress: false,
             cpu: None,
             seed: 1,
+            precise_pacing: true,
         })
     }
 

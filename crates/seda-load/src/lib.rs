@@ -71,6 +71,7 @@ mod http;
 pub mod record;
 mod schedule;
 mod target;
+mod timer;
 pub mod workload;
 
 pub use affinity::pin_to_cpu;

@@ -163,6 +163,11 @@ pub(crate) async fn arrivals(
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut next = ctx.start;
     let mut without_yield = 0u32;
+    let timer = if ctx.cfg.precise_pacing {
+        crate::timer::PreciseTimer::new().ok()
+    } else {
+        None
+    };
     loop {
         let offset = next - ctx.start;
         if next >= ctx.end || ctx.stopping.get() {
@@ -182,9 +187,13 @@ pub(crate) async fn arrivals(
             };
             continue;
         };
-        if next > Instant::now() {
+        let now = Instant::now();
+        if next > now {
             without_yield = 0;
-            tokio::time::sleep_until(next.into()).await;
+            match &timer {
+                Some(t) if t.sleep_until(next).await.is_ok() => {}
+                _ => tokio::time::sleep_until(next.into()).await,
+            }
         } else {
             // Behind schedule: keep up, but let the connections run now and then.
             without_yield += 1;
