@@ -135,7 +135,7 @@ pub struct LoadConfig {
     /// Seed for every random choice.
     pub seed: u64,
     /// Open and partly-open models: wait for each arrival on a timerfd, which wakes within tens
-    /// of microseconds. Off: sleep on the tokio timer, whose 1 ms ticks make arrivals up to
+    /// of microseconds (at most once per 100 µs, so an arrival may leave up to ~100 µs late). Off: sleep on the tokio timer, whose 1 ms ticks make arrivals up to
     /// ~2 ms late, a lateness counted in the latency (measured from the intended time).
     pub precise_pacing: bool,
 }

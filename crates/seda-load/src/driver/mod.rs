@@ -163,6 +163,7 @@ pub(crate) async fn arrivals(
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut next = ctx.start;
     let mut without_yield = 0u32;
+    let mut last_wake = ctx.start;
     let timer = if ctx.cfg.precise_pacing {
         crate::timer::PreciseTimer::new().ok()
     } else {
@@ -190,10 +191,14 @@ pub(crate) async fn arrivals(
         let now = Instant::now();
         if next > now {
             without_yield = 0;
+            // Wake at most once per quantum: at high rates a wake-up per arrival would cost
+            // more than the requests; an arrival is then sent at most one quantum late.
+            let wake = next.max(last_wake + PACING_QUANTUM);
             match &timer {
-                Some(t) if t.sleep_until(next).await.is_ok() => {}
-                _ => tokio::time::sleep_until(next.into()).await,
+                Some(t) if t.sleep_until(wake).await.is_ok() => {}
+                _ => tokio::time::sleep_until(wake.into()).await,
             }
+            last_wake = Instant::now();
         } else {
             // Behind schedule: keep up, but let the connections run now and then.
             without_yield += 1;
@@ -206,6 +211,9 @@ pub(crate) async fn arrivals(
         next += gap;
     }
 }
+
+/// The shortest time between two wake-ups of a pacer.
+const PACING_QUANTUM: Duration = Duration::from_micros(100);
 
 /// A seed for entity `i` derived from the run's seed.
 pub(crate) fn seed_for(seed: u64, i: u64) -> u64 {
