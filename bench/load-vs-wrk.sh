@@ -90,8 +90,11 @@ done
 echo
 echo "== $IDLE idle keep-alive connections (closed loop, one request each, then a long think) =="
 /usr/bin/time -v -o "$DIR/idle.time" "$SEDA" load "$URL" -c "$IDLE" --think 60s --ramp 3s -d 8s \
-  --cpu 1 --json --no-progress > "$DIR/idle.json"
+  --cpu 1 --json --no-progress > "$DIR/idle.json" &
+IDLE_PID=$!
+sleep 6 # the stimulus: count while the connections are held (ramp 3 s, run 8 s)
+echo "established connections to nginx at t=6s: $(ss -Htn state established "( sport = :$PORT )" | wc -l)"
+wait $IDLE_PID
 jq -r '.summary | "completed \(.completed) errors \(.errors) clients \(.clients)"' "$DIR/idle.json"
-echo "open connections at the end: $(jq '.series[-1].active' "$DIR/idle.json") users;" \
-  "nginx sees $(ss -Htn state established "( sport = :$PORT )" | wc -l) established"
+echo "active users at the end: $(jq '.series[-1].active' "$DIR/idle.json")"
 echo "seda max RSS: $(rss_of "$DIR/idle.time") KB"
