@@ -38,6 +38,9 @@ pub(crate) enum HttpError {
     Io(io::Error),
     /// The server closed the connection before the response was complete.
     Closed,
+    /// A reused keep-alive connection was closed or reset by the server before any byte of the
+    /// response arrived (it timed the idle connection out); safe to retry on a new connection.
+    Stale,
     Protocol(String),
 }
 
@@ -49,6 +52,7 @@ impl HttpError {
             HttpError::ConnectTimeout => "connect-timeout",
             HttpError::Io(_) => "io",
             HttpError::Closed => "closed",
+            HttpError::Stale => "stale",
             HttpError::Protocol(_) => "protocol",
         }
     }
@@ -61,6 +65,7 @@ impl fmt::Display for HttpError {
             HttpError::ConnectTimeout => write!(f, "connect timed out"),
             HttpError::Io(e) => write!(f, "i/o error: {e}"),
             HttpError::Closed => write!(f, "server closed the connection mid-response"),
+            HttpError::Stale => write!(f, "server closed an idle keep-alive connection"),
             HttpError::Protocol(s) => write!(f, "bad response: {s}"),
         }
     }
@@ -110,11 +115,16 @@ impl Conn {
         limits: Limits,
     ) -> Result<Response, HttpError> {
         self.requests += 1;
-        self.stream
-            .write_all(request)
-            .await
-            .map_err(HttpError::Io)?;
+        let reused = self.requests > 1;
+        let stale = |e: io::Error| match e.kind() {
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset if reused => {
+                HttpError::Stale
+            }
+            _ => HttpError::Io(e),
+        };
+        self.stream.write_all(request).await.map_err(stale)?;
         let mut parser = Parser::new(limits, capture_max);
+        let mut received = false;
         self.pending.clear();
         loop {
             self.stream.readable().await.map_err(HttpError::Io)?;
@@ -123,9 +133,14 @@ impl Conn {
             let step = SCRATCH.with(|cell| {
                 let mut buf = cell.borrow_mut();
                 match stream.try_read(&mut buf[..]) {
+                    Ok(0) if !received && reused => Err(HttpError::Stale),
                     Ok(0) => parser.eof(),
-                    Ok(n) => parser.feed(&buf[..n], pending, capture),
+                    Ok(n) => {
+                        received = true;
+                        parser.feed(&buf[..n], pending, capture)
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                    Err(e) if !received => Err(stale(e)),
                     Err(e) => Err(HttpError::Io(e)),
                 }
             })?;

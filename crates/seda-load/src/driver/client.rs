@@ -158,19 +158,31 @@ impl Client {
         capture: usize,
     ) -> Result<Response, HttpError> {
         let cfg = &ctx.cfg;
-        let conn = match &mut self.conn {
-            Some(c) => c,
-            None => self
-                .conn
-                .insert(Conn::connect(cfg.target.addr, cfg.client.connect_timeout).await?),
-        };
-        let limit = cfg.client.requests_per_connection;
-        let last = limit > 0 && conn.requests + 1 >= limit;
-        self.encoded.clear();
-        encode_request(&mut self.encoded, req, &cfg.target.host_header, last);
-        self.capture.clear();
-        conn.exchange(&self.encoded, &mut self.capture, capture, ctx.limits)
-            .await
+        let mut retried = false;
+        loop {
+            let conn = match &mut self.conn {
+                Some(c) => c,
+                None => self
+                    .conn
+                    .insert(Conn::connect(cfg.target.addr, cfg.client.connect_timeout).await?),
+            };
+            let limit = cfg.client.requests_per_connection;
+            let last = limit > 0 && conn.requests + 1 >= limit;
+            self.encoded.clear();
+            encode_request(&mut self.encoded, req, &cfg.target.host_header, last);
+            self.capture.clear();
+            match conn
+                .exchange(&self.encoded, &mut self.capture, capture, ctx.limits)
+                .await
+            {
+                // The server timed out an idle keep-alive connection: once, on a new one.
+                Err(HttpError::Stale) if !retried => {
+                    self.conn = None;
+                    retried = true;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The reply a session sees, for an outcome.

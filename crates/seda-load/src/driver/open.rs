@@ -36,9 +36,6 @@ pub(crate) async fn pacer(ctx: Rc<Ctx>, model: Open) {
         dispatch(&ctx, &pool, &model, job);
     })
     .await;
-    // Due but never sent: the backlog at the end of the run.
-    let left = pool.backlog.borrow().len() as u64;
-    ctx.rec.borrow_mut().dropped(left);
 }
 
 fn dispatch(ctx: &Rc<Ctx>, pool: &Rc<Pool>, model: &Open, mut job: Job) {
@@ -58,6 +55,7 @@ fn dispatch(ctx: &Rc<Ctx>, pool: &Rc<Pool>, model: &Open, mut job: Job) {
         tokio::task::spawn_local(worker(ctx.clone(), pool.clone(), workers, job));
     } else if pool.backlog.borrow().len() < model.max_backlog {
         pool.backlog.borrow_mut().push_back(job);
+        ctx.rec.borrow_mut().queued(true);
     } else {
         ctx.rec.borrow_mut().dropped(1);
     }
@@ -69,6 +67,9 @@ async fn worker(ctx: Rc<Ctx>, pool: Rc<Pool>, id: usize, first: Job) {
     loop {
         client.send(&ctx, &job.req, job.intended, 0).await;
         let next = pool.backlog.borrow_mut().pop_front();
+        if next.is_some() {
+            ctx.rec.borrow_mut().queued(false);
+        }
         job = match next {
             Some(j) => j,
             None => {

@@ -95,6 +95,7 @@ pub(crate) struct Recorder {
     error_kinds: BTreeMap<&'static str, u64>,
     in_flight: u64,
     dropped: u64,
+    queued: u64,
     /// The scheduled level (users or rate) now, for the series.
     pub level: f64,
     /// Users, sessions or connections active now, for the series.
@@ -115,6 +116,7 @@ impl Recorder {
             error_kinds: BTreeMap::new(),
             in_flight: 0,
             dropped: 0,
+            queued: 0,
             level: 0.0,
             active: 0,
         }
@@ -179,6 +181,16 @@ impl Recorder {
         self.dropped += n;
     }
 
+    /// A due request was queued for a free connection (`true`) or left the queue (`false`).
+    /// Those still queued at the end count as dropped.
+    pub(crate) fn queued(&mut self, entered: bool) {
+        if entered {
+            self.queued += 1;
+        } else {
+            self.queued = self.queued.saturating_sub(1);
+        }
+    }
+
     /// Closes the current interval at `now` (time since the start of the run).
     pub(crate) fn close_interval(&mut self, now: Duration) -> &IntervalStats {
         let span = now.saturating_sub(self.current_start);
@@ -214,7 +226,7 @@ impl Recorder {
             latency: self.total.latency(),
             counts: self.total.counts,
             in_flight_at_end: self.in_flight,
-            dropped: self.dropped,
+            dropped: self.dropped + self.queued,
             statuses: self
                 .statuses
                 .iter()

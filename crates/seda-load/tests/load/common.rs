@@ -18,6 +18,8 @@ pub struct Reply {
     pub body: usize,
     pub delay: Duration,
     pub close: bool,
+    /// Close the connection after the reply without saying so (an idle timeout).
+    pub silent_close: bool,
     pub garbage: bool,
 }
 
@@ -28,6 +30,7 @@ impl Reply {
             body: 100,
             delay: Duration::ZERO,
             close: false,
+            silent_close: false,
             garbage: false,
         }
     }
@@ -193,7 +196,12 @@ async fn serve(mut sock: tokio::net::TcpStream, conn: u64, st: Arc<Stats>, handl
             out.resize(out.len() + reply.body, b'b');
             out
         };
-        if sock.write_all(&out).await.is_err() || reply.close || reply.garbage || client_close {
+        if sock.write_all(&out).await.is_err()
+            || reply.close
+            || reply.silent_close
+            || reply.garbage
+            || client_close
+        {
             return;
         }
     }

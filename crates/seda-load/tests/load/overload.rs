@@ -147,6 +147,21 @@ fn deadlines_garbage_and_refused_connections_are_counted_not_fatal() {
 }
 
 #[test]
+fn a_keep_alive_connection_closed_by_the_server_is_retried_once() {
+    let server = TestServer::start(|_| Reply {
+        silent_close: true,
+        ..Reply::ok()
+    });
+    let r = seda_load::run(closed(&server.url("/"), 2, MS(5), MS(400))).unwrap();
+    assert_counts_add_up(&r);
+    let c = r.summary.counts;
+    assert_eq!(c.errors, 0, "{:?}", r.summary.error_kinds);
+    assert!(c.completed > 20, "{c:?}");
+    // One connection per request: every reuse found the connection closed and retried.
+    assert_eq!(server.connections(), server.requests());
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     let e = seda_load::Target::parse("ftp://x/")
         .unwrap_err()
