@@ -264,3 +264,103 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
     config.precise_pacing = !a.coarse_pacing;
     Ok(config)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LoadArgs,
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<LoadConfig> {
+        let cli = Cli::try_parse_from(std::iter::once("load").chain(args.iter().copied()))?;
+        build(&cli.args)
+    }
+
+    #[test]
+    fn builds_each_model() {
+        let c = config(&["http://127.0.0.1:1/x", "-c", "8", "--think", "20ms"]).unwrap();
+        assert!(matches!(c.model, Model::Closed(Closed { users: 8, .. })));
+        assert_eq!(c.workload.classes(), ["/x"]);
+        let c = config(&[
+            "http://127.0.0.1:1/",
+            "--model",
+            "open",
+            "-r",
+            "500",
+            "--arrivals",
+            "constant",
+        ])
+        .unwrap();
+        assert!(matches!(
+            c.model,
+            Model::Open(Open {
+                arrivals: Arrivals::Constant,
+                ..
+            })
+        ));
+        let c = config(&[
+            "http://127.0.0.1:1/",
+            "--model",
+            "partly-open",
+            "--stay",
+            "0.5",
+        ])
+        .unwrap();
+        assert!(matches!(
+            c.model,
+            Model::PartlyOpen(PartlyOpen {
+                stay_probability: 0.5,
+                ..
+            })
+        ));
+        let c = config(&[
+            "http://127.0.0.1:1/sw",
+            "--workload",
+            "specweb",
+            "--specweb-dirs",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(c.workload.classes().len(), 4);
+        let c = config(&[
+            "http://127.0.0.1:1/",
+            "--schedule",
+            "0s=3,30s=1000,90s=3",
+            "--backoff",
+            "5s",
+        ])
+        .unwrap();
+        assert_eq!(c.schedule.unwrap().max_level(), 1000.0);
+        assert_eq!(c.client.backoff_on_503, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        assert!(config(&["http://127.0.0.1:1/", "http://127.0.0.1:2/"]).is_err());
+        assert!(config(&["http://127.0.0.1:1/", "--schedule", "10s=1,5s=2"]).is_err());
+        assert!(
+            config(&[
+                "http://127.0.0.1:1/",
+                "--workload",
+                "synthetic",
+                "--synthetic",
+                "x"
+            ])
+            .is_err()
+        );
+        assert!(config(&["http://127.0.0.1:1/", "--think", "soon"]).is_err());
+        assert!(
+            config(&[
+                "http://127.0.0.1:1/",
+                "--schedule-file",
+                "/nonexistent.toml"
+            ])
+            .is_err()
+        );
+    }
+}

@@ -182,6 +182,9 @@ impl LoadConfig {
         if self.interval.is_zero() {
             return bad("the reporting interval must be positive");
         }
+        if self.duration.as_secs_f64() / self.interval.as_secs_f64() > 1_000_000.0 {
+            return bad("more than 1,000,000 reporting intervals: lengthen --interval");
+        }
         if self.client.deadline.is_zero() || self.client.connect_timeout.is_zero() {
             return bad("the deadline and connect timeout must be positive");
         }
@@ -190,11 +193,15 @@ impl LoadConfig {
             Model::Open(o) if !(o.rate_per_s.is_finite() && o.rate_per_s >= 0.0) => {
                 bad("the rate must be a non-negative number")
             }
-            Model::Open(o) if o.max_connections == 0 => bad("max connections must be at least 1"),
+            Model::Open(o) if !(1..=1_000_000).contains(&o.max_connections) => {
+                bad("max connections must be 1 to 1,000,000")
+            }
             Model::PartlyOpen(p) if !(0.0..=1.0).contains(&p.stay_probability) => {
                 bad("the stay probability must be between 0 and 1")
             }
-            Model::PartlyOpen(p) if p.max_sessions == 0 => bad("max sessions must be at least 1"),
+            Model::PartlyOpen(p) if !(1..=1_000_000).contains(&p.max_sessions) => {
+                bad("max sessions must be 1 to 1,000,000")
+            }
             Model::PartlyOpen(p) if !(p.sessions_per_s.is_finite() && p.sessions_per_s >= 0.0) => {
                 bad("the session rate must be a non-negative number")
             }

@@ -131,6 +131,26 @@ fn the_schedule_changes_users_at_the_right_times() {
 }
 
 #[test]
+fn the_closed_ramp_starts_users_gradually() {
+    let server = TestServer::start(|_| Reply::ok());
+    let mut cfg = closed(&server.url("/"), 10, MS(5), MS(1500));
+    if let seda_load::Model::Closed(c) = &mut cfg.model {
+        c.ramp = MS(1000);
+    }
+    let t0 = Instant::now();
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let log = server.log();
+    // 0 to 10 users over 1 s: about 2 users by 0.2 s, 5 by 0.5 s, all 10 after 1 s.
+    let early = connections_between(&log, t0, 0.0, 0.2);
+    let middle = connections_between(&log, t0, 0.0, 0.5);
+    let late = connections_between(&log, t0, 1.1, 1.5);
+    assert!((1..=3).contains(&early), "{early} users by 0.2 s");
+    assert!((4..=6).contains(&middle), "{middle} users by 0.5 s");
+    assert_eq!(late, 10);
+}
+
+#[test]
 fn requests_per_connection_is_honoured() {
     let server = TestServer::start(|_| Reply::ok());
     let mut cfg = closed(&server.url("/"), 2, MS(2), MS(500));
