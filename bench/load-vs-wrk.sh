@@ -15,6 +15,7 @@ REPEAT=${REPEAT:-3}
 DURATION=${DURATION:-10}
 RATES=${RATES:-"10000 20000 30000 40000 50000"}
 IDLE=${IDLE:-10000}
+OPEN_PATH=${OPEN_PATH:-/1k.html}   # /empty: a 204 from nginx, cheaper than a file
 cd "$(dirname "$0")/.."
 
 for tool in nginx wrk jq /usr/bin/time taskset; do
@@ -40,7 +41,11 @@ http {
   client_body_temp_path $DIR/tmp;
   keepalive_requests 100000000;
   keepalive_timeout 300s;
-  server { listen 127.0.0.1:$PORT backlog=4096; root $DIR/www; }
+  server {
+    listen 127.0.0.1:$PORT backlog=4096;
+    root $DIR/www;
+    location = /empty { return 204; }
+  }
 }
 CONF
 taskset -c 0 nginx -c "$DIR/nginx.conf" -p "$DIR" &
@@ -75,11 +80,12 @@ for i in $(seq "$REPEAT"); do
 done
 
 echo
-echo "== open loop (constant arrivals), achieved vs asked =="
+echo "== open loop (constant arrivals) on $OPEN_PATH, achieved vs asked =="
 printf "%-8s %12s %12s %10s %10s %10s %10s\n" asked sent_per_s done_per_s sent/asked p50_ms p99_ms seda_cpu_s
 for rate in $RATES; do
-  /usr/bin/time -v -o "$DIR/open.time" "$SEDA" load "$URL" --model open --arrivals constant -r "$rate" \
-    --max-connections 1000 -d "${DURATION}s" --cpu 1 --json --no-progress > "$DIR/open.json"
+  /usr/bin/time -v -o "$DIR/open.time" "$SEDA" load --model open --arrivals constant -r "$rate" \
+    --max-connections 1000 -d "${DURATION}s" --cpu 1 --json --no-progress \
+    "http://127.0.0.1:$PORT$OPEN_PATH" > "$DIR/open.json"
   jq -r --arg rate "$rate" --arg cpu "$(cpu_of "$DIR/open.time")" '.summary as $s |
     [$rate, ($s.sent/$s.duration_s), $s.throughput_per_s, ($s.sent/$s.duration_s/($rate|tonumber)),
      $s.latency.p50_ms, $s.latency.p99_ms, $cpu] |
