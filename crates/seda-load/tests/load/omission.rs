@@ -56,9 +56,9 @@ fn nginx_paused_with_sigstop() {
             s.spawn(|| {
                 // The stimulus: 1 s of run, 1 s stopped, then resumed.
                 std::thread::sleep(MS(1000));
-                n.signal("STOP");
+                n.pause(true);
                 std::thread::sleep(MS(1000));
-                n.signal("CONT");
+                n.pause(false);
             });
         });
     };
