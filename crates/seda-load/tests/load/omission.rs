@@ -77,7 +77,8 @@ fn nginx_paused_with_sigstop() {
     assert!(l.max_ms >= 1000.0, "open max {l:?}");
     assert!(l.p99_ms >= 900.0, "open p99 {l:?}");
     let c = closed_r.summary.latency;
-    assert!(c.max_ms >= 1000.0, "closed max {c:?}");
+    // A closed user that sent just after the stop waits a little less than the pause.
+    assert!(c.max_ms >= 950.0, "closed max {c:?}");
     assert!(
         c.p50_ms < 20.0 && c.p99_ms < 100.0,
         "closed percentiles moved: {c:?}"
