@@ -71,6 +71,23 @@ impl fmt::Display for HttpError {
     }
 }
 
+/// What of a response a session wants to see: the first `body_max` body bytes and, if
+/// `headers_on`, the header fields.
+#[derive(Debug, Default)]
+pub(crate) struct Capture {
+    pub body_max: usize,
+    pub body: Vec<u8>,
+    pub headers_on: bool,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Capture {
+    fn clear(&mut self) {
+        self.body.clear();
+        self.headers.clear();
+    }
+}
+
 /// A complete response: its status, how many body bytes it had, and whether the connection may
 /// be reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,13 +122,12 @@ impl Conn {
         })
     }
 
-    /// Sends `request` (already encoded) and reads the whole response. Up to `capture_max` body
-    /// bytes are appended to `capture`.
+    /// Sends `request` (already encoded) and reads the whole response, keeping what `capture`
+    /// asks for.
     pub(crate) async fn exchange(
         &mut self,
         request: &[u8],
-        capture: &mut Vec<u8>,
-        capture_max: usize,
+        capture: &mut Capture,
         limits: Limits,
     ) -> Result<Response, HttpError> {
         self.requests += 1;
@@ -123,7 +139,8 @@ impl Conn {
             _ => HttpError::Io(e),
         };
         self.stream.write_all(request).await.map_err(stale)?;
-        let mut parser = Parser::new(limits, capture_max);
+        let mut parser = Parser::new(limits);
+        capture.clear();
         let mut received = false;
         self.pending.clear();
         loop {
@@ -207,7 +224,6 @@ enum Chunk {
 /// An incremental response parser.
 struct Parser {
     limits: Limits,
-    capture_max: usize,
     head: Option<(u16, bool)>,
     framing: Framing,
     body_bytes: u64,
@@ -215,10 +231,9 @@ struct Parser {
 }
 
 impl Parser {
-    fn new(limits: Limits, capture_max: usize) -> Parser {
+    fn new(limits: Limits) -> Parser {
         Parser {
             limits,
-            capture_max,
             head: None,
             framing: Framing::UntilClose,
             body_bytes: 0,
@@ -243,7 +258,7 @@ impl Parser {
         &mut self,
         data: &[u8],
         pending: &mut Vec<u8>,
-        capture: &mut Vec<u8>,
+        capture: &mut Capture,
     ) -> Result<Option<Response>, HttpError> {
         if self.head.is_some() {
             return self.body(data, capture);
@@ -258,7 +273,7 @@ impl Parser {
         };
         let mut start = 0;
         loop {
-            match self.parse_head(&buf[start..])? {
+            match self.parse_head(&buf[start..], capture)? {
                 None => {
                     let rest = &buf[start..];
                     if rest.len() > self.limits.max_header_bytes {
@@ -278,7 +293,11 @@ impl Parser {
     }
 
     /// Parses a response head; `Some((len, interim))` when complete.
-    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<(usize, bool)>, HttpError> {
+    fn parse_head(
+        &mut self,
+        buf: &[u8],
+        capture: &mut Capture,
+    ) -> Result<Option<(usize, bool)>, HttpError> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut headers);
         let len = match resp.parse(buf) {
@@ -299,6 +318,10 @@ impl Parser {
         let mut length: Option<u64> = None;
         let mut chunked = false;
         for h in resp.headers.iter() {
+            if capture.headers_on {
+                let value = String::from_utf8_lossy(h.value).into_owned();
+                capture.headers.push((h.name.to_string(), value));
+            }
             if h.name.eq_ignore_ascii_case("content-length") {
                 let v = std::str::from_utf8(h.value)
                     .ok()
@@ -348,14 +371,16 @@ impl Parser {
         Ok(Some((len, false)))
     }
 
-    fn take_body(&mut self, bytes: &[u8], capture: &mut Vec<u8>) -> Result<(), HttpError> {
+    fn take_body(&mut self, bytes: &[u8], capture: &mut Capture) -> Result<(), HttpError> {
         self.body_bytes += bytes.len() as u64;
         if self.body_bytes > self.limits.max_body_bytes {
             return Err(too_large(self.limits.max_body_bytes));
         }
-        let room = self.capture_max.saturating_sub(capture.len());
+        let room = capture.body_max.saturating_sub(capture.body.len());
         if room > 0 {
-            capture.extend_from_slice(&bytes[..room.min(bytes.len())]);
+            capture
+                .body
+                .extend_from_slice(&bytes[..room.min(bytes.len())]);
         }
         Ok(())
     }
@@ -368,7 +393,7 @@ impl Parser {
         })
     }
 
-    fn body(&mut self, data: &[u8], capture: &mut Vec<u8>) -> Result<Option<Response>, HttpError> {
+    fn body(&mut self, data: &[u8], capture: &mut Capture) -> Result<Option<Response>, HttpError> {
         match self.framing {
             Framing::UntilClose => {
                 self.take_body(data, capture)?;
@@ -399,7 +424,7 @@ impl Parser {
         &mut self,
         mut st: Chunk,
         mut data: &[u8],
-        capture: &mut Vec<u8>,
+        capture: &mut Capture,
     ) -> Result<Chunk, HttpError> {
         let bad = |what: &str| HttpError::Protocol(format!("bad chunked encoding: {what}"));
         while let Some((&b, rest)) = data.split_first() {
@@ -505,15 +530,19 @@ mod tests {
 
     /// Feeds `input` in pieces of `step` bytes; returns the response and the captured body.
     fn parse_in_steps(input: &[u8], step: usize) -> Result<Option<(Response, Vec<u8>)>, HttpError> {
-        let mut p = Parser::new(LIMITS, 1 << 20);
+        let mut p = Parser::new(LIMITS);
         let mut pending = Vec::new();
-        let mut capture = Vec::new();
+        let mut capture = Capture {
+            body_max: 1 << 20,
+            headers_on: true,
+            ..Capture::default()
+        };
         for piece in input.chunks(step) {
             if let Some(r) = p.feed(piece, &mut pending, &mut capture)? {
-                return Ok(Some((r, capture)));
+                return Ok(Some((r, capture.body)));
             }
         }
-        Ok(p.eof()?.map(|r| (r, capture)))
+        Ok(p.eof()?.map(|r| (r, capture.body)))
     }
 
     #[test]

@@ -8,7 +8,7 @@ use seda_control::AimdWindow;
 use tokio::sync::oneshot;
 
 use super::Ctx;
-use crate::http::{Conn, HttpError, Response, encode_request};
+use crate::http::{Capture, Conn, HttpError, Response, encode_request};
 use crate::record::Outcome;
 use crate::workload::{Reply, Request};
 
@@ -73,8 +73,8 @@ pub(crate) struct Client {
     pub id: usize,
     conn: Option<Conn>,
     encoded: Vec<u8>,
-    /// The captured head of the last reply's body.
-    pub capture: Vec<u8>,
+    /// What is kept of the last reply for the session.
+    capture: Capture,
 }
 
 impl Client {
@@ -83,8 +83,14 @@ impl Client {
             id,
             conn: None,
             encoded: Vec::new(),
-            capture: Vec::new(),
+            capture: Capture::default(),
         }
+    }
+
+    /// Keep the first `body_bytes` of each reply's body, and its headers if `headers`.
+    pub fn capture(&mut self, body_bytes: usize, headers: bool) {
+        self.capture.body_max = body_bytes;
+        self.capture.headers_on = headers;
     }
 
     /// Closes the connection (the next request opens a new one).
@@ -93,13 +99,7 @@ impl Client {
     }
 
     /// Sends `req` and waits for its end; records it with latency measured from `intended`.
-    pub async fn send(
-        &mut self,
-        ctx: &Ctx,
-        req: &Request,
-        intended: Instant,
-        capture: usize,
-    ) -> Outcome {
+    pub async fn send(&mut self, ctx: &Ctx, req: &Request, intended: Instant) -> Outcome {
         if let Some(gate) = &ctx.gate {
             gate.acquire().await;
         }
@@ -111,7 +111,7 @@ impl Client {
             // a timeout, without bothering the server.
             None
         } else {
-            tokio::time::timeout_at(deadline.into(), self.exchange(ctx, req, capture))
+            tokio::time::timeout_at(deadline.into(), self.exchange(ctx, req))
                 .await
                 .ok()
         };
@@ -151,12 +151,7 @@ impl Client {
         outcome
     }
 
-    async fn exchange(
-        &mut self,
-        ctx: &Ctx,
-        req: &Request,
-        capture: usize,
-    ) -> Result<Response, HttpError> {
+    async fn exchange(&mut self, ctx: &Ctx, req: &Request) -> Result<Response, HttpError> {
         let cfg = &ctx.cfg;
         let mut retried = false;
         loop {
@@ -170,9 +165,8 @@ impl Client {
             let last = limit > 0 && conn.requests + 1 >= limit;
             self.encoded.clear();
             encode_request(&mut self.encoded, req, &cfg.target.host_header, last);
-            self.capture.clear();
             match conn
-                .exchange(&self.encoded, &mut self.capture, capture, ctx.limits)
+                .exchange(&self.encoded, &mut self.capture, ctx.limits)
                 .await
             {
                 // The server timed out an idle keep-alive connection: once, on a new one.
@@ -191,7 +185,8 @@ impl Client {
             Outcome::Response { status, bytes } => Some(Reply {
                 status,
                 body_bytes: bytes,
-                body: &self.capture,
+                body: &self.capture.body,
+                headers: &self.capture.headers,
             }),
             _ => None,
         }

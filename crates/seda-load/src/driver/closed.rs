@@ -67,16 +67,16 @@ async fn user(
 ) {
     let seed = seed_for(ctx.cfg.seed, id as u64);
     let mut session = ctx.cfg.workload.session(seed);
-    let capture = session.capture_bytes();
     let mut rng = SmallRng::seed_from_u64(!seed);
     let mut client = Client::new(id);
+    client.capture(session.capture_bytes(), session.capture_headers());
     let mut last: Option<Outcome> = None;
     while id < target.get() && !ctx.stopping.get() {
         let req = {
             let reply = last.as_ref().and_then(|o| client.reply(o));
             session.next_request(reply.as_ref())
         };
-        let outcome = client.send(&ctx, &req, Instant::now(), capture).await;
+        let outcome = client.send(&ctx, &req, Instant::now()).await;
         last = Some(outcome);
         match outcome {
             Outcome::Response { status: 503, .. } => {
@@ -96,12 +96,14 @@ async fn user(
             Outcome::Timeout => last = None,
             Outcome::Response { .. } => {}
         }
-        if !model.think.is_zero() {
-            let think = if model.think_exponential {
+        let think = session.think_time().unwrap_or_else(|| {
+            if model.think_exponential {
                 model.think.mul_f64(-(1.0 - rng.random::<f64>()).ln())
             } else {
                 model.think
-            };
+            }
+        });
+        if !think.is_zero() {
             tokio::time::sleep(think).await;
         }
     }

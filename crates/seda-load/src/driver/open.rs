@@ -65,7 +65,7 @@ async fn worker(ctx: Rc<Ctx>, pool: Rc<Pool>, id: usize, first: Job) {
     let mut client = Client::new(id);
     let mut job = first;
     loop {
-        client.send(&ctx, &job.req, job.intended, 0).await;
+        client.send(&ctx, &job.req, job.intended).await;
         let next = pool.backlog.borrow_mut().pop_front();
         if next.is_some() {
             ctx.rec.borrow_mut().queued(false);

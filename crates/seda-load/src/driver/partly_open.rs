@@ -50,9 +50,9 @@ async fn session(
     free: Rc<RefCell<Vec<usize>>>,
 ) {
     let mut session = ctx.cfg.workload.session(seed);
-    let capture = session.capture_bytes();
     let mut rng = SmallRng::seed_from_u64(!seed);
     let mut client = Client::new(slot);
+    client.capture(session.capture_bytes(), session.capture_headers());
     let mut last: Option<Outcome> = None;
     // The first request is due at the arrival time; later ones when the think time ends.
     let mut intended = arrived;
@@ -61,7 +61,7 @@ async fn session(
             let reply = last.as_ref().and_then(|o| client.reply(o));
             session.next_request(reply.as_ref())
         };
-        let outcome = client.send(&ctx, &req, intended, capture).await;
+        let outcome = client.send(&ctx, &req, intended).await;
         last = Some(outcome);
         match outcome {
             Outcome::Response { status: 503, .. } if ctx.cfg.client.backoff_on_503.is_some() => {
@@ -79,8 +79,9 @@ async fn session(
         if rng.random::<f64>() >= model.stay_probability {
             break;
         }
-        if !model.think.is_zero() {
-            tokio::time::sleep(model.think).await;
+        let think = session.think_time().unwrap_or(model.think);
+        if !think.is_zero() {
+            tokio::time::sleep(think).await;
         }
         intended = Instant::now();
     }

@@ -15,6 +15,7 @@ pub use synthetic::{ServiceTime, Synthetic};
 pub use urls::UrlList;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One request to send. The host comes from the run's target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,18 @@ pub struct Reply<'a> {
     pub body_bytes: u64,
     /// The first [`Session::capture_bytes`] bytes of the body (empty by default).
     pub body: &'a [u8],
+    /// The header fields, if [`Session::capture_headers`] (empty by default).
+    pub headers: &'a [(String, String)],
+}
+
+impl Reply<'_> {
+    /// The first header field named `name` (case-insensitive), if headers were captured.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// A shared description of what users ask for.
@@ -75,6 +88,17 @@ pub trait Session {
     /// How many leading body bytes of each reply the session wants to see (default none).
     fn capture_bytes(&self) -> usize {
         0
+    }
+
+    /// Whether the session wants the replies' header fields, such as `Set-Cookie` (default no).
+    fn capture_headers(&self) -> bool {
+        false
+    }
+
+    /// The think time before the next request, overriding the model's (default: the model's).
+    /// Called after each reply; a Markov user model can think differently in each state.
+    fn think_time(&mut self) -> Option<Duration> {
+        None
     }
 }
 

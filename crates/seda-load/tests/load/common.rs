@@ -22,6 +22,10 @@ pub struct Reply {
     /// Close the connection after the reply without saying so (an idle timeout).
     pub silent_close: bool,
     pub garbage: bool,
+    /// Extra header lines, each ending in CRLF.
+    pub headers: String,
+    /// The body text (instead of `body` bytes of filler).
+    pub text: Option<String>,
 }
 
 impl Reply {
@@ -33,6 +37,8 @@ impl Reply {
             close: false,
             silent_close: false,
             garbage: false,
+            headers: String::new(),
+            text: None,
         }
     }
     pub fn status(status: u16) -> Reply {
@@ -58,6 +64,8 @@ pub struct Seen {
     /// Request number over the server's life, from 0.
     pub n: u64,
     pub path: String,
+    /// The request head, lower-cased.
+    pub head: String,
 }
 
 type Handler = dyn Fn(&Seen) -> Reply + Send + Sync;
@@ -170,6 +178,7 @@ async fn serve(mut sock: tokio::net::TcpStream, conn: u64, st: Arc<Stats>, handl
             conn,
             n,
             path,
+            head: head.to_ascii_lowercase(),
         };
         st.log.lock().expect("log").push(seen.clone());
         let now = st.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -183,18 +192,21 @@ async fn serve(mut sock: tokio::net::TcpStream, conn: u64, st: Arc<Stats>, handl
         let out = if reply.garbage {
             b"this is not HTTP at all\r\n\r\n".to_vec()
         } else {
+            let body_len = reply.text.as_ref().map_or(reply.body, String::len);
+            let close = if reply.close {
+                "Connection: close\r\n"
+            } else {
+                ""
+            };
             let mut out = format!(
-                "HTTP/1.1 {} X\r\nContent-Length: {}\r\n{}\r\n",
-                reply.status,
-                reply.body,
-                if reply.close {
-                    "Connection: close\r\n"
-                } else {
-                    ""
-                }
+                "HTTP/1.1 {} X\r\nContent-Length: {body_len}\r\n{close}{}\r\n",
+                reply.status, reply.headers
             )
             .into_bytes();
-            out.resize(out.len() + reply.body, b'b');
+            match &reply.text {
+                Some(t) => out.extend_from_slice(t.as_bytes()),
+                None => out.resize(out.len() + reply.body, b'b'),
+            }
             out
         };
         if sock.write_all(&out).await.is_err()

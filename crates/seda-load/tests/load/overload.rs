@@ -33,6 +33,97 @@ impl Session for CountingSession {
     }
 }
 
+/// A stateful user in the style of the e-mail model: log in, then follow the link and the
+/// session cookie the previous reply gave.
+struct Mail;
+struct MailUser {
+    cookie: Option<String>,
+    next: Option<String>,
+}
+
+impl Workload for Mail {
+    fn classes(&self) -> Vec<String> {
+        vec!["login".into(), "read".into()]
+    }
+    fn session(&self, _seed: u64) -> Box<dyn Session> {
+        Box::new(MailUser {
+            cookie: None,
+            next: None,
+        })
+    }
+}
+
+impl Session for MailUser {
+    fn next_request(&mut self, last: Option<&Seen503<'_>>) -> Request {
+        if let Some(r) = last {
+            if let Some(c) = r.header("set-cookie") {
+                self.cookie = Some(c.to_string());
+            }
+            let body = String::from_utf8_lossy(r.body);
+            self.next = body.strip_prefix("next=").map(str::to_string);
+        }
+        match (&self.cookie, &self.next) {
+            (Some(c), Some(path)) => {
+                let mut req = Request::get(path.as_str(), 1);
+                req.headers.push(("Cookie".into(), c.clone()));
+                req
+            }
+            _ => Request::get("/login", 0),
+        }
+    }
+    fn capture_bytes(&self) -> usize {
+        64
+    }
+    fn capture_headers(&self) -> bool {
+        true
+    }
+    fn think_time(&mut self) -> Option<Duration> {
+        Some(MS(2))
+    }
+}
+
+#[test]
+fn a_stateful_session_follows_the_previous_reply() {
+    let server = TestServer::start(|s| {
+        let text = format!("next=/msg/{}", s.n + 1);
+        if s.path == "/login" {
+            let headers = format!("Set-Cookie: sid={}\r\n", s.conn);
+            Reply {
+                headers,
+                text: Some(text),
+                ..Reply::ok()
+            }
+        } else {
+            Reply {
+                text: Some(text),
+                ..Reply::ok()
+            }
+        }
+    });
+    let mut cfg = closed(&server.url("/"), 3, MS(500), MS(400));
+    cfg.workload = Arc::new(Mail);
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let log = server.log();
+    // One login per user, then only links taken from the previous reply, with the cookie.
+    assert_eq!(log.iter().filter(|s| s.path == "/login").count(), 3);
+    let reads: Vec<_> = log.iter().filter(|s| s.path != "/login").collect();
+    assert!(
+        reads.len() > 30,
+        "{} reads: the think time override (2 ms) was not used",
+        reads.len()
+    );
+    for s in &reads {
+        assert!(s.path.starts_with("/msg/"), "{}", s.path);
+        assert!(
+            s.head.contains(&format!("cookie: sid={}", s.conn)),
+            "{}",
+            s.head
+        );
+    }
+    assert_eq!(r.classes[0].counts.completed, 3);
+}
+
 #[test]
 fn a_503_is_a_rejection_honoured_with_backoff() {
     let t0 = Instant::now();
