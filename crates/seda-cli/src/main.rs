@@ -19,7 +19,7 @@ struct Cli {
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo,
-    /// Drive an HTTP server with closed, open or partly-open users (see `seda load --help`).
+    /// Drive an HTTP server with closed, open or partly-open users; report latency and fairness.
     Load(Box<load::LoadArgs>),
 }
 
