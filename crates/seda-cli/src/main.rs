@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod demo;
 mod load;
 
 #[derive(Parser)]
@@ -18,15 +20,25 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
-    Demo,
+    Demo(demo::DemoArgs),
+    /// Micro-benchmarks of the runtime against a baseline, measured in one run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Drive an HTTP server with closed, open or partly-open users; report latency and fairness.
     Load(Box<load::LoadArgs>),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Events/s and idle per-hop latency of a 3-stage pipeline vs a raw channel chain.
+    Hop(bench::HopArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo => Ok(()),
+        Command::Demo(args) => demo::run(&args),
+        Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
         Command::Load(args) => load::run(*args),
     }
 }

@@ -1,0 +1,344 @@
+//! Configuration: per-stage and per-domain settings from code or a TOML file.
+//!
+//! ```toml
+//! [runtime]
+//! tick_ms = 100            # how often controllers run
+//! stats_period_ms = 1000   # length of a stats period
+//!
+//! [domains.io]             # a pool shared by several stages
+//! threads = 2
+//! max_threads = 8
+//!
+//! [stages.parse]
+//! threads = 2              # initial workers (min_threads, max_threads also)
+//! batch = 64               # largest batch handed to the handler
+//! threshold = 1000         # queue length limit (admission)
+//! order = "lifo"           # or "fifo" (default)
+//! rate_limit = { rate_per_s = 500.0, depth = 50.0 }
+//! drop_after_ms = 2000     # selective dropping of events queued too long
+//! pool_controller = { enable = true, delay_ms = 500, threshold = 10, idle_ms = 1000 }
+//! batch_controller = { enable = true, min = 1, max = 1024, recalc_ms = 100, smooth = 0.5 }
+//!
+//! [stages.cache]
+//! domain = "io"            # or: inline = true
+//! ```
+//!
+//! Settings in the file override those given in code for the same stage; single keys can be
+//! overridden again from a command line with [`Config::set`] (`stages.parse.threads=4`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use seda_control::{BatchConfig, ThreadPoolConfig};
+use serde::Deserialize;
+
+use crate::queue::Order;
+
+/// A configuration error: what was wrong and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Runtime-wide settings.
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+    /// Shared pools, by name.
+    #[serde(default)]
+    pub domains: BTreeMap<String, PoolSettings>,
+    /// Stage settings, by stage name.
+    #[serde(default)]
+    pub stages: BTreeMap<String, StageConfig>,
+}
+
+/// Runtime-wide settings.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// Period of the control thread, ms (controllers keep their own, longer periods).
+    pub tick_ms: u64,
+    /// Length of a stats period, ms.
+    pub stats_period_ms: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            tick_ms: 100,
+            stats_period_ms: 1000,
+        }
+    }
+}
+
+/// Thread-pool settings (of a stage's own pool or a domain).
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSettings {
+    /// Initial workers.
+    pub threads: Option<usize>,
+    /// Fewest workers.
+    pub min_threads: Option<usize>,
+    /// Most workers.
+    pub max_threads: Option<usize>,
+    /// SEDA's thread-pool controller.
+    pub pool_controller: Option<PoolControllerConfig>,
+}
+
+/// SEDA's thread-pool controller settings; absent fields take Sandstorm's defaults.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoolControllerConfig {
+    /// Whether the controller adds threads (idle retirement always applies).
+    #[serde(default = "yes")]
+    pub enable: bool,
+    /// Sampling period, ms.
+    pub delay_ms: Option<u64>,
+    /// Queue length that asks for a thread.
+    pub threshold: Option<usize>,
+    /// Idle time before a worker retires, ms.
+    pub idle_ms: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// AggThrottle settings; absent fields take Sandstorm's defaults.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BatchControllerConfig {
+    /// Whether the controller runs.
+    #[serde(default = "yes")]
+    pub enable: bool,
+    /// Smallest batch.
+    pub min: Option<usize>,
+    /// Largest batch.
+    pub max: Option<usize>,
+    /// Shortest time between measurements, ms.
+    pub recalc_ms: Option<u64>,
+    /// EWMA weight of the previous average.
+    pub smooth: Option<f64>,
+}
+
+/// A token bucket in front of the queue.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Tokens per second.
+    pub rate_per_s: f64,
+    /// Largest burst.
+    pub depth: f64,
+}
+
+/// Settings of one stage. Every field is optional: unset fields keep the value given in code
+/// or the default.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StageConfig {
+    /// Run on this domain's shared pool.
+    pub domain: Option<String>,
+    /// Run the handler on the enqueuing thread (no queue, no pool).
+    pub inline: Option<bool>,
+    /// Initial workers of the stage's own pool (ignored with `domain` or `inline`).
+    pub threads: Option<usize>,
+    /// Fewest workers of the stage's own pool.
+    pub min_threads: Option<usize>,
+    /// Most workers of the stage's own pool.
+    pub max_threads: Option<usize>,
+    /// SEDA's thread-pool controller for the stage's own pool.
+    pub pool_controller: Option<PoolControllerConfig>,
+    /// Largest batch handed to the handler; 0 means everything queued.
+    pub batch: Option<usize>,
+    /// AggThrottle batch-size search.
+    pub batch_controller: Option<BatchControllerConfig>,
+    /// Queue length limit; 0 means unbounded.
+    pub threshold: Option<usize>,
+    /// Dequeue order.
+    pub order: Option<Order>,
+    /// Token-bucket admission.
+    pub rate_limit: Option<RateLimitConfig>,
+    /// Drop events that waited longer than this in the queue, ms (selective dropping).
+    pub drop_after_ms: Option<u64>,
+}
+
+macro_rules! overlay {
+    ($base:expr, $top:expr, $($field:ident),*) => {
+        $( if $top.$field.is_some() { $base.$field = $top.$field.clone(); } )*
+    };
+}
+
+impl PoolSettings {
+    /// The thread-pool controller configuration these settings describe.
+    pub fn to_pool_config(&self) -> ThreadPoolConfig {
+        let d = ThreadPoolConfig::default();
+        let pc = self.pool_controller.as_ref();
+        ThreadPoolConfig {
+            initial_threads: self.threads.unwrap_or(d.initial_threads),
+            min_threads: self.min_threads.unwrap_or(d.min_threads),
+            max_threads: self.max_threads.unwrap_or(d.max_threads),
+            delay: pc
+                .and_then(|c| c.delay_ms)
+                .map_or(d.delay, Duration::from_millis),
+            threshold: pc.and_then(|c| c.threshold).unwrap_or(d.threshold),
+            idle_time: pc
+                .and_then(|c| c.idle_ms)
+                .map_or(d.idle_time, Duration::from_millis),
+            ticks_per_add: d.ticks_per_add,
+        }
+        .normalized()
+    }
+
+    /// Whether the pool controller adds threads (on by default).
+    pub fn controller_enabled(&self) -> bool {
+        self.pool_controller.as_ref().is_none_or(|c| c.enable)
+    }
+}
+
+impl StageConfig {
+    /// `self` with every field set in `top` replaced.
+    pub fn overlaid(mut self, top: &StageConfig) -> StageConfig {
+        overlay!(
+            self,
+            top,
+            domain,
+            inline,
+            batch,
+            batch_controller,
+            threshold,
+            order,
+            rate_limit,
+            drop_after_ms,
+            threads,
+            min_threads,
+            max_threads,
+            pool_controller
+        );
+        self
+    }
+
+    /// The settings of the stage's own pool.
+    pub fn pool(&self) -> PoolSettings {
+        PoolSettings {
+            threads: self.threads,
+            min_threads: self.min_threads,
+            max_threads: self.max_threads,
+            pool_controller: self.pool_controller.clone(),
+        }
+    }
+
+    pub(crate) fn batch_config(&self) -> Option<BatchConfig> {
+        let c = self.batch_controller.as_ref().filter(|c| c.enable)?;
+        let d = BatchConfig::default();
+        Some(BatchConfig {
+            min_batch: c.min.unwrap_or(d.min_batch),
+            max_batch: c.max.unwrap_or(d.max_batch),
+            recalc_window: c.recalc_ms.map_or(d.recalc_window, Duration::from_millis),
+            smooth: c.smooth.unwrap_or(d.smooth),
+        })
+    }
+
+    pub(crate) fn validate(&self, stage: &str) -> Result<(), ConfigError> {
+        let err = |m: String| Err(ConfigError(format!("stage `{stage}`: {m}")));
+        if self.domain.is_some() && self.inline == Some(true) {
+            return err("`domain` and `inline = true` exclude each other".into());
+        }
+        if let Some(r) = &self.rate_limit {
+            if !(r.rate_per_s.is_finite() && r.rate_per_s >= 0.0) {
+                return err(format!(
+                    "rate_limit.rate_per_s must be >= 0, got {}",
+                    r.rate_per_s
+                ));
+            }
+            if !(r.depth.is_finite() && r.depth >= 1.0) {
+                return err(format!("rate_limit.depth must be >= 1, got {}", r.depth));
+            }
+        }
+        if let Some(s) = self.batch_controller.as_ref().and_then(|c| c.smooth)
+            && !(0.0..1.0).contains(&s)
+        {
+            return err(format!(
+                "batch_controller.smooth must be in [0, 1), got {s}"
+            ));
+        }
+        if let (Some(min), Some(max)) = (self.min_threads, self.max_threads)
+            && min > max
+        {
+            return err(format!("min_threads {min} > max_threads {max}"));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Parses a TOML document.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError(format!("invalid configuration: {e}")))
+    }
+
+    /// Reads and parses a TOML file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        Config::from_toml(&text).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// Applies one `dotted.key=value` override (the value is TOML: `4`, `true`, `"lifo"`; a bare
+    /// word is taken as a string).
+    pub fn set(&self, assignment: &str) -> Result<Config, ConfigError> {
+        let (key, value) = assignment.split_once('=').ok_or_else(|| {
+            ConfigError(format!(
+                "override `{assignment}` is not of the form key.path=value"
+            ))
+        })?;
+        let path: Vec<&str> = key.trim().split('.').collect();
+        if path.iter().any(|p| p.is_empty()) {
+            return Err(ConfigError(format!(
+                "override key `{key}` has an empty part"
+            )));
+        }
+        let value = parse_value(value.trim());
+        let mut doc = toml::Value::try_from(self)
+            .map_err(|e| ConfigError(format!("cannot apply override: {e}")))?;
+        let mut node = &mut doc;
+        for part in &path[..path.len() - 1] {
+            let table = node.as_table_mut().ok_or_else(|| {
+                ConfigError(format!("override key `{key}`: `{part}` is not a table"))
+            })?;
+            node = table
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        }
+        let last = path[path.len() - 1];
+        node.as_table_mut()
+            .ok_or_else(|| {
+                ConfigError(format!("override key `{key}` does not name a table entry"))
+            })?
+            .insert(last.to_string(), value);
+        let text = toml::to_string(&doc).map_err(|e| ConfigError(e.to_string()))?;
+        Config::from_toml(&text)
+            .map_err(|e| ConfigError(format!("override `{assignment}`: {}", e.0)))
+    }
+}
+
+fn parse_value(text: &str) -> toml::Value {
+    let wrapped = format!("v = {text}");
+    match toml::from_str::<toml::Table>(&wrapped) {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.into())),
+        Err(_) => toml::Value::String(text.into()),
+    }
+}

@@ -1,0 +1,523 @@
+//! The runtime: builds the stage graph, runs the controllers, exposes stats, shuts down.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use seda_control::{BatchController, TokenBucket};
+use serde::Serialize;
+
+use crate::Event;
+use crate::config::{Config, ConfigError, PoolSettings};
+use crate::graph::{Graph, GraphEdge, GraphNode};
+use crate::pool::Pool;
+use crate::queue::Queue;
+use crate::shared::Shared;
+use crate::sink::Sink;
+use crate::stage::{CoreParts, Mode, StageBuilder, StageCore, StageDyn, admission_of};
+use crate::stats::{EDGE_SOURCES, StageSnapshot};
+
+/// Queue threshold of a queued stage when none is configured: queues are never unbounded by
+/// default (set `threshold = 0` to opt out).
+pub const DEFAULT_THRESHOLD: usize = 10_000;
+/// Largest batch when none is configured.
+pub const DEFAULT_BATCH: usize = 64;
+
+/// Why a stage could not be added or looked up.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BuildError {
+    /// Another stage already has this name.
+    DuplicateStage(String),
+    /// The builder has no handler.
+    MissingHandler(String),
+    /// The stage names a domain that was not declared.
+    UnknownDomain {
+        /// The stage.
+        stage: String,
+        /// The domain it asked for.
+        domain: String,
+    },
+    /// No stage of that name, or its events are of another type.
+    NoSuchStage(String),
+    /// The runtime is shut down.
+    ShutDown,
+    /// Invalid settings.
+    Config(ConfigError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::DuplicateStage(n) => write!(f, "a stage named `{n}` already exists"),
+            BuildError::MissingHandler(n) => {
+                write!(
+                    f,
+                    "stage `{n}` has no handler: call .handler(...) on its builder"
+                )
+            }
+            BuildError::UnknownDomain { stage, domain } => write!(
+                f,
+                "stage `{stage}` runs on domain `{domain}`, which is not declared: add \
+                 [domains.{domain}] to the configuration or call Runtime::domain first"
+            ),
+            BuildError::NoSuchStage(n) => {
+                write!(f, "no stage named `{n}` with that event type")
+            }
+            BuildError::ShutDown => f.write_str("the runtime is shut down"),
+            BuildError::Config(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl From<ConfigError> for BuildError {
+    fn from(e: ConfigError) -> Self {
+        BuildError::Config(e)
+    }
+}
+
+/// What a shutdown achieved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShutdownReport {
+    /// Every admitted event was handled or dropped by its stage before the pools stopped.
+    pub drained: bool,
+    /// Events still queued when the wait ran out, dropped with reason `Closed`.
+    pub abandoned: usize,
+    /// Worker threads still busy in a handler when the wait ran out (left detached).
+    pub threads_left_running: usize,
+}
+
+/// A snapshot of every stage and pool.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimeSnapshot {
+    /// Seconds since the runtime started.
+    pub uptime_s: f64,
+    /// Events admitted somewhere and not yet handled or dropped.
+    pub in_flight: u64,
+    /// Stages, in the order they were added.
+    pub stages: Vec<StageSnapshot>,
+    /// Pools (a queued stage's own pool has the stage's name).
+    pub pools: Vec<PoolSnapshot>,
+}
+
+/// A pool's size and backlog.
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolSnapshot {
+    /// Pool name.
+    pub name: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Events waiting in its stages.
+    pub queue_len: usize,
+}
+
+/// Stages and pools, shared with the control thread.
+#[derive(Default)]
+struct Registry {
+    stages: RwLock<Vec<Arc<dyn StageDyn>>>,
+    pools: RwLock<Vec<Arc<Pool>>>,
+    domains: RwLock<BTreeMap<String, Arc<Pool>>>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    config: Config,
+    registry: Arc<Registry>,
+    started: Instant,
+    control: Mutex<Option<JoinHandle<()>>>,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    report: Mutex<Option<ShutdownReport>>,
+}
+
+/// A running stage graph. Cheap to clone; every clone is the same runtime.
+///
+/// Call [`shutdown`](Self::shutdown) when done: it drains every queue and joins every thread.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("stages", &self.inner.registry.stages.read().len())
+            .finish()
+    }
+}
+
+/// Builds a [`Runtime`].
+#[derive(Debug, Default)]
+pub struct RuntimeBuilder {
+    config: Config,
+}
+
+impl RuntimeBuilder {
+    /// Uses `config` (from [`Config::from_file`] or code).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Starts the control thread and the domains of the configuration.
+    pub fn start(self) -> Result<Runtime, BuildError> {
+        let registry = Arc::new(Registry::default());
+        let shared = Arc::new(Shared::new());
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let tick = Duration::from_millis(self.config.runtime.tick_ms.max(1));
+        let period = Duration::from_millis(self.config.runtime.stats_period_ms.max(1));
+        let control = {
+            let registry = registry.clone();
+            let shared = shared.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("seda-control".into())
+                .spawn(move || control_loop(&registry, &shared, &stop, tick, period))
+                .map_err(|e| ConfigError(format!("cannot start the control thread: {e}")))?
+        };
+        let rt = Runtime {
+            inner: Arc::new(Inner {
+                shared,
+                config: self.config.clone(),
+                registry,
+                started: Instant::now(),
+                control: Mutex::new(Some(control)),
+                stop,
+                report: Mutex::new(None),
+            }),
+        };
+        for (name, settings) in &self.config.domains {
+            rt.domain(name, settings.clone())?;
+        }
+        Ok(rt)
+    }
+}
+
+fn control_loop(
+    registry: &Registry,
+    shared: &Shared,
+    stop: &(Mutex<bool>, Condvar),
+    tick: Duration,
+    period: Duration,
+) {
+    let mut next_roll = Instant::now() + period;
+    loop {
+        {
+            let mut stopped = stop.0.lock();
+            if *stopped {
+                return;
+            }
+            stop.1.wait_for(&mut stopped, tick);
+            if *stopped {
+                return;
+            }
+        }
+        let now = Instant::now();
+        let stages: Vec<_> = registry.stages.read().clone();
+        for s in &stages {
+            s.control(now);
+        }
+        let pools: Vec<_> = registry.pools.read().clone();
+        for p in &pools {
+            p.control(shared.time(now));
+        }
+        if now >= next_roll {
+            for s in &stages {
+                s.roll_stats(now);
+            }
+            next_roll += period;
+            if next_roll < now {
+                next_roll = now + period;
+            }
+        }
+    }
+}
+
+impl Runtime {
+    /// A builder for a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// A runtime with default settings.
+    pub fn start() -> Result<Runtime, BuildError> {
+        Runtime::builder().start()
+    }
+
+    /// Declares a domain: a pool that stages join with `.domain(name)`.
+    pub fn domain(&self, name: &str, settings: PoolSettings) -> Result<(), BuildError> {
+        let mut domains = self.inner.registry.domains.write();
+        if domains.contains_key(name) {
+            return Ok(());
+        }
+        let pool = Pool::new(
+            name.to_string(),
+            settings.to_pool_config(),
+            settings.controller_enabled(),
+        );
+        domains.insert(name.to_string(), pool.clone());
+        self.inner.registry.pools.write().push(pool);
+        Ok(())
+    }
+
+    /// Adds a stage and returns its sink. Settings from the configuration file for a stage of
+    /// the same name override those in the builder.
+    pub fn stage<E: Event>(&self, builder: StageBuilder<E>) -> Result<Sink<E>, BuildError> {
+        if self.inner.report.lock().is_some() {
+            return Err(BuildError::ShutDown);
+        }
+        let StageBuilder {
+            name,
+            handler,
+            config,
+            predicates,
+            controller,
+            on_drop,
+        } = builder;
+        let handler = handler.ok_or_else(|| BuildError::MissingHandler(name.clone()))?;
+        let config = match self.inner.config.stages.get(&name) {
+            Some(file) => config.overlaid(file),
+            None => config,
+        };
+        config.validate(&name)?;
+        let mut stages = self.inner.registry.stages.write();
+        if stages.iter().any(|s| s.name() == name) {
+            return Err(BuildError::DuplicateStage(name));
+        }
+        let (mode, pool) = if config.inline == Some(true) {
+            (Mode::Inline, None)
+        } else if let Some(domain) = &config.domain {
+            let pool = self.inner.registry.domains.read().get(domain).cloned();
+            let pool = pool.ok_or_else(|| BuildError::UnknownDomain {
+                stage: name.clone(),
+                domain: domain.clone(),
+            })?;
+            (Mode::Domain(domain.clone()), Some(pool))
+        } else {
+            let pool = Pool::new(
+                name.clone(),
+                config.pool().to_pool_config(),
+                config.pool().controller_enabled(),
+            );
+            self.inner.registry.pools.write().push(pool.clone());
+            (Mode::Queued, Some(pool))
+        };
+        let threshold = match (config.threshold, &mode) {
+            (Some(0), _) | (None, Mode::Inline) => None,
+            (Some(t), _) => Some(t),
+            (None, _) => Some(DEFAULT_THRESHOLD),
+        };
+        let batch_controller = config.batch_config().map(BatchController::new);
+        let batch_max = match &batch_controller {
+            Some(bc) => bc.target(),
+            None => config.batch.unwrap_or(DEFAULT_BATCH),
+        };
+        let rate = config
+            .rate_limit
+            .as_ref()
+            .map(|r| TokenBucket::new(r.rate_per_s, r.depth));
+        let core = Arc::new(StageCore::new(CoreParts {
+            id: stages.len() + 1,
+            name: name.clone(),
+            queue: Queue::new(threshold, config.order.unwrap_or_default()),
+            mode,
+            pool: pool.clone(),
+            handler,
+            admission: admission_of(predicates, rate, controller),
+            batch_max,
+            batch_controller,
+            drop_after: config.drop_after_ms.map(Duration::from_millis),
+            on_drop,
+            shared: self.inner.shared.clone(),
+        }));
+        stages.push(core.clone());
+        drop(stages);
+        if let Some(pool) = pool {
+            pool.attach(core.clone());
+        }
+        Ok(Sink { core })
+    }
+
+    /// The sink of the stage called `name`, if its events are of type `E`.
+    pub fn sink<E: Event>(&self, name: &str) -> Result<Sink<E>, BuildError> {
+        let stage = self
+            .inner
+            .registry
+            .stages
+            .read()
+            .iter()
+            .find(|s| s.name() == name)
+            .cloned();
+        stage
+            .and_then(|s| s.into_any().downcast::<StageCore<E>>().ok())
+            .map(|core| Sink { core })
+            .ok_or_else(|| BuildError::NoSuchStage(name.to_string()))
+    }
+
+    /// Changes the thread bounds of a stage's own pool or of a domain, while running.
+    pub fn resize_pool(&self, pool: &str, min: usize, max: usize) -> Result<(), BuildError> {
+        let p = self
+            .inner
+            .registry
+            .pools
+            .read()
+            .iter()
+            .find(|p| p.name == pool)
+            .cloned();
+        let p = p.ok_or_else(|| BuildError::NoSuchStage(pool.to_string()))?;
+        p.resize(min, max);
+        Ok(())
+    }
+
+    /// A snapshot of every stage's and pool's state and measurements.
+    pub fn stats(&self) -> RuntimeSnapshot {
+        let stages = self.inner.registry.stages.read().clone();
+        let pools = self.inner.registry.pools.read().clone();
+        RuntimeSnapshot {
+            uptime_s: self.inner.started.elapsed().as_secs_f64(),
+            in_flight: in_flight(&stages).unwrap_or_else(|| approximate_in_flight(&stages)),
+            stages: stages.iter().map(|s| s.snapshot()).collect(),
+            pools: pools
+                .iter()
+                .map(|p| PoolSnapshot {
+                    name: p.name.clone(),
+                    threads: p.threads(),
+                    queue_len: p.queue_len(),
+                })
+                .collect(),
+        }
+    }
+
+    /// [`stats`](Self::stats) as pretty JSON.
+    pub fn stats_json(&self) -> String {
+        serde_json::to_string_pretty(&self.stats())
+            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// The stage graph with per-edge event counts.
+    pub fn graph(&self) -> Graph {
+        let stages = self.inner.registry.stages.read().clone();
+        let name_of = |id: usize| -> String {
+            match id {
+                0 => "outside".into(),
+                EDGE_SOURCES => "other".into(),
+                id => stages
+                    .get(id - 1)
+                    .map_or_else(|| "other".into(), |s| s.name().to_string()),
+            }
+        };
+        let nodes = stages
+            .iter()
+            .map(|s| {
+                let snap_pool = s.snapshot().pool;
+                GraphNode {
+                    name: s.name().to_string(),
+                    mode: s.mode_name(),
+                    pool: snap_pool,
+                }
+            })
+            .collect();
+        let edges = stages
+            .iter()
+            .flat_map(|s| {
+                s.edge_counts().into_iter().map(|(from, events)| GraphEdge {
+                    from: name_of(from),
+                    to: s.name().to_string(),
+                    events,
+                })
+            })
+            .collect();
+        Graph { nodes, edges }
+    }
+
+    /// Stops admitting events from outside, lets every queue drain (hand-offs between stages
+    /// continue), then stops and joins every thread. Waits as long as handlers take.
+    ///
+    /// Call it from outside the graph: a handler calling it waits for itself.
+    pub fn shutdown(&self) -> ShutdownReport {
+        self.shutdown_inner(None)
+    }
+
+    /// Like [`shutdown`](Self::shutdown), but waits at most `timeout` for queues to drain and
+    /// as long again for busy handlers; what is left is dropped (reason `Closed`) or left
+    /// detached, and reported.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> ShutdownReport {
+        self.shutdown_inner(Some(timeout))
+    }
+
+    fn shutdown_inner(&self, timeout: Option<Duration>) -> ShutdownReport {
+        let mut report = self.inner.report.lock();
+        if let Some(r) = report.as_ref() {
+            return r.clone();
+        }
+        let shared = &self.inner.shared;
+        shared.start_draining();
+        let stages = self.inner.registry.stages.read().clone();
+        let drained = wait_quiet(&stages, timeout);
+        shared.close();
+        let abandoned = if drained {
+            0
+        } else {
+            stages.iter().map(|s| s.abandon()).sum()
+        };
+        {
+            let (flag, cv) = &*self.inner.stop;
+            *flag.lock() = true;
+            cv.notify_all();
+        }
+        if let Some(control) = self.inner.control.lock().take() {
+            let _ = control.join();
+        }
+        let pools = self.inner.registry.pools.read().clone();
+        let threads_left_running = pools.iter().map(|p| p.stop(timeout)).sum();
+        let r = ShutdownReport {
+            drained,
+            abandoned,
+            threads_left_running,
+        };
+        *report = Some(r.clone());
+        r
+    }
+}
+
+/// Events in flight across `stages`, from a consistent view of their counters, or `None` if the
+/// counters kept moving.
+///
+/// Counters only grow, so two scans that read identical values saw them all unchanged at one
+/// instant between the scans (the "double collect"): an event handed from stage A to B cannot
+/// hide between the reads, because B counts its admission before A counts it settled.
+fn in_flight(stages: &[Arc<dyn StageDyn>]) -> Option<u64> {
+    let scan = || {
+        stages
+            .iter()
+            .map(|s| (s.admitted(), s.settled()))
+            .collect::<Vec<_>>()
+    };
+    let first = scan();
+    let second = scan();
+    (first == second).then(|| second.iter().map(|(a, s)| a.saturating_sub(*s)).sum())
+}
+
+fn approximate_in_flight(stages: &[Arc<dyn StageDyn>]) -> u64 {
+    stages
+        .iter()
+        .map(|s| s.admitted().saturating_sub(s.settled()))
+        .sum()
+}
+
+/// Polls until nothing is in flight or `timeout` passes; true when quiet.
+fn wait_quiet(stages: &[Arc<dyn StageDyn>], timeout: Option<Duration>) -> bool {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        if in_flight(stages) == Some(0) {
+            return true;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}

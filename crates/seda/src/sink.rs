@@ -1,0 +1,199 @@
+//! The enqueue end of a stage.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use seda_control::RejectReason;
+
+use crate::Event;
+use crate::stage::{StageCore, current_stage};
+
+/// An enqueue that was turned away: the event(s) come back with the reason.
+///
+/// Like crossbeam's `SendError<T>`, nothing is lost: the caller decides what to do (answer 503,
+/// degrade, retry elsewhere, or wait with [`Sink::enqueue_timeout`]).
+pub struct Rejected<T> {
+    /// What was not enqueued.
+    pub event: T,
+    /// Why.
+    pub reason: RejectReason,
+}
+
+impl<T> Rejected<T> {
+    /// The event(s) back, discarding the reason.
+    pub fn into_inner(self) -> T {
+        self.event
+    }
+}
+
+impl<T> fmt::Debug for Rejected<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Display for Rejected<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "enqueue rejected: {}", self.reason)
+    }
+}
+
+impl<T> std::error::Error for Rejected<T> {}
+
+/// The enqueue end of a stage. Cheap to clone; send it to whoever feeds the stage.
+pub struct Sink<E: Event> {
+    pub(crate) core: Arc<StageCore<E>>,
+}
+
+impl<E: Event> Clone for Sink<E> {
+    fn clone(&self) -> Self {
+        Sink {
+            core: self.core.clone(),
+        }
+    }
+}
+
+impl<E: Event> fmt::Debug for Sink<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sink")
+            .field("stage", &self.core.name)
+            .finish()
+    }
+}
+
+impl<E: Event> Sink<E> {
+    /// The stage's name.
+    pub fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    /// Events waiting in the stage's queue (and slots held by prepared enqueues).
+    pub fn len(&self) -> usize {
+        self.core.queue.len()
+    }
+
+    /// The queue threshold (`None`: unbounded).
+    pub fn threshold(&self) -> Option<usize> {
+        self.core.queue.threshold()
+    }
+
+    /// Changes the queue threshold while running (SEDA's adaptive load shedding adjusts it).
+    /// Events already queued stay; new ones are admitted only below the new limit.
+    pub fn set_threshold(&self, threshold: Option<usize>) {
+        self.core.queue.set_threshold(threshold);
+    }
+
+    /// Whether the queue is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Enqueues one event, or gives it back with the reason it was not admitted.
+    pub fn enqueue(&self, event: E) -> Result<(), Rejected<E>> {
+        self.core.enqueue_one(event)
+    }
+
+    /// Enqueues all events or none of them, even against concurrent producers.
+    pub fn enqueue_many(&self, events: Vec<E>) -> Result<(), Rejected<Vec<E>>> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.core.enqueue_many(events)
+    }
+
+    /// Enqueues one event; on rejection the event is dropped (and counted as rejected).
+    pub fn enqueue_lossy(&self, event: E) -> bool {
+        self.enqueue(event).is_ok()
+    }
+
+    /// Enqueues one event, waiting up to `timeout` for room when the queue is full or the rate
+    /// limit has no token (backpressure). Other rejections return at once.
+    pub fn enqueue_timeout(&self, event: E, timeout: Duration) -> Result<(), Rejected<E>> {
+        let mut deadline = None;
+        let mut event = event;
+        loop {
+            match self.core.try_enqueue_one(event) {
+                Ok(()) => return Ok(()),
+                Err(rejected) => {
+                    let retry = matches!(
+                        rejected.reason,
+                        RejectReason::QueueFull | RejectReason::Rate | RejectReason::Limit
+                    );
+                    let now = Instant::now();
+                    let deadline = *deadline.get_or_insert(now + timeout);
+                    if !retry || now >= deadline {
+                        self.core.count_rejected(rejected.reason, 1);
+                        return Err(rejected);
+                    }
+                    event = rejected.event;
+                    self.core.wait_for_space(deadline);
+                }
+            }
+        }
+    }
+
+    /// First half of a transactional enqueue: admits all `events` (or none) and reserves their
+    /// queue slots, without making them visible to the stage yet.
+    ///
+    /// [`Prepared::commit`] pushes them; [`Prepared::abort`], or dropping the guard, releases the
+    /// reservation, so a forgotten prepare cannot leak capacity.
+    pub fn enqueue_prepare(&self, events: Vec<E>) -> Result<Prepared<E>, Rejected<Vec<E>>> {
+        let admitted = self.core.admit_many(&events, current_stage());
+        match admitted {
+            Ok(()) => Ok(Prepared {
+                core: self.core.clone(),
+                events: Some(events),
+            }),
+            Err(reason) => {
+                self.core.count_rejected(reason, events.len() as u64);
+                Err(Rejected {
+                    event: events,
+                    reason,
+                })
+            }
+        }
+    }
+}
+
+/// Events admitted by [`Sink::enqueue_prepare`], waiting for commit or abort.
+#[must_use = "a prepared enqueue does nothing until committed; dropping it aborts"]
+pub struct Prepared<E: Event> {
+    core: Arc<StageCore<E>>,
+    events: Option<Vec<E>>,
+}
+
+impl<E: Event> fmt::Debug for Prepared<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prepared")
+            .field("stage", &self.core.name)
+            .field("events", &self.events.as_ref().map_or(0, Vec::len))
+            .finish()
+    }
+}
+
+impl<E: Event> Prepared<E> {
+    /// Makes the events visible to the stage.
+    pub fn commit(mut self) {
+        if let Some(events) = self.events.take() {
+            self.core.push_admitted(events, current_stage());
+        }
+    }
+
+    /// Releases the reservation and gives the events back.
+    pub fn abort(mut self) -> Vec<E> {
+        let events = self.events.take().unwrap_or_default();
+        self.core.unadmit(&events);
+        events
+    }
+}
+
+impl<E: Event> Drop for Prepared<E> {
+    fn drop(&mut self) {
+        if let Some(events) = self.events.take() {
+            self.core.unadmit(&events);
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Building a stage from code; the runtime overlays the configuration file on top.
+
+use std::fmt;
+
+use seda_control::{AdmissionController, RejectReason};
+
+use crate::Event;
+use crate::config::{RateLimitConfig, StageConfig};
+use crate::handler::Handler;
+use crate::queue::Order;
+use crate::stage::admission::Predicate;
+
+/// Entry point for building stages: `Stage::builder("name")`.
+#[derive(Debug)]
+pub struct Stage;
+
+impl Stage {
+    /// Starts building a stage called `name` (unique within a runtime).
+    pub fn builder<E: Event>(name: impl Into<String>) -> StageBuilder<E> {
+        StageBuilder {
+            name: name.into(),
+            handler: None,
+            config: StageConfig::default(),
+            predicates: Vec::new(),
+            controller: None,
+            on_drop: None,
+        }
+    }
+}
+
+/// Hook called with events the stage dropped after admitting them.
+pub(crate) type DropHook<E> = Box<dyn Fn(E, RejectReason) + Send + Sync>;
+
+/// A stage under construction. Add it to a runtime with [`Runtime::stage`](crate::Runtime::stage).
+pub struct StageBuilder<E: Event> {
+    pub(crate) name: String,
+    pub(crate) handler: Option<Box<dyn Handler<E>>>,
+    pub(crate) config: StageConfig,
+    pub(crate) predicates: Vec<Predicate<E>>,
+    pub(crate) controller: Option<Box<dyn AdmissionController>>,
+    pub(crate) on_drop: Option<DropHook<E>>,
+}
+
+impl<E: Event> fmt::Debug for StageBuilder<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StageBuilder")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Event> StageBuilder<E> {
+    /// The event handler (required).
+    pub fn handler(mut self, handler: impl Handler<E>) -> Self {
+        self.handler = Some(Box::new(handler));
+        self
+    }
+
+    /// Initial number of worker threads of the stage's own pool.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.config.threads = Some(n);
+        self
+    }
+
+    /// Bounds of the stage's own pool.
+    pub fn thread_bounds(mut self, min: usize, max: usize) -> Self {
+        self.config.min_threads = Some(min);
+        self.config.max_threads = Some(max);
+        self
+    }
+
+    /// Largest batch handed to the handler (0: everything queued).
+    pub fn batch(mut self, max: usize) -> Self {
+        self.config.batch = Some(max);
+        self
+    }
+
+    /// Queue length limit: enqueues beyond it are rejected with `QueueFull`.
+    pub fn threshold(mut self, limit: usize) -> Self {
+        self.config.threshold = Some(limit);
+        self
+    }
+
+    /// Dequeue order (FIFO by default).
+    pub fn order(mut self, order: Order) -> Self {
+        self.config.order = Some(order);
+        self
+    }
+
+    /// Token-bucket admission: `rate_per_s` sustained, bursts up to `depth`.
+    pub fn rate_limit(mut self, rate_per_s: f64, depth: f64) -> Self {
+        self.config.rate_limit = Some(RateLimitConfig { rate_per_s, depth });
+        self
+    }
+
+    /// Drops events that waited longer than `after` in the queue (003's selective dropping).
+    pub fn drop_after(mut self, after: std::time::Duration) -> Self {
+        self.config.drop_after_ms = Some(after.as_millis().try_into().unwrap_or(u64::MAX));
+        self
+    }
+
+    /// Runs on the shared pool of domain `name` instead of an own pool.
+    pub fn domain(mut self, name: impl Into<String>) -> Self {
+        self.config.domain = Some(name.into());
+        self
+    }
+
+    /// Runs the handler on the enqueuing thread: no queue hop, same admission and stats.
+    pub fn inline(mut self) -> Self {
+        self.config.inline = Some(true);
+        self
+    }
+
+    /// Any other setting, as in the configuration file.
+    pub fn config(mut self, config: StageConfig) -> Self {
+        self.config = self.config.overlaid(&config);
+        self
+    }
+
+    /// Adds an admission predicate, checked on every enqueue in the enqueuer's thread.
+    pub fn admit_if(
+        mut self,
+        predicate: impl Fn(&E) -> Result<(), RejectReason> + Send + Sync + 'static,
+    ) -> Self {
+        self.predicates.push(Box::new(predicate));
+        self
+    }
+
+    /// Attaches an adaptive admission controller (response time, class, concurrency limit...).
+    pub fn admission(mut self, controller: Box<dyn AdmissionController>) -> Self {
+        self.controller = Some(controller);
+        self
+    }
+
+    /// Called with each event the stage drops after admitting it (expired, cancelled, or left
+    /// queued when a shutdown gives up), so the request can still be answered (e.g. with a 503).
+    pub fn on_drop(mut self, hook: impl Fn(E, RejectReason) + Send + Sync + 'static) -> Self {
+        self.on_drop = Some(Box::new(hook));
+        self
+    }
+}

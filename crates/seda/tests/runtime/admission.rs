@@ -1,0 +1,274 @@
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use seda::{Meta, RejectReason, Runtime, Stage, handler};
+
+use crate::Counter;
+
+/// A stage whose handler blocks until released, so its queue fills deterministically.
+fn gated(
+    rt: &Runtime,
+    name: &str,
+    threshold: usize,
+) -> (seda::Sink<u64>, mpsc::Sender<()>, Counter) {
+    let (open_tx, open_rx) = mpsc::channel::<()>();
+    let open_rx = std::sync::Mutex::new(open_rx);
+    let done = Counter::default();
+    let d = done.clone();
+    let sink = rt
+        .stage(
+            Stage::builder(name)
+                .threshold(threshold)
+                .batch(1)
+                .handler(handler::each(move |_: u64, _| {
+                    let _ = open_rx.lock().unwrap().recv();
+                    d.add(1);
+                })),
+        )
+        .unwrap();
+    (sink, open_tx, done)
+}
+
+#[test]
+fn threshold_rejects_with_the_event_back() {
+    let rt = Runtime::start().unwrap();
+    let (sink, open, done) = gated(&rt, "gated", 3);
+    // One event is taken by the worker (blocked), three fill the queue.
+    sink.enqueue(0).unwrap();
+    assert!(crate::eventually(Duration::from_secs(5), || sink.is_empty()));
+    for i in 1..=3 {
+        sink.enqueue(i).unwrap();
+    }
+    let rejected = sink.enqueue(99).unwrap_err();
+    assert_eq!(rejected.reason, RejectReason::QueueFull);
+    assert_eq!(rejected.event, 99);
+    assert!(!sink.enqueue_lossy(100));
+    for _ in 0..4 {
+        open.send(()).unwrap();
+    }
+    rt.shutdown();
+    assert_eq!(done.get(), 4);
+    let stats = rt.stats();
+    let s = &stats.stages[0].totals.counters;
+    assert_eq!(s.rejected["queue_full"], 2);
+    assert_eq!((s.admitted, s.completed, s.arrivals), (4, 4, 6));
+}
+
+#[test]
+fn enqueue_many_is_all_or_none() {
+    let rt = Runtime::start().unwrap();
+    let (sink, open, done) = gated(&rt, "gated", 4);
+    sink.enqueue(0).unwrap();
+    assert!(crate::eventually(Duration::from_secs(5), || sink.is_empty()));
+    sink.enqueue_many(vec![1, 2, 3]).unwrap();
+    let back = sink.enqueue_many(vec![4, 5]).unwrap_err();
+    assert_eq!(back.event, vec![4, 5]);
+    assert_eq!(sink.len(), 3, "nothing of the rejected batch entered");
+    sink.enqueue_many(vec![6]).unwrap();
+    for _ in 0..5 {
+        open.send(()).unwrap();
+    }
+    rt.shutdown();
+    assert_eq!(done.get(), 5);
+}
+
+#[test]
+fn prepared_enqueue_commits_aborts_and_releases_on_drop() {
+    let rt = Runtime::start().unwrap();
+    let (sink, open, done) = gated(&rt, "gated", 2);
+    sink.enqueue(0).unwrap();
+    assert!(crate::eventually(Duration::from_secs(5), || sink.is_empty()));
+    let p = sink.enqueue_prepare(vec![1, 2]).unwrap();
+    assert_eq!(
+        sink.enqueue(3).unwrap_err().reason,
+        RejectReason::QueueFull,
+        "slots reserved"
+    );
+    assert_eq!(p.abort(), vec![1, 2]);
+    {
+        let _forgotten = sink.enqueue_prepare(vec![4, 5]).unwrap();
+    } // dropped: aborts
+    assert_eq!(sink.len(), 0);
+    let p = sink.enqueue_prepare(vec![6, 7]).unwrap();
+    p.commit();
+    assert_eq!(sink.len(), 2);
+    for _ in 0..3 {
+        open.send(()).unwrap();
+    }
+    rt.shutdown();
+    assert_eq!(done.get(), 3);
+}
+
+#[test]
+fn enqueue_timeout_waits_for_room_then_gives_up() {
+    let rt = Runtime::start().unwrap();
+    let (sink, open, done) = gated(&rt, "gated", 1);
+    sink.enqueue(0).unwrap();
+    assert!(crate::eventually(Duration::from_secs(5), || sink.is_empty()));
+    sink.enqueue(1).unwrap();
+    let t = Instant::now();
+    let err = sink
+        .enqueue_timeout(2, Duration::from_millis(50))
+        .unwrap_err();
+    assert_eq!(err.reason, RejectReason::QueueFull);
+    assert!(t.elapsed() >= Duration::from_millis(50));
+    // Now release the worker while a producer waits: it gets in.
+    let s2 = sink.clone();
+    let waiter = std::thread::spawn(move || s2.enqueue_timeout(3, Duration::from_secs(10)));
+    open.send(()).unwrap();
+    assert!(waiter.join().unwrap().is_ok());
+    for _ in 0..2 {
+        open.send(()).unwrap();
+    }
+    rt.shutdown();
+    assert_eq!(done.get(), 3);
+}
+
+#[test]
+fn rate_limit_admits_the_burst_then_rejects() {
+    let rt = Runtime::start().unwrap();
+    let sink = rt
+        .stage(
+            Stage::builder("limited")
+                .rate_limit(1.0, 5.0)
+                .handler(handler::each(|_: u64, _| {})),
+        )
+        .unwrap();
+    let results: Vec<_> = (0..8)
+        .map(|i| sink.enqueue(i).map_err(|r| r.reason))
+        .collect();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 5);
+    assert!(results[5..].iter().all(|r| *r == Err(RejectReason::Rate)));
+    rt.shutdown();
+}
+
+#[test]
+fn predicates_compose() {
+    let rt = Runtime::start().unwrap();
+    let sink = rt
+        .stage(
+            Stage::builder("even")
+                .admit_if(|n: &u64| {
+                    if n.is_multiple_of(2) {
+                        Ok(())
+                    } else {
+                        Err(RejectReason::Class)
+                    }
+                })
+                .handler(handler::each(|_: u64, _| {})),
+        )
+        .unwrap();
+    assert!(sink.enqueue(2).is_ok());
+    assert_eq!(sink.enqueue(3).unwrap_err().reason, RejectReason::Class);
+    rt.shutdown();
+}
+
+#[derive(Debug)]
+struct Req {
+    meta: Meta,
+    reply: mpsc::Sender<&'static str>,
+}
+
+impl seda::Event for Req {
+    fn meta(&self) -> Option<&Meta> {
+        Some(&self.meta)
+    }
+}
+
+#[test]
+fn expired_and_cancelled_requests_are_dropped_not_served() {
+    let rt = Runtime::start().unwrap();
+    let (open_tx, open_rx) = mpsc::channel::<()>();
+    let open_rx = std::sync::Mutex::new(open_rx);
+    let sink = rt
+        .stage(
+            Stage::builder("work")
+                .batch(1)
+                .handler(handler::each(move |r: Req, _| {
+                    let _ = open_rx.lock().unwrap().recv();
+                    let _ = r.reply.send("served");
+                }))
+                .on_drop(|r: Req, reason| {
+                    assert_eq!(reason, RejectReason::Expired);
+                    let _ = r.reply.send("503");
+                }),
+        )
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    // Already past its deadline: refused at the door.
+    let late = Meta::new().with_deadline(Instant::now());
+    let err = sink
+        .enqueue(Req {
+            meta: late,
+            reply: tx.clone(),
+        })
+        .unwrap_err();
+    assert_eq!(err.reason, RejectReason::Expired);
+    drop(err); // it holds a reply sender
+    // Blocker, then one that expires while queued, one whose client goes away, one fine.
+    sink.enqueue(Req {
+        meta: Meta::new(),
+        reply: tx.clone(),
+    })
+    .unwrap();
+    assert!(crate::eventually(Duration::from_secs(5), || sink.is_empty()));
+    let soon = Meta::new().with_deadline(Instant::now() + Duration::from_millis(30));
+    sink.enqueue(Req {
+        meta: soon,
+        reply: tx.clone(),
+    })
+    .unwrap();
+    let gone = Meta::new();
+    sink.enqueue(Req {
+        meta: gone.clone(),
+        reply: tx.clone(),
+    })
+    .unwrap();
+    sink.enqueue(Req {
+        meta: Meta::new(),
+        reply: tx.clone(),
+    })
+    .unwrap();
+    gone.cancel.cancel();
+    std::thread::sleep(Duration::from_millis(40));
+    open_tx.send(()).unwrap(); // blocker
+    open_tx.send(()).unwrap(); // the fine one
+    rt.shutdown();
+    drop(tx);
+    let mut replies: Vec<_> = rx.iter().collect();
+    replies.sort();
+    assert_eq!(replies, vec!["503", "503", "served", "served"]);
+    let c = &rt.stats().stages[0].totals.counters;
+    assert_eq!(
+        (c.dropped["expired"], c.rejected["expired"], c.completed),
+        (2, 1, 2)
+    );
+}
+
+#[test]
+fn drop_after_drops_events_that_waited_too_long() {
+    let rt = Runtime::start().unwrap();
+    let (open_tx, open_rx) = mpsc::channel::<()>();
+    let open_rx = std::sync::Mutex::new(open_rx);
+    let served = Counter::default();
+    let s = served.clone();
+    let sink = rt
+        .stage(
+            Stage::builder("sel")
+                .batch(1)
+                .drop_after(Duration::from_millis(20))
+                .handler(handler::each(move |_: u64, _| {
+                    let _ = open_rx.lock().unwrap().recv();
+                    s.add(1);
+                })),
+        )
+        .unwrap();
+    sink.enqueue(0).unwrap();
+    assert!(crate::eventually(Duration::from_secs(5), || sink.is_empty()));
+    sink.enqueue(1).unwrap();
+    std::thread::sleep(Duration::from_millis(40));
+    open_tx.send(()).unwrap();
+    rt.shutdown();
+    assert_eq!(served.get(), 1);
+    assert_eq!(rt.stats().stages[0].totals.counters.dropped["expired"], 1);
+}

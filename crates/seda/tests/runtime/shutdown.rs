@@ -1,0 +1,87 @@
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use seda::{RejectReason, Runtime, Stage, handler};
+
+use crate::Counter;
+
+#[test]
+fn shutdown_drains_every_queue_and_stops_outside_admission() {
+    let rt = Runtime::start().unwrap();
+    let done = Counter::default();
+    let d = done.clone();
+    let last = rt
+        .stage(
+            Stage::builder("last")
+                .threshold(0)
+                .handler(handler::each(move |_: u64, _| {
+                    std::thread::sleep(Duration::from_micros(20));
+                    d.add(1);
+                })),
+        )
+        .unwrap();
+    let first = rt
+        .stage(
+            Stage::builder("first")
+                .threshold(0)
+                .handler(handler::each(move |n: u64, _| {
+                    // Hand-offs between stages continue while draining.
+                    last.enqueue(n).unwrap();
+                })),
+        )
+        .unwrap();
+    for i in 0..2000 {
+        first.enqueue(i).unwrap();
+    }
+    let report = rt.shutdown();
+    assert!(report.drained);
+    assert_eq!((report.abandoned, report.threads_left_running), (0, 0));
+    assert_eq!(done.get(), 2000);
+    assert_eq!(first.enqueue(1).unwrap_err().reason, RejectReason::Closed);
+    assert_eq!(rt.stats().in_flight, 0);
+    // No worker thread is left: every pool reports zero threads.
+    assert!(
+        rt.stats().pools.iter().all(|p| p.threads == 0),
+        "{:?}",
+        rt.stats().pools
+    );
+    assert!(
+        rt.stage(Stage::builder("late").handler(handler::each(|_: u64, _| {})))
+            .is_err()
+    );
+}
+
+#[test]
+fn bounded_shutdown_reports_what_it_left() {
+    let rt = Runtime::start().unwrap();
+    let (gate_tx, gate_rx) = mpsc::channel::<()>();
+    let gate_rx = Mutex::new(gate_rx);
+    let dropped = Counter::default();
+    let dr = dropped.clone();
+    let sink = rt
+        .stage(
+            Stage::builder("stuck")
+                .batch(1)
+                .handler(handler::each(move |_: u64, _| {
+                    let _ = gate_rx.lock().unwrap().recv();
+                }))
+                .on_drop(move |_, reason| {
+                    assert_eq!(reason, RejectReason::Closed);
+                    dr.add(1);
+                }),
+        )
+        .unwrap();
+    for i in 0..5 {
+        sink.enqueue(i).unwrap();
+    }
+    let report = rt.shutdown_timeout(Duration::from_millis(100));
+    assert!(!report.drained);
+    assert_eq!(
+        report.abandoned, 4,
+        "one event is in the blocked handler, four were queued"
+    );
+    assert_eq!(report.threads_left_running, 1);
+    assert_eq!(dropped.get(), 4);
+    drop(gate_tx); // lets the detached worker finish
+}
