@@ -133,26 +133,24 @@ async fn ticker(ctx: Rc<Ctx>, progress: bool) {
     }
 }
 
-/// The next gap between arrivals at `rate` per second (`None` when the rate is zero).
-pub(crate) fn arrival_gap(
-    rate: f64,
-    arrivals: crate::Arrivals,
-    rng: &mut rand::rngs::SmallRng,
-) -> Option<Duration> {
+/// The work, in units of "arrivals at rate 1", until the next arrival: 1 for constant arrivals,
+/// an exponential draw with mean 1 for Poisson arrivals.
+fn unit_gap(arrivals: crate::Arrivals, rng: &mut rand::rngs::SmallRng) -> f64 {
     use rand::Rng;
-    if !(rate > 0.0 && rate.is_finite()) {
-        return None;
+    match arrivals {
+        crate::Arrivals::Constant => 1.0,
+        crate::Arrivals::Poisson => -(1.0 - rng.random::<f64>()).ln(),
     }
-    let mean = 1.0 / rate;
-    let gap = match arrivals {
-        crate::Arrivals::Constant => mean,
-        crate::Arrivals::Poisson => -mean * (1.0 - rng.random::<f64>()).ln(),
-    };
-    Some(Duration::from_secs_f64(gap.min(1e6)))
 }
 
 /// Drives an arrival process following the schedule: calls `arrive(intended_time)` for each
 /// arrival until the end of the run. Shared by the open and partly-open models.
+///
+/// The rate is taken as constant between the schedule's points, and over each millisecond of a
+/// ramp. The time to the next arrival is a unit gap (1, or an exponential draw for Poisson
+/// arrivals) divided by the rate, consumed segment by segment: a gap begun at 0.1/s is mostly
+/// left when a step to 1000/s comes, and finishes within a millisecond at the new rate (for
+/// Poisson arrivals this is the exact time-change construction of a non-homogeneous process).
 pub(crate) async fn arrivals(
     ctx: &Ctx,
     kind: crate::Arrivals,
@@ -161,7 +159,9 @@ pub(crate) async fn arrivals(
 ) {
     use rand::SeedableRng;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    let mut next = ctx.start;
+    // Arrivals have been generated up to `cursor`; `debt` of the next unit gap is left.
+    let mut cursor = ctx.start;
+    let mut debt = unit_gap(kind, &mut rng);
     let mut without_yield = 0u32;
     let mut last_wake = ctx.start;
     let timer = if ctx.cfg.precise_pacing {
@@ -170,24 +170,37 @@ pub(crate) async fn arrivals(
         None
     };
     loop {
-        let offset = next - ctx.start;
-        if next >= ctx.end || ctx.stopping.get() {
+        if cursor >= ctx.end || ctx.stopping.get() {
             return;
         }
+        let offset = cursor - ctx.start;
         let rate = ctx.schedule.level_at(offset);
         ctx.rec.borrow_mut().level = rate;
-        let Some(gap) = arrival_gap(rate, kind, &mut rng) else {
-            // Nothing arrives at rate zero: skip to the next change (in small steps on a ramp).
-            next = if ctx.schedule.ramping_at(offset) {
-                next + Duration::from_millis(1)
-            } else {
-                match ctx.schedule.next_point_after(offset) {
-                    Some(at) => ctx.start + at,
-                    None => return,
-                }
-            };
-            continue;
+        let boundary = if ctx.schedule.ramping_at(offset) {
+            Some(offset + Duration::from_millis(1))
+        } else {
+            ctx.schedule.next_point_after(offset)
+        }
+        .map(|b| ctx.start + b);
+        let gap_s = if rate > 0.0 {
+            debt / rate
+        } else {
+            f64::INFINITY
         };
+        let reaches = |b: Instant| gap_s >= (b - cursor).as_secs_f64();
+        match boundary {
+            Some(b) if reaches(b) => {
+                debt -= (b - cursor).as_secs_f64() * rate;
+                cursor = b;
+                continue;
+            }
+            None if !gap_s.is_finite() => return,
+            _ => {}
+        }
+        let next = cursor + Duration::from_secs_f64(gap_s.min(1e9));
+        if next >= ctx.end {
+            return;
+        }
         let now = Instant::now();
         if next > now {
             without_yield = 0;
@@ -208,7 +221,8 @@ pub(crate) async fn arrivals(
             }
         }
         arrive(next);
-        next += gap;
+        cursor = next;
+        debt = unit_gap(kind, &mut rng);
     }
 }
 

@@ -107,6 +107,36 @@ fn poisson_arrivals_average_the_rate() {
 }
 
 #[test]
+fn the_schedule_changes_the_open_rate_at_the_right_times() {
+    let server = TestServer::start(|_| Reply::ok());
+    let count = |log: &[Seen], t0: Instant, from: u64, to: u64| {
+        log.iter()
+            .filter(|s| (MS(from)..MS(to)).contains(&s.at.duration_since(t0)))
+            .count()
+    };
+    // Poisson: a spike from 0.1/s to 1000/s at 0.5 s starts at once (no 10 s gap drawn at the
+    // old rate carried over), and stops at 1 s.
+    let mut cfg = open(&server.url("/"), 1.0, Arrivals::Poisson, MS(1500));
+    cfg.schedule = Some(Schedule::parse("0s=0.1,0.5s=1000,1s=0").unwrap());
+    let t0 = Instant::now();
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let log = server.log();
+    let spike = count(&log, t0, 500, 1020);
+    assert!(
+        (400..=600).contains(&spike),
+        "{spike} arrivals in the spike"
+    );
+    assert!(count(&log, t0, 1050, 1500) == 0, "arrivals after the spike");
+    // Constant arrivals ramping from 0 to 1000/s over 1 s: about 500 in that second.
+    let mut cfg = open(&server.url("/"), 1.0, Arrivals::Constant, MS(1000));
+    cfg.schedule = Some(Schedule::parse("0s=0,1s~1000").unwrap());
+    let r = seda_load::run(cfg).unwrap();
+    let sent = r.summary.counts.sent;
+    assert!((420..=540).contains(&sent), "{sent} arrivals on the ramp");
+}
+
+#[test]
 fn the_schedule_changes_users_at_the_right_times() {
     let server = TestServer::start(|_| Reply::ok());
     let mut cfg = closed(&server.url("/"), 1, MS(5), MS(3000));
