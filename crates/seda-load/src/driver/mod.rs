@@ -183,7 +183,7 @@ pub(crate) async fn arrivals(
         }
         .map(|b| ctx.start + b);
         let gap_s = if rate > 0.0 {
-            debt / rate
+            debt.max(0.0) / rate
         } else {
             f64::INFINITY
         };
@@ -197,7 +197,8 @@ pub(crate) async fn arrivals(
             None if !gap_s.is_finite() => return,
             _ => {}
         }
-        let next = cursor + Duration::from_secs_f64(gap_s.min(1e9));
+        // Clamped: rounding can leave a debt a hair below zero.
+        let next = cursor + Duration::from_secs_f64(gap_s.clamp(0.0, 1e9));
         if next >= ctx.end {
             return;
         }
