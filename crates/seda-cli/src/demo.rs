@@ -35,11 +35,18 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: &DemoArgs) -> Result<()> {
-    anyhow::ensure!((1..=600).contains(&args.seconds), "--seconds must be between 1 and 600");
-    println!("seda demo: parse (inline) -> work ({WORKERS} workers, {SERVICE:?} per request) -> reply\n");
+    anyhow::ensure!(
+        (1..=600).contains(&args.seconds),
+        "--seconds must be between 1 and 600"
+    );
+    println!(
+        "seda demo: parse (inline) -> work ({WORKERS} workers, {SERVICE:?} per request) -> reply\n"
+    );
     let capacity = measure_capacity()?;
     let offered = capacity * OVERLOAD;
-    println!("measured capacity of `work`: {capacity:.0} requests/s; offering {offered:.0}/s ({OVERLOAD}x)\n");
+    println!(
+        "measured capacity of `work`: {capacity:.0} requests/s; offering {offered:.0}/s ({OVERLOAD}x)\n"
+    );
     let controlled = phase(Some(THRESHOLD), offered, args.seconds)?;
     let uncontrolled = phase(None, offered, args.seconds)?;
     println!("summary (last second of each phase):");
@@ -93,7 +100,11 @@ fn graph(threshold: Option<usize>) -> Result<(Runtime, Sink<Request>)> {
 fn measure_capacity() -> Result<f64> {
     let (rt, parse) = graph(Some(THRESHOLD))?;
     let completed = || {
-        rt.stats().stages.iter().find(|s| s.name == "reply").map_or(0, |s| s.totals.counters.completed)
+        rt.stats()
+            .stages
+            .iter()
+            .find(|s| s.name == "reply")
+            .map_or(0, |s| s.totals.counters.completed)
     };
     // Keep the queue full; count completions over one second after a short warm-up.
     let saturate = |until: Instant| {
@@ -118,19 +129,29 @@ fn phase(threshold: Option<usize>, rate: f64, seconds: u64) -> Result<Phase> {
     }
     let (rt, parse) = graph(threshold)?;
     let rt = Arc::new(rt);
-    println!("  {:>3}  {:>9} {:>9} {:>9} {:>9} {:>6} {:>13}", "t", "offered/s", "admitted", "rejected", "done", "queue", "p90 response");
+    println!(
+        "  {:>3}  {:>9} {:>9} {:>9} {:>9} {:>6} {:>13}",
+        "t", "offered/s", "admitted", "rejected", "done", "queue", "p90 response"
+    );
     let start = Instant::now();
     let gap = Duration::from_secs_f64(1.0 / rate);
     let mut next_send = start;
-    let mut next_report = start + Duration::from_secs(1);
+    // Report just after the runtime closes each 1 s stats period (it started a moment earlier).
+    let mut next_report = start + Duration::from_millis(1050);
     let mut offered = 0u64;
-    let mut last = Phase { p90_s: None, rejected_fraction: 0.0, queue_len: 0 };
+    let mut last = Phase {
+        p90_s: None,
+        rejected_fraction: 0.0,
+        queue_len: 0,
+    };
     for second in 1..=seconds {
         // Open loop: requests are sent on schedule whatever the service does.
         while Instant::now() < next_report {
             let now = Instant::now();
             while next_send <= now {
-                let _ = parse.enqueue(Request { meta: Meta::born_at(next_send) });
+                let _ = parse.enqueue(Request {
+                    meta: Meta::born_at(next_send),
+                });
                 offered += 1;
                 next_send += gap;
             }
@@ -140,7 +161,9 @@ fn phase(threshold: Option<usize>, rate: f64, seconds: u64) -> Result<Phase> {
         let stats = rt.stats();
         let work = stats.stages.iter().find(|s| s.name == "work");
         let reply = stats.stages.iter().find(|s| s.name == "reply");
-        let (Some(work), Some(reply)) = (work, reply) else { continue };
+        let (Some(work), Some(reply)) = (work, reply) else {
+            continue;
+        };
         // Cumulative counters divided by elapsed time: simple and independent of period edges.
         let elapsed = start.elapsed().as_secs_f64();
         let c = &work.totals.counters;
