@@ -85,6 +85,9 @@ pub struct LoadArgs {
     /// Length of the run.
     #[arg(short = 'd', long, value_parser = dur, default_value = "10s")]
     duration: Duration,
+    /// Load applied first and not recorded (schedules count time from its start).
+    #[arg(long, value_parser = dur, default_value = "0s")]
+    warmup: Duration,
     /// Users or rate over time: "0s=3,30s=1000,90s=3" (steps), "10s~100" (ramp to 100 at 10 s).
     #[arg(long, conflicts_with = "schedule_file")]
     schedule: Option<String>,
@@ -243,6 +246,7 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
     config.workload = workload;
     config.schedule = schedule;
     config.duration = a.duration;
+    config.warmup = a.warmup;
     config.client = ClientConfig {
         requests_per_connection: a.requests_per_conn,
         connect_timeout: a.connect_timeout,

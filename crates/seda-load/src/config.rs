@@ -118,8 +118,11 @@ pub struct LoadConfig {
     pub model: Model,
     /// Users or rate over time; overrides the model's fixed level.
     pub schedule: Option<Schedule>,
-    /// Length of the run.
+    /// Length of the measured run.
     pub duration: Duration,
+    /// Load applied before the measured run and not recorded (Haboob's client used 20 s).
+    /// Schedules count time from the start of the warm-up.
+    pub warmup: Duration,
     /// What to request.
     pub workload: Arc<dyn Workload>,
     /// Client behaviour.
@@ -149,6 +152,7 @@ impl LoadConfig {
             model,
             schedule: None,
             duration: Duration::from_secs(10),
+            warmup: Duration::ZERO,
             workload,
             client: ClientConfig::default(),
             interval: Duration::from_secs(1),

@@ -103,7 +103,10 @@ impl Client {
         if let Some(gate) = &ctx.gate {
             gate.acquire().await;
         }
-        ctx.rec.borrow_mut().sent(self.id, req.class);
+        let measured = ctx.measured(intended);
+        if measured {
+            ctx.rec.borrow_mut().sent(self.id, req.class);
+        }
         let deadline = intended + ctx.cfg.client.deadline;
         let sent_at = Instant::now();
         let result = if sent_at >= deadline {
@@ -145,9 +148,11 @@ impl Client {
             let ok = matches!(outcome, Outcome::Response { status, .. } if status < 500);
             gate.finish(ok, done_at - sent_at);
         }
-        ctx.rec
-            .borrow_mut()
-            .done(self.id, req.class, outcome, done_at - intended);
+        if measured {
+            ctx.rec
+                .borrow_mut()
+                .done(self.id, req.class, outcome, done_at - intended);
+        }
         outcome
     }
 

@@ -23,6 +23,8 @@ pub(crate) struct Ctx {
     pub cfg: LoadConfig,
     pub schedule: Schedule,
     pub start: Instant,
+    /// The end of the warm-up: requests intended from here on are recorded.
+    pub measure_from: Instant,
     pub end: Instant,
     pub rec: RefCell<Recorder>,
     pub gate: Option<Gate>,
@@ -33,6 +35,11 @@ pub(crate) struct Ctx {
 impl Ctx {
     pub fn elapsed(&self) -> Duration {
         self.start.elapsed()
+    }
+
+    /// Whether a request intended at `t` is measured (not part of the warm-up).
+    pub fn measured(&self, t: Instant) -> bool {
+        t >= self.measure_from
     }
 }
 
@@ -74,7 +81,8 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
     let progress = cfg.progress && std::io::stderr().is_terminal();
     let start = Instant::now();
     let ctx = Rc::new(Ctx {
-        end: start + cfg.duration,
+        measure_from: start + cfg.warmup,
+        end: start + cfg.warmup + cfg.duration,
         cfg,
         schedule,
         start,
@@ -97,7 +105,7 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
     }
     tokio::time::sleep_until(ctx.end.into()).await;
     ctx.stopping.set(true);
-    let elapsed = ctx.elapsed();
+    let elapsed = ctx.measure_from.elapsed();
     if progress {
         eprintln!();
     }
@@ -114,7 +122,7 @@ async fn ticker(ctx: Rc<Ctx>, progress: bool) {
     let interval = ctx.cfg.interval;
     let mut k: u32 = 1;
     loop {
-        let Some(at) = interval.checked_mul(k).map(|d| ctx.start + d) else {
+        let Some(at) = interval.checked_mul(k).map(|d| ctx.measure_from + d) else {
             return;
         };
         if at >= ctx.end {
@@ -122,7 +130,7 @@ async fn ticker(ctx: Rc<Ctx>, progress: bool) {
         }
         tokio::time::sleep_until(at.into()).await;
         let mut rec = ctx.rec.borrow_mut();
-        let line = rec.close_interval(at - ctx.start).progress_line();
+        let line = rec.close_interval(at - ctx.measure_from).progress_line();
         drop(rec);
         if progress {
             let mut err = std::io::stderr().lock();

@@ -54,9 +54,11 @@ fn dispatch(ctx: &Rc<Ctx>, pool: &Rc<Pool>, model: &Open, mut job: Job) {
         ctx.rec.borrow_mut().active = workers + 1;
         tokio::task::spawn_local(worker(ctx.clone(), pool.clone(), workers, job));
     } else if pool.backlog.borrow().len() < model.max_backlog {
+        if ctx.measured(job.intended) {
+            ctx.rec.borrow_mut().queued(true);
+        }
         pool.backlog.borrow_mut().push_back(job);
-        ctx.rec.borrow_mut().queued(true);
-    } else {
+    } else if ctx.measured(job.intended) {
         ctx.rec.borrow_mut().dropped(1);
     }
 }
@@ -67,7 +69,7 @@ async fn worker(ctx: Rc<Ctx>, pool: Rc<Pool>, id: usize, first: Job) {
     loop {
         client.send(&ctx, &job.req, job.intended).await;
         let next = pool.backlog.borrow_mut().pop_front();
-        if next.is_some() {
+        if next.as_ref().is_some_and(|j| ctx.measured(j.intended)) {
             ctx.rec.borrow_mut().queued(false);
         }
         job = match next {

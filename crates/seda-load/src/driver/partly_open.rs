@@ -35,7 +35,8 @@ pub(crate) async fn pacer(ctx: Rc<Ctx>, model: PartlyOpen) {
                     free.clone(),
                 ));
             }
-            None => ctx.rec.borrow_mut().dropped(1),
+            None if ctx.measured(intended) => ctx.rec.borrow_mut().dropped(1),
+            None => {}
         }
     })
     .await;

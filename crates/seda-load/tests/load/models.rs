@@ -181,6 +181,35 @@ fn the_closed_ramp_starts_users_gradually() {
 }
 
 #[test]
+fn the_warm_up_is_not_recorded() {
+    let server = TestServer::start(|_| Reply::ok());
+    let mut cfg = closed(&server.url("/"), 2, MS(5), MS(500));
+    cfg.warmup = MS(300);
+    cfg.interval = MS(100);
+    let t0 = Instant::now();
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let log = server.log();
+    let warm = log
+        .iter()
+        .filter(|s| s.at.duration_since(t0) < MS(300))
+        .count() as i64;
+    let sent = r.summary.counts.sent as i64;
+    assert!(warm > 20, "{warm} requests in the warm-up");
+    assert!(
+        (sent + warm - log.len() as i64).abs() <= 6,
+        "sent {sent} + warm {warm} vs {}",
+        log.len()
+    );
+    assert!(
+        (r.summary.duration_s - 0.5).abs() < 0.05,
+        "{}",
+        r.summary.duration_s
+    );
+    assert_eq!(r.series.len(), 5);
+}
+
+#[test]
 fn requests_per_connection_is_honoured() {
     let server = TestServer::start(|_| Reply::ok());
     let mut cfg = closed(&server.url("/"), 2, MS(2), MS(500));
