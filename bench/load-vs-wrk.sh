@@ -76,8 +76,12 @@ for i in $(seq "$REPEAT"); do
   wrk_cpu=$(cpu_of "$DIR/wrk.time"); seda_cpu=$(cpu_of "$DIR/seda.time")
   awk -v i="$i" -v wr="$wrk_rps" -v sr="$seda_rps" -v wc="$wrk_cpu" -v sc="$seda_cpu" -v wn="$wrk_n" -v sn="$seda_n" 'BEGIN{
     wu=wc/wn*1e6; su=sc/sn*1e6;
-    printf "%-4s %12.0f %12.0f %8.3f %14.2f %14.2f %8.3f\n", i, wr, sr, sr/wr, wu, su, su/wu }'
+    printf "%-4s %12.0f %12.0f %8.3f %14.2f %14.2f %8.3f\n", i, wr, sr, sr/wr, wu, su, su/wu }' \
+    | tee -a "$DIR/closed.txt"
 done
+median() { sort -n | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+echo "median ratios: req/s $(awk '{print $4}' "$DIR/closed.txt" | median)," \
+  "CPU per request $(awk '{print $7}' "$DIR/closed.txt" | median)"
 
 echo
 echo "== open loop (constant arrivals) on $OPEN_PATH, achieved vs asked =="
