@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod demo;
+mod load;
 mod sim;
 
 #[derive(Parser)]
@@ -26,6 +27,8 @@ enum Command {
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Drive an HTTP server with closed, open or partly-open users; report latency and fairness.
+    Load(Box<load::LoadArgs>),
 }
 
 #[derive(Subcommand)]
@@ -40,5 +43,6 @@ fn main() -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(&args),
         Command::Sim(args) => sim::run(args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
+        Command::Load(args) => load::run(*args),
     }
 }
