@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use seda::{Config, Meta, Runtime, Sink, Stage, handler};
+use seda_lab::plot::{LineChart, Series};
 
 /// Service time of the bottleneck stage's handler.
 const SERVICE: Duration = Duration::from_millis(1);
@@ -43,6 +44,9 @@ pub struct DemoArgs {
     /// Seconds of overload in each phase.
     #[arg(long, default_value_t = 3)]
     seconds: u64,
+    /// Where to write the plots.
+    #[arg(long, default_value = "target/seda-demo")]
+    out: std::path::PathBuf,
 }
 
 pub fn run(args: &DemoArgs) -> Result<()> {
@@ -70,6 +74,22 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         offered,
         args.seconds,
     )?;
+    let phases = [&controlled, &uncontrolled, &paper, &tuned];
+    let chart = |title: &str, y: &str, pick: fn(&Phase) -> &Vec<(f64, f64)>| LineChart {
+        title: format!("{title}, offered load {OVERLOAD}x capacity"),
+        x_label: "time (s)".into(),
+        y_label: y.into(),
+        series: phases
+            .iter()
+            .map(|p| Series {
+                name: p.label.clone(),
+                points: pick(p).clone(),
+            })
+            .collect(),
+    };
+    let p90_files = chart("p90 response time", "ms", |p| &p.p90_ms).write(args.out.join("p90"))?;
+    let done_files =
+        chart("completed requests", "per second", |p| &p.done).write(args.out.join("completed"))?;
     println!("summary (last second of each phase):");
     println!(
         "  with a queue threshold of {THRESHOLD}: p90 response {} ms, {:.0}% rejected at the door (reason QueueFull; an HTTP front end answers 503)",
@@ -93,6 +113,15 @@ pub fn run(args: &DemoArgs) -> Result<()> {
             p.done_per_s
         );
     }
+    println!(
+        "\nplots: {}",
+        p90_files
+            .iter()
+            .chain(&done_files)
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(())
 }
 
@@ -101,6 +130,11 @@ fn ms(s: Option<f64>) -> String {
 }
 
 struct Phase {
+    label: String,
+    /// (second, p90 response in ms) of each second.
+    p90_ms: Vec<(f64, f64)>,
+    /// (second, completed requests per second) of each second.
+    done: Vec<(f64, f64)>,
     p90_s: Option<f64>,
     rejected_fraction: f64,
     queue_len: usize,
@@ -190,11 +224,19 @@ fn phase(control: Control, rate: f64, seconds: u64) -> Result<Phase> {
     let mut next_report = start + Duration::from_millis(1050);
     let mut offered = 0u64;
     let mut last = Phase {
+        label: match control {
+            Control::Threshold(t) => format!("queue threshold {t}"),
+            Control::Unbounded => "no admission control".into(),
+            Control::Adaptive(kind, _) => kind.into(),
+        },
+        p90_ms: Vec::new(),
+        done: Vec::new(),
         p90_s: None,
         rejected_fraction: 0.0,
         queue_len: 0,
         done_per_s: 0.0,
     };
+    let mut done_before = 0;
     for second in 1..=seconds {
         // Open loop: requests are sent on schedule whatever the service does.
         while Instant::now() < next_report {
@@ -231,12 +273,16 @@ fn phase(control: Control, rate: f64, seconds: u64) -> Result<Phase> {
             work.queue_len,
             ms(p90)
         );
-        last = Phase {
-            p90_s: p90,
-            rejected_fraction: c.rejected_total as f64 / c.arrivals.max(1) as f64,
-            queue_len: work.queue_len,
-            done_per_s: reply.totals.counters.completed as f64 / elapsed,
-        };
+        let done = reply.totals.counters.completed;
+        if let Some(p90) = p90 {
+            last.p90_ms.push((second as f64, p90 * 1000.0));
+        }
+        last.done.push((second as f64, (done - done_before) as f64));
+        done_before = done;
+        last.p90_s = p90;
+        last.rejected_fraction = c.rejected_total as f64 / c.arrivals.max(1) as f64;
+        last.queue_len = work.queue_len;
+        last.done_per_s = done as f64 / elapsed;
     }
     let backlog = rt.stats().in_flight;
     let t = Instant::now();
