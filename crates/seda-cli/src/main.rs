@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod fileset;
+mod serve;
 
 #[derive(Parser)]
 #[command(
@@ -22,6 +24,24 @@ enum Command {
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run a service.
+    #[command(subcommand)]
+    Serve(ServeCommand),
+    /// Generate a benchmark file set.
+    #[command(subcommand)]
+    Fileset(FilesetCommand),
+}
+
+#[derive(Subcommand)]
+enum ServeCommand {
+    /// Haboob: the staged static-file server.
+    Static(serve::StaticArgs),
+}
+
+#[derive(Subcommand)]
+enum FilesetCommand {
+    /// The SPECweb99 layout: directories of 36 files in four size classes.
+    Specweb99(fileset::Specweb99Args),
 }
 
 #[derive(Subcommand)]
@@ -35,5 +55,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Demo => Ok(()),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
+        Command::Serve(ServeCommand::Static(args)) => serve::serve_static(&args),
+        Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
     }
 }
