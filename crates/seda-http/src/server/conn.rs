@@ -116,7 +116,8 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
-        .pipeline_flush(true)
+        // Not pipeline_flush: with it, hyper 1.x leaves its automatic 400/431 answer to a bad
+        // head unflushed (the unparsed bytes keep the read buffer non-empty).
         .header_read_timeout(None)
         .max_header_size(cfg.max_header_bytes)
         .max_buf_size(cfg.max_header_bytes.max(64 * 1024));
@@ -132,7 +133,9 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
         conn.as_mut().graceful_shutdown();
     }
     let (head_limit, idle_limit) = (cfg.header_timeout(), cfg.idle_timeout());
-    let mut until = Instant::now() + head_limit;
+    // Phases change without re-arming the timer; it fires at least this often to look.
+    let period = head_limit.min(idle_limit);
+    let mut until = Instant::now() + period;
     loop {
         tokio::select! {
             r = conn.as_mut() => {
@@ -143,7 +146,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
             }
             _ = tokio::time::sleep_until(until.into()) => {
                 match state.verdict(Instant::now(), head_limit, idle_limit) {
-                    Verdict::Until(t) => until = t,
+                    Verdict::Until(t) => until = t.min(Instant::now() + period),
                     Verdict::HeadTimeout => {
                         // Slowloris: a head that does not arrive in time ends the connection.
                         inc(&shared.counters.header_timeouts);
