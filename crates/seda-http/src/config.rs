@@ -6,7 +6,7 @@
 //! threads = 2                  # tokio worker threads of the front end
 //! max_connections = 10000      # past it: 503 and close
 //! max_header_bytes = 16384     # request line + headers
-//! max_headers = 64
+//! max_headers = 100          # hyper keeps 100 on the stack; another count allocates
 //! header_timeout_ms = 10000    # time to read a request head (slowloris)
 //! idle_timeout_ms = 60000      # keep-alive idle time
 //! max_body_bytes = 1048576
@@ -83,7 +83,7 @@ impl Default for HttpConfig {
             backlog: 4096,
             max_connections: 10_000,
             max_header_bytes: 16 * 1024,
-            max_headers: 64,
+            max_headers: 100,
             header_timeout_ms: 10_000,
             idle_timeout_ms: 60_000,
             max_body_bytes: 1 << 20,

@@ -71,5 +71,5 @@ pub mod statics;
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
 pub use request::{Body, HttpRequest, Reply, overloaded, text};
 pub use serve::{ServerShutdown, StartError, StaticServer};
-pub use server::{FrontendStats, HttpServer, ShutdownSummary};
+pub use server::{ExtraStats, FrontendStats, HttpServer, ShutdownSummary};
 pub use statics::{StaticError, StaticService};

@@ -1,10 +1,11 @@
 //! The static-file server assembled: runtime, Haboob's stages, front end.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::ServeConfig;
-use crate::server::{FrontendStats, HttpServer, ShutdownSummary};
+use crate::server::{ExtraStats, FrontendStats, HttpServer, ShutdownSummary};
 use crate::statics::{CacheStats, StaticError, StaticService};
 
 /// Why a server could not start.
@@ -61,14 +62,22 @@ impl StaticServer {
                 return Err(StartError::Static(e));
             }
         };
-        let http =
-            match HttpServer::start(config.http.clone(), service.sink(), Some(runtime.clone())) {
-                Ok(h) => h,
-                Err(e) => {
-                    runtime.shutdown_timeout(Duration::from_secs(1));
-                    return Err(StartError::Io(e));
-                }
-            };
+        let stats: ExtraStats = {
+            let service = service.clone();
+            Arc::new(move || serde_json::json!({ "page_cache": service.cache_stats() }))
+        };
+        let http = match HttpServer::start_with_stats(
+            config.http.clone(),
+            service.sink(),
+            Some(runtime.clone()),
+            Some(stats),
+        ) {
+            Ok(h) => h,
+            Err(e) => {
+                runtime.shutdown_timeout(Duration::from_secs(1));
+                return Err(StartError::Io(e));
+            }
+        };
         Ok(StaticServer {
             runtime,
             service,

@@ -264,9 +264,11 @@ fn introspect(shared: &Shared, path: &str) -> Response<Body> {
                 .runtime
                 .as_ref()
                 .map(|rt| serde_json::to_value(rt.stats()).unwrap_or_default());
+            let service = shared.extra.as_ref().map(|f| f());
             let doc = serde_json::json!({
                 "frontend": shared.counters.snapshot(),
                 "runtime": runtime,
+                "service": service,
             });
             (
                 serde_json::to_string_pretty(&doc).unwrap_or_default(),

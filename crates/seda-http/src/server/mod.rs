@@ -18,11 +18,15 @@ use crate::request::HttpRequest;
 use stats::Counters;
 pub use stats::FrontendStats;
 
+/// Extra figures for `/_seda/stats` (a service's own counters, e.g. its cache's).
+pub type ExtraStats = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
 /// State shared by the accept loops and every connection.
 pub(crate) struct Shared {
     pub(crate) config: HttpConfig,
     pub(crate) sink: seda::Sink<HttpRequest>,
     pub(crate) runtime: Option<seda::Runtime>,
+    pub(crate) extra: Option<ExtraStats>,
     pub(crate) counters: Counters,
     pub(crate) shutdown: tokio_watch::Sender<bool>,
     /// Signalled whenever a connection closes (shutdown waits on it).
@@ -77,6 +81,17 @@ impl HttpServer {
         sink: seda::Sink<HttpRequest>,
         runtime: Option<seda::Runtime>,
     ) -> io::Result<HttpServer> {
+        Self::start_with_stats(config, sink, runtime, None)
+    }
+
+    /// Like [`start`](Self::start); `extra` adds the service's own figures to `/_seda/stats`
+    /// (under `"service"`).
+    pub fn start_with_stats(
+        config: HttpConfig,
+        sink: seda::Sink<HttpRequest>,
+        runtime: Option<seda::Runtime>,
+        extra: Option<ExtraStats>,
+    ) -> io::Result<HttpServer> {
         config
             .validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
@@ -105,6 +120,7 @@ impl HttpServer {
             config,
             sink,
             runtime,
+            extra,
             counters: Counters::default(),
             shutdown,
             closed: Notify::new(),

@@ -228,6 +228,7 @@ fn introspection_on_the_service_port_an_admin_port_or_off() {
     for stage in seda_http::statics::STAGES {
         assert!(names.contains(&stage), "{stage} in {names:?}");
     }
+    assert!(doc["service"]["page_cache"]["hits"].as_u64().is_some());
     let graph = get(addr, "/_seda/graph");
     assert!(graph.text().contains("digraph") && graph.text().contains("\"route\" -> \"cache\""));
     server.shutdown(Duration::from_secs(5));
