@@ -379,3 +379,126 @@ impl Files {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::Reply;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use tokio::sync::oneshot;
+
+    type Answer = oneshot::Receiver<http::Response<crate::request::Body>>;
+
+    fn files(root: &Path) -> Files {
+        Files {
+            root: fs::canonicalize(root).expect("root"),
+            max_file_bytes: 1 << 20,
+            retry_after_s: 1,
+            state: Mutex::new(State {
+                cache: Cache::new(crate::Policy::S3fifo, 1 << 20),
+                pending: HashMap::new(),
+            }),
+        }
+    }
+
+    fn lookup(key: &str) -> (Lookup, Answer, Meta) {
+        let (head, ()) = http::Request::get(format!("/{key}"))
+            .body(())
+            .expect("request")
+            .into_parts();
+        let meta = Meta::new();
+        let (reply, rx) = Reply::channel();
+        let req = HttpRequest::new(meta.clone(), head, Bytes::new(), reply);
+        (
+            Lookup {
+                req,
+                key: Arc::from(key),
+            },
+            rx,
+            meta,
+        )
+    }
+
+    /// A stand-in for the file-I/O stage that hands each read to the test.
+    fn capture(rt: &Runtime) -> (Sink<ReadFile>, mpsc::Receiver<ReadFile>) {
+        let (tx, rx) = mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let sink = rt
+            .stage(Stage::builder("file_io").threads(1).handler(handler::each(
+                move |ev: ReadFile, _cx| {
+                    let _ = tx.lock().map(|t| t.send(ev));
+                },
+            )))
+            .expect("stage");
+        (sink, rx)
+    }
+
+    #[test]
+    fn concurrent_misses_for_one_file_share_one_read() {
+        let dir = std::env::temp_dir().join(format!("seda-http-coalesce-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        fs::write(dir.join("f"), "shared").expect("write");
+        let rt = Runtime::start().expect("runtime");
+        let (io, reads) = capture(&rt);
+        let files = files(&dir);
+        let mut answers = Vec::new();
+        for _ in 0..3 {
+            let (ev, rx, _) = lookup("f");
+            files.lookup(ev, &io);
+            answers.push(rx);
+        }
+        let read = reads
+            .recv_timeout(Duration::from_secs(5))
+            .expect("one read");
+        assert!(
+            reads.recv_timeout(Duration::from_millis(50)).is_err(),
+            "a second read was started"
+        );
+        assert_eq!(files.state.lock().pending["f"].len(), 3);
+        files.read(read);
+        for rx in answers {
+            let r = rx.blocking_recv().expect("answered");
+            assert_eq!(r.status(), 200);
+            assert_eq!(r.headers()[http::header::CONTENT_LENGTH], "6");
+        }
+        // Now cached: a lookup is answered without a read.
+        let (ev, rx, _) = lookup("f");
+        files.lookup(ev, &io);
+        assert_eq!(rx.blocking_recv().expect("hit").status(), 200);
+        assert!(reads.recv_timeout(Duration::from_millis(50)).is_err());
+        rt.shutdown_timeout(Duration::from_secs(5));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_read_whose_client_left_is_handed_to_another_waiter() {
+        let dir = std::env::temp_dir().join(format!("seda-http-reassign-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        let rt = Runtime::start().expect("runtime");
+        let (io, reads) = capture(&rt);
+        let files = files(&dir);
+        let (first, _rx1, meta1) = lookup("g");
+        let (second, _rx2, meta2) = lookup("g");
+        files.lookup(first, &io);
+        files.lookup(second, &io);
+        let read = reads.recv_timeout(Duration::from_secs(5)).expect("read");
+        assert_eq!(read.meta.id, meta1.id);
+        meta1.cancel.cancel();
+        files.reassign(read.key, RejectReason::Expired, &io);
+        let again = reads
+            .recv_timeout(Duration::from_secs(5))
+            .expect("read again");
+        assert_eq!(
+            again.meta.id, meta2.id,
+            "the live waiter's request carries the read"
+        );
+        assert_eq!(files.state.lock().pending["g"].len(), 1);
+        // When every waiter is gone, the pending entry goes too.
+        meta2.cancel.cancel();
+        files.reassign(again.key, RejectReason::Expired, &io);
+        assert!(files.state.lock().pending.is_empty());
+        rt.shutdown_timeout(Duration::from_secs(5));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
