@@ -147,19 +147,12 @@ impl StaticService {
 
         let io_sink: Sink<ReadFile> = {
             let (f, f2) = (files.clone(), files.clone());
-            let rt2 = rt.clone();
             rt.stage(
                 Stage::builder("file_io")
                     .threads(config.io_threads.max(1))
                     .threshold(config.io_threshold.max(1))
                     .handler(handler::each(move |ev: ReadFile, _cx| f.read(ev)))
-                    .on_drop(move |ev: ReadFile, reason| {
-                        // Only this request's client may be gone: hand the read to another
-                        // waiter, or answer everyone if the read cannot go on.
-                        if let Ok(sink) = rt2.sink::<ReadFile>("file_io") {
-                            f2.reassign(ev.key, reason, &sink);
-                        }
-                    }),
+                    .on_drop(move |ev: ReadFile, reason| f2.read_dropped(ev, reason)),
             )?
         };
         let cache_sink: Sink<Lookup> = {
@@ -288,29 +281,26 @@ impl Files {
         }
     }
 
-    /// The read's own request was dropped (its client left, or shutdown): keep the read going
-    /// for the other waiters, if any.
-    fn reassign(&self, key: Arc<str>, reason: RejectReason, io: &Sink<ReadFile>) {
+    /// The read's own request was dropped at dequeue (its client left, or it expired): the
+    /// other requests waiting on the file still get it. The hook runs on the file-I/O worker
+    /// that dequeued the read, so the read happens right here, on the I/O pool, carrying a live
+    /// waiter's metadata. At shutdown (`Closed`) every waiter is answered 503 instead.
+    fn read_dropped(&self, ev: ReadFile, reason: RejectReason) {
+        if reason == RejectReason::Closed {
+            self.fail_all(&ev.key, None);
+            return;
+        }
         let mut state = self.state.lock();
-        let Some(waiters) = state.pending.get_mut(&key) else {
+        let Some(waiters) = state.pending.get_mut(&ev.key) else {
             return;
         };
         waiters.retain(|w| !w.req.meta.cancel.is_cancelled());
-        let Some(next) = waiters.first().map(|w| w.req.meta.clone()) else {
-            state.pending.remove(&key);
+        let Some(meta) = waiters.first().map(|w| w.req.meta.clone()) else {
+            state.pending.remove(&ev.key);
             return;
         };
         drop(state);
-        if reason == RejectReason::Closed {
-            self.fail_all(&key, None);
-            return;
-        }
-        if let Err(rejected) = io.enqueue(ReadFile {
-            meta: next,
-            key: key.clone(),
-        }) {
-            self.fail_all(&rejected.event.key, None);
-        }
+        self.read(ReadFile { meta, key: ev.key });
     }
 
     /// File-I/O stage: one blocking read, then every waiter is answered.
@@ -472,31 +462,33 @@ mod tests {
     }
 
     #[test]
-    fn a_read_whose_client_left_is_handed_to_another_waiter() {
+    fn a_read_whose_client_left_is_done_for_the_other_waiters() {
         let dir = std::env::temp_dir().join(format!("seda-http-reassign-{}", std::process::id()));
         fs::create_dir_all(&dir).expect("dir");
+        fs::write(dir.join("g"), "gee").expect("write");
         let rt = Runtime::start().expect("runtime");
         let (io, reads) = capture(&rt);
         let files = files(&dir);
-        let (first, _rx1, meta1) = lookup("g");
-        let (second, _rx2, meta2) = lookup("g");
+        let (first, rx1, meta1) = lookup("g");
+        let (second, rx2, _) = lookup("g");
         files.lookup(first, &io);
         files.lookup(second, &io);
         let read = reads.recv_timeout(Duration::from_secs(5)).expect("read");
         assert_eq!(read.meta.id, meta1.id);
         meta1.cancel.cancel();
-        files.reassign(read.key, RejectReason::Expired, &io);
-        let again = reads
-            .recv_timeout(Duration::from_secs(5))
-            .expect("read again");
-        assert_eq!(
-            again.meta.id, meta2.id,
-            "the live waiter's request carries the read"
+        files.read_dropped(read, RejectReason::Expired);
+        assert!(files.state.lock().pending.is_empty());
+        assert_eq!(rx2.blocking_recv().expect("second answered").status(), 200);
+        assert!(
+            rx1.blocking_recv().is_err(),
+            "the cancelled request gets no answer"
         );
-        assert_eq!(files.state.lock().pending["g"].len(), 1);
-        // When every waiter is gone, the pending entry goes too.
-        meta2.cancel.cancel();
-        files.reassign(again.key, RejectReason::Expired, &io);
+        // When every waiter is gone, nothing is read and the pending entry goes.
+        let (only, _rx, meta) = lookup("h");
+        files.lookup(only, &io);
+        let read = reads.recv_timeout(Duration::from_secs(5)).expect("read");
+        meta.cancel.cancel();
+        files.read_dropped(read, RejectReason::Expired);
         assert!(files.state.lock().pending.is_empty());
         rt.shutdown_timeout(Duration::from_secs(5));
         let _ = fs::remove_dir_all(&dir);
