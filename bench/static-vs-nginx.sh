@@ -104,33 +104,55 @@ done
 cmp <(curl -sf "http://$SADDR$FILE_10K") "$TMP/www$FILE_10K"
 cmp <(curl -sf "http://127.0.0.1:$NPORT$FILE_10K") "$TMP/www$FILE_10K"
 
-run_wrk() { # url -> "req/s p99"
-  local out rps p99
-  out=$(wrk -t"$WTHREADS" -c"$CONNS" -d"${DUR}s" --latency "$1")
+# CPU ticks (user + system) of a server's processes and threads: CPU per request is a figure
+# that other load on a shared machine disturbs less than requests/s.
+ticks() {
+  local t=0 s
+  for p in "$@"; do
+    for s in /proc/"$p"/task/*/stat; do
+      t=$((t + $(awk '{print $14 + $15}' "$s" 2>/dev/null || echo 0)))
+    done
+  done
+  echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+
+run_wrk() { # url pids... -> "req/s p99 cpu_us_per_request errors"
+  local url=$1 out rps p99 n a b cpu errs
+  shift
+  a=$(ticks "$@")
+  out=$(wrk -t"$WTHREADS" -c"$CONNS" -d"${DUR}s" --latency "$url")
+  b=$(ticks "$@")
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  cpu=$(awk -v a="$a" -v b="$b" -v n="$n" -v hz="$HZ" 'BEGIN {printf "%.1f", (b - a) / hz * 1e6 / n}')
   errs=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ' | tr '\n' ' ' || true)
-  echo "$rps $p99 ${errs:-}"
+  echo "$rps $p99 $cpu ${errs:-}"
 }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "wrk -t$WTHREADS -c$CONNS -d${DUR}s --latency; seda on $SADDR, nginx on 127.0.0.1:$NPORT"
-printf '%-6s %-5s %12s %10s %12s %10s %8s\n' size round seda_req/s seda_p99 nginx_req/s nginx_p99 ratio
+NGINX_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | tr '\n' ' ')"
+printf '%-5s %-5s %11s %9s %8s %11s %9s %8s %7s\n' size round seda_req/s seda_p99 seda_cpu \
+  nginx_req/s nginx_p99 ngx_cpu ratio
+echo "(cpu: microseconds of server CPU, user + system, per request)"
 declare -A RATIOS
 for size in 1k 10k; do
   f=$FILE_1K; [ "$size" = 10k ] && f=$FILE_10K
   for r in $(seq "$ROUNDS"); do
     # Alternate who goes first, so drift in the machine's load does not favour one server.
     if (( r % 2 )); then
-      read -r s_rps s_p99 s_err < <(run_wrk "http://$SADDR$f")
-      read -r n_rps n_p99 n_err < <(run_wrk "http://127.0.0.1:$NPORT$f")
+      read -r s_rps s_p99 s_cpu s_err < <(run_wrk "http://$SADDR$f" "$SEDA_PID")
+      read -r n_rps n_p99 n_cpu n_err < <(run_wrk "http://127.0.0.1:$NPORT$f" $NGINX_PIDS)
     else
-      read -r n_rps n_p99 n_err < <(run_wrk "http://127.0.0.1:$NPORT$f")
-      read -r s_rps s_p99 s_err < <(run_wrk "http://$SADDR$f")
+      read -r n_rps n_p99 n_cpu n_err < <(run_wrk "http://127.0.0.1:$NPORT$f" $NGINX_PIDS)
+      read -r s_rps s_p99 s_cpu s_err < <(run_wrk "http://$SADDR$f" "$SEDA_PID")
     fi
     ratio=$(awk -v a="$s_rps" -v b="$n_rps" 'BEGIN {printf "%.3f", a / b}')
     RATIOS[$size]="${RATIOS[$size]:-} $ratio"
-    printf '%-6s %-5s %12s %10s %12s %10s %8s %s %s\n' "$size" "$r" "$s_rps" "$s_p99" "$n_rps" "$n_p99" "$ratio" "${s_err:+seda:$s_err}" "${n_err:+nginx:$n_err}"
+    printf '%-5s %-5s %11s %9s %8s %11s %9s %8s %7s %s %s\n' "$size" "$r" "$s_rps" "$s_p99" \
+      "$s_cpu" "$n_rps" "$n_p99" "$n_cpu" "$ratio" "${s_err:+seda:$s_err}" "${n_err:+nginx:$n_err}"
   done
 done
 for size in 1k 10k; do
