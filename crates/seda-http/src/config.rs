@@ -3,7 +3,9 @@
 //! ```toml
 //! [http]
 //! addr = "127.0.0.1:8080"
-//! threads = 2                  # tokio worker threads of the front end
+//! threads = 2                  # front-end threads (0: one per core)
+//! per_core = true             # one runtime + SO_REUSEPORT listener per thread, or one
+//!                              # work-stealing runtime (false)
 //! max_connections = 10000      # past it: 503 and close
 //! max_header_bytes = 16384     # request line + headers
 //! max_headers = 100          # hyper keeps 100 on the stack; another count allocates
@@ -48,8 +50,11 @@ impl std::error::Error for ConfigError {}
 pub struct HttpConfig {
     /// Where the service listens (port 0: an ephemeral port).
     pub addr: SocketAddr,
-    /// Tokio worker threads (0: one per core).
+    /// Front-end threads (0: one per core).
     pub threads: usize,
+    /// One single-thread runtime and `SO_REUSEPORT` listener per thread (nginx's model)
+    /// instead of one work-stealing runtime.
+    pub per_core: bool,
     /// Listen backlog; large so the kernel queue never does admission control.
     pub backlog: u32,
     /// Open connections at most; past it a new connection gets a 503 and is closed.
@@ -80,6 +85,7 @@ impl Default for HttpConfig {
         HttpConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             threads: 0,
+            per_core: true,
             backlog: 4096,
             max_connections: 10_000,
             max_header_bytes: 16 * 1024,

@@ -59,10 +59,11 @@ fn held_stage() -> Held {
     }
 }
 
-fn front(held: &Held) -> HttpServer {
+fn front(held: &Held, per_core: bool) -> HttpServer {
     let config = HttpConfig {
         addr: "127.0.0.1:0".parse().expect("addr"),
         threads: 2,
+        per_core,
         ..HttpConfig::default()
     };
     HttpServer::start(config, held.sink.clone(), Some(held.runtime.clone())).expect("start")
@@ -79,10 +80,9 @@ fn spawn_get(
 
 const WAIT: Duration = Duration::from_secs(10);
 
-#[test]
-fn a_full_queue_answers_503_with_retry_after_at_once() {
+fn a_full_queue_answers_503_with_retry_after_at_once(per_core: bool) {
     let held = held_stage();
-    let server = front(&held);
+    let server = front(&held, per_core);
     let addr = server.local_addr();
     let a = spawn_get(addr, "/a");
     assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
@@ -104,10 +104,9 @@ fn a_full_queue_answers_503_with_retry_after_at_once() {
     held.runtime.shutdown_timeout(WAIT);
 }
 
-#[test]
-fn a_client_that_disconnects_cancels_its_request() {
+fn a_client_that_disconnects_cancels_its_request(per_core: bool) {
     let held = held_stage();
-    let server = front(&held);
+    let server = front(&held, per_core);
     let addr = server.local_addr();
     let a = spawn_get(addr, "/a");
     assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
@@ -134,10 +133,9 @@ fn a_client_that_disconnects_cancels_its_request() {
     held.runtime.shutdown_timeout(WAIT);
 }
 
-#[test]
-fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting() {
+fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting(per_core: bool) {
     let held = held_stage();
-    let server = front(&held);
+    let server = front(&held, per_core);
     let addr = server.local_addr();
     let a = spawn_get(addr, "/a");
     assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
@@ -171,10 +169,9 @@ fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting() {
     assert!(held.runtime.shutdown_timeout(WAIT).drained);
 }
 
-#[test]
-fn the_shutdown_wait_is_bounded() {
+fn the_shutdown_wait_is_bounded(per_core: bool) {
     let held = held_stage();
-    let server = front(&held);
+    let server = front(&held, per_core);
     let a = spawn_get(server.local_addr(), "/a");
     assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
     let start = Instant::now();
@@ -186,4 +183,44 @@ fn the_shutdown_wait_is_bounded() {
     held.release.send(()).expect("release");
     assert!(a.join().is_err(), "the client got no answer");
     held.runtime.shutdown_timeout(WAIT);
+}
+
+#[test]
+fn a_full_queue_answers_503_with_retry_after_at_once_per_core() {
+    a_full_queue_answers_503_with_retry_after_at_once(true);
+}
+
+#[test]
+fn a_full_queue_answers_503_with_retry_after_at_once_shared() {
+    a_full_queue_answers_503_with_retry_after_at_once(false);
+}
+
+#[test]
+fn a_client_that_disconnects_cancels_its_request_per_core() {
+    a_client_that_disconnects_cancels_its_request(true);
+}
+
+#[test]
+fn a_client_that_disconnects_cancels_its_request_shared() {
+    a_client_that_disconnects_cancels_its_request(false);
+}
+
+#[test]
+fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting_per_core() {
+    graceful_shutdown_finishes_requests_in_flight_and_stops_accepting(true);
+}
+
+#[test]
+fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting_shared() {
+    graceful_shutdown_finishes_requests_in_flight_and_stops_accepting(false);
+}
+
+#[test]
+fn the_shutdown_wait_is_bounded_per_core() {
+    the_shutdown_wait_is_bounded(true);
+}
+
+#[test]
+fn the_shutdown_wait_is_bounded_shared() {
+    the_shutdown_wait_is_bounded(false);
 }

@@ -45,6 +45,7 @@ pub fn static_server(root: &Path, tweak: impl FnOnce(&mut ServeConfig)) -> Stati
     config.statics.root = root.to_path_buf();
     config.http.addr = "127.0.0.1:0".parse().expect("addr");
     config.http.threads = 2;
+    config.http.per_core = per_core_default();
     tweak(&mut config);
     StaticServer::start(config).expect("server starts")
 }
@@ -62,4 +63,10 @@ pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The front-end engine the suite runs on: per-core by default; `SEDA_HTTP_PER_CORE=0` runs
+/// it on the shared work-stealing runtime.
+pub fn per_core_default() -> bool {
+    std::env::var("SEDA_HTTP_PER_CORE").map_or(true, |v| v != "0")
 }
