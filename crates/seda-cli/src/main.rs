@@ -4,7 +4,9 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod demo;
+mod fileset;
 mod load;
+mod serve;
 mod sim;
 
 #[derive(Parser)]
@@ -29,6 +31,24 @@ enum Command {
     Bench(BenchCommand),
     /// Drive an HTTP server with closed, open or partly-open users; report latency and fairness.
     Load(Box<load::LoadArgs>),
+    /// Run a service.
+    #[command(subcommand)]
+    Serve(ServeCommand),
+    /// Generate a benchmark file set.
+    #[command(subcommand)]
+    Fileset(FilesetCommand),
+}
+
+#[derive(Subcommand)]
+enum ServeCommand {
+    /// Haboob: the staged static-file server.
+    Static(serve::StaticArgs),
+}
+
+#[derive(Subcommand)]
+enum FilesetCommand {
+    /// The SPECweb99 layout: directories of 36 files in four size classes.
+    Specweb99(fileset::Specweb99Args),
 }
 
 #[derive(Subcommand)]
@@ -44,5 +64,7 @@ fn main() -> anyhow::Result<()> {
         Command::Sim(args) => sim::run(args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
         Command::Load(args) => load::run(*args),
+        Command::Serve(ServeCommand::Static(args)) => serve::serve_static(&args),
+        Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
     }
 }
