@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod mail;
 
 #[derive(Parser)]
 #[command(
@@ -22,6 +23,26 @@ enum Command {
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The Arashi e-mail service: corpus generation and a closed-loop load driver.
+    #[command(subcommand)]
+    Mail(MailCommand),
+    /// Run a service.
+    #[command(subcommand)]
+    Serve(ServeCommand),
+}
+
+#[derive(Subcommand)]
+enum MailCommand {
+    /// Create the tables and load a deterministic corpus (one transaction).
+    Corpus(mail::CorpusArgs),
+    /// Drive a running mail service with emulated users over HTTP; print per-type figures.
+    Load(mail::LoadArgs),
+}
+
+#[derive(Subcommand)]
+enum ServeCommand {
+    /// The e-mail service (SQLite by default, seeded when empty).
+    Mail(mail::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -35,5 +56,8 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Demo => Ok(()),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
+        Command::Mail(MailCommand::Corpus(args)) => mail::corpus(&args),
+        Command::Mail(MailCommand::Load(args)) => mail::load(&args),
+        Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
     }
 }
