@@ -15,15 +15,20 @@ pub fn small_corpus() -> Corpus {
     Corpus::with_max_folder(3, 11, 40)
 }
 
-/// A fresh temporary SQLite file.
-pub fn temp_db(name: &str) -> String {
+/// The path of test `name`'s temporary SQLite file.
+pub fn temp_db_path(name: &str) -> String {
     let dir = std::env::temp_dir().join(format!("seda-mail-test-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join(format!("{name}.db"));
+    dir.join(format!("{name}.db")).display().to_string()
+}
+
+/// A fresh temporary SQLite file.
+pub fn temp_db(name: &str) -> String {
+    let path = temp_db_path(name);
     for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
     }
-    path.display().to_string()
+    path
 }
 
 /// Every backend available, each with its own tables (prefix `t_<test>_`), loaded with
