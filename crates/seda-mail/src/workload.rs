@@ -39,7 +39,8 @@ impl Workload for MailWorkload {
     }
 
     fn session(&self, seed: u64) -> Box<dyn Session> {
-        let user = seed % self.users;
+        // Corpus accounts are numbered from 1 (`user1`).
+        let user = seed % self.users + 1;
         let model = UserModel::new(user, seed, crate::user_model::THINK_TIME, Mix::Markov);
         Box::new(MailSession {
             fresh: model.clone(),
