@@ -83,7 +83,7 @@ fn the_open_model_keeps_its_rate_when_the_server_is_slow() {
     );
     // Latency is the service time, not more.
     assert!(
-        s.latency.p50_ms >= 200.0 && s.latency.p50_ms < 260.0,
+        s.latency.p50_ms >= 200.0 && s.latency.p50_ms < 300.0,
         "{:?}",
         s.latency
     );
@@ -197,7 +197,7 @@ fn the_warm_up_is_not_recorded() {
     let sent = r.summary.counts.sent as i64;
     assert!(warm > 20, "{warm} requests in the warm-up");
     assert!(
-        (sent + warm - log.len() as i64).abs() <= 6,
+        (sent + warm - log.len() as i64).abs() <= 10,
         "sent {sent} + warm {warm} vs {}",
         log.len()
     );
