@@ -256,8 +256,13 @@ fn a_keep_alive_connection_closed_by_the_server_is_retried_once() {
     let c = r.summary.counts;
     assert_eq!(c.errors, 0, "{:?}", r.summary.error_kinds);
     assert!(c.completed > 20, "{c:?}");
-    // One connection per request: every reuse found the connection closed and retried.
-    assert_eq!(server.connections(), server.requests());
+    // One connection per request: every reuse found the connection closed and retried (a user
+    // may have just connected when the run ended).
+    let (conns, reqs) = (server.connections(), server.requests());
+    assert!(
+        reqs <= conns && conns <= reqs + 2,
+        "{conns} connections, {reqs} requests"
+    );
 }
 
 #[test]
