@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use seda::{Config, Meta, Runtime, Sink, Stage, handler};
+use seda_lab::plot::{LineChart, Series};
 
 /// Service time of the bottleneck stage's handler.
 const SERVICE: Duration = Duration::from_millis(1);
@@ -15,6 +16,17 @@ const WORKERS: usize = 2;
 const THRESHOLD: usize = 64;
 /// Offered load, as a multiple of the measured capacity.
 const OVERLOAD: f64 = 2.0;
+/// p90 response-time target of the adaptive controller in phase 3.
+const TARGET_S: f64 = 0.1;
+
+/// How the bottleneck stage protects itself in a phase.
+#[derive(Clone, Copy)]
+enum Control {
+    Threshold(usize),
+    Unbounded,
+    /// An adaptive controller toward a p90 target: `seda_control` kind and target.
+    Adaptive(&'static str, f64),
+}
 
 /// A request flowing through the demo graph.
 struct Request {
@@ -30,8 +42,11 @@ impl seda::Event for Request {
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
     /// Seconds of overload in each phase.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 3)]
     seconds: u64,
+    /// Where to write the plots.
+    #[arg(long, default_value = "target/seda-demo")]
+    out: std::path::PathBuf,
 }
 
 pub fn run(args: &DemoArgs) -> Result<()> {
@@ -47,8 +62,34 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     println!(
         "measured capacity of `work`: {capacity:.0} requests/s; offering {offered:.0}/s ({OVERLOAD}x)\n"
     );
-    let controlled = phase(Some(THRESHOLD), offered, args.seconds)?;
-    let uncontrolled = phase(None, offered, args.seconds)?;
+    let controlled = phase(Control::Threshold(THRESHOLD), offered, args.seconds)?;
+    let uncontrolled = phase(Control::Unbounded, offered, args.seconds)?;
+    let paper = phase(
+        Control::Adaptive("response_time", TARGET_S),
+        offered,
+        args.seconds,
+    )?;
+    let tuned = phase(
+        Control::Adaptive("response_time_tuned", TARGET_S),
+        offered,
+        args.seconds,
+    )?;
+    let phases = [&controlled, &uncontrolled, &paper, &tuned];
+    let chart = |title: &str, y: &str, pick: fn(&Phase) -> &Vec<(f64, f64)>| LineChart {
+        title: format!("{title}, offered load {OVERLOAD}x capacity"),
+        x_label: "time (s)".into(),
+        y_label: y.into(),
+        series: phases
+            .iter()
+            .map(|p| Series {
+                name: p.label.clone(),
+                points: pick(p).clone(),
+            })
+            .collect(),
+    };
+    let p90_files = chart("p90 response time", "ms", |p| &p.p90_ms).write(args.out.join("p90"))?;
+    let done_files =
+        chart("completed requests", "per second", |p| &p.done).write(args.out.join("completed"))?;
     println!("summary (last second of each phase):");
     println!(
         "  with a queue threshold of {THRESHOLD}: p90 response {} ms, {:.0}% rejected at the door (reason QueueFull; an HTTP front end answers 503)",
@@ -60,6 +101,27 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         ms(uncontrolled.p90_s),
         uncontrolled.queue_len
     );
+    for (name, p) in [
+        ("002's response-time controller", &paper),
+        ("our tuned controller", &tuned),
+    ] {
+        println!(
+            "  {name} (p90 target {} ms): p90 response {} ms, {:.0}% rejected, {:.0} done/s",
+            TARGET_S * 1000.0,
+            ms(p.p90_s),
+            p.rejected_fraction * 100.0,
+            p.done_per_s
+        );
+    }
+    println!(
+        "\nplots: {}",
+        p90_files
+            .iter()
+            .chain(&done_files)
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(())
 }
 
@@ -68,26 +130,40 @@ fn ms(s: Option<f64>) -> String {
 }
 
 struct Phase {
+    label: String,
+    /// (second, p90 response in ms) of each second.
+    p90_ms: Vec<(f64, f64)>,
+    /// (second, completed requests per second) of each second.
+    done: Vec<(f64, f64)>,
     p90_s: Option<f64>,
     rejected_fraction: f64,
     queue_len: usize,
+    done_per_s: f64,
 }
 
-fn graph(threshold: Option<usize>) -> Result<(Runtime, Sink<Request>)> {
+fn graph(control: Control) -> Result<(Runtime, Sink<Request>)> {
     let config = Config::from_toml("[runtime]\ntick_ms = 10\nstats_period_ms = 1000\n")?;
     let rt = Runtime::builder().config(config).start()?;
     let reply = rt.stage(Stage::builder("reply").handler(handler::each(|_r: Request, _| {})))?;
-    let work = rt.stage(
-        Stage::builder("work")
-            .threads(WORKERS)
-            .thread_bounds(WORKERS, WORKERS)
-            .batch(1)
-            .threshold(threshold.unwrap_or(0))
-            .handler(handler::each(move |r: Request, _| {
-                std::thread::sleep(SERVICE);
-                let _ = reply.enqueue(r);
-            })),
-    )?;
+    let mut work = Stage::builder("work")
+        .threads(WORKERS)
+        .thread_bounds(WORKERS, WORKERS)
+        .batch(1)
+        .handler(handler::each(move |r: Request, _| {
+            std::thread::sleep(SERVICE);
+            let _ = reply.enqueue(r);
+        }));
+    work = match control {
+        Control::Threshold(t) => work.threshold(t),
+        Control::Unbounded => work.threshold(0),
+        Control::Adaptive(kind, target_s) => {
+            let params = [("target_s".to_string(), target_s)].into_iter().collect();
+            let controller =
+                seda_control::build_admission(kind, &params).map_err(anyhow::Error::msg)?;
+            work.threshold(0).admission(controller)
+        }
+    };
+    let work = rt.stage(work)?;
     let parse = rt.stage(Stage::builder("parse").inline().handler(handler::each(
         move |r: Request, _| {
             // The rejection comes back here; a server would answer 503 with Retry-After.
@@ -98,7 +174,7 @@ fn graph(threshold: Option<usize>) -> Result<(Runtime, Sink<Request>)> {
 }
 
 fn measure_capacity() -> Result<f64> {
-    let (rt, parse) = graph(Some(THRESHOLD))?;
+    let (rt, parse) = graph(Control::Threshold(THRESHOLD))?;
     let completed = || {
         rt.stats()
             .stages
@@ -122,12 +198,20 @@ fn measure_capacity() -> Result<f64> {
     Ok(rate.max(1.0))
 }
 
-fn phase(threshold: Option<usize>, rate: f64, seconds: u64) -> Result<Phase> {
-    match threshold {
-        Some(t) => println!("phase 1: admission control on (queue threshold {t})"),
-        None => println!("phase 2: admission control off (unbounded queue)"),
+fn phase(control: Control, rate: f64, seconds: u64) -> Result<Phase> {
+    match control {
+        Control::Threshold(t) => println!("phase 1: admission control on (queue threshold {t})"),
+        Control::Unbounded => println!("phase 2: admission control off (unbounded queue)"),
+        Control::Adaptive("response_time", t) => println!(
+            "phase 3: 002's response-time controller (Figure 4 parameters), p90 target {} ms",
+            t * 1000.0
+        ),
+        Control::Adaptive(kind, t) => println!(
+            "phase 4: `{kind}`, our controller (queue capped at departure rate x wait budget), p90 target {} ms",
+            t * 1000.0
+        ),
     }
-    let (rt, parse) = graph(threshold)?;
+    let (rt, parse) = graph(control)?;
     let rt = Arc::new(rt);
     println!(
         "  {:>3}  {:>9} {:>9} {:>9} {:>9} {:>6} {:>13}",
@@ -140,10 +224,19 @@ fn phase(threshold: Option<usize>, rate: f64, seconds: u64) -> Result<Phase> {
     let mut next_report = start + Duration::from_millis(1050);
     let mut offered = 0u64;
     let mut last = Phase {
+        label: match control {
+            Control::Threshold(t) => format!("queue threshold {t}"),
+            Control::Unbounded => "no admission control".into(),
+            Control::Adaptive(kind, _) => kind.into(),
+        },
+        p90_ms: Vec::new(),
+        done: Vec::new(),
         p90_s: None,
         rejected_fraction: 0.0,
         queue_len: 0,
+        done_per_s: 0.0,
     };
+    let mut done_before = 0;
     for second in 1..=seconds {
         // Open loop: requests are sent on schedule whatever the service does.
         while Instant::now() < next_report {
@@ -180,11 +273,16 @@ fn phase(threshold: Option<usize>, rate: f64, seconds: u64) -> Result<Phase> {
             work.queue_len,
             ms(p90)
         );
-        last = Phase {
-            p90_s: p90,
-            rejected_fraction: c.rejected_total as f64 / c.arrivals.max(1) as f64,
-            queue_len: work.queue_len,
-        };
+        let done = reply.totals.counters.completed;
+        if let Some(p90) = p90 {
+            last.p90_ms.push((second as f64, p90 * 1000.0));
+        }
+        last.done.push((second as f64, (done - done_before) as f64));
+        done_before = done;
+        last.p90_s = p90;
+        last.rejected_fraction = c.rejected_total as f64 / c.arrivals.max(1) as f64;
+        last.queue_len = work.queue_len;
+        last.done_per_s = done as f64 / elapsed;
     }
     let backlog = rt.stats().in_flight;
     let t = Instant::now();

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod demo;
 mod load;
+mod sim;
 
 #[derive(Parser)]
 #[command(
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
     Demo(demo::DemoArgs),
+    /// Run an overload scenario in the simulator (spike, users, classes, goodput, degrade, stages).
+    Sim(sim::SimArgs),
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -38,6 +41,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::Sim(args) => sim::run(args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
         Command::Load(args) => load::run(*args),
     }

@@ -86,8 +86,8 @@ mod stage;
 pub mod stats;
 
 pub use config::{
-    BatchControllerConfig, Config, ConfigError, PoolControllerConfig, PoolSettings,
-    RateLimitConfig, RuntimeConfig, StageConfig,
+    AdmissionConfig, BatchControllerConfig, Config, ConfigError, PoolControllerConfig,
+    PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
 };
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
