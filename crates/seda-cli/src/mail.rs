@@ -1,0 +1,229 @@
+//! `seda mail corpus`, `seda mail load` and `seda serve mail`: the Arashi e-mail service.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use seda_mail::store::{self, Store};
+use seda_mail::user_model::{Mix, THINK_TIME};
+use seda_mail::{Corpus, MailService, RequestKind, ServiceOptions, http, load};
+
+/// Where `seda serve mail` keeps its database when no `--db` is given.
+const DEFAULT_DB: &str = "seda-mail.db";
+/// Users seeded into an empty database by `seda serve mail`.
+const DEFAULT_SEED_USERS: u64 = 100;
+
+#[derive(clap::Args, Debug)]
+pub struct CorpusArgs {
+    /// Database: a path or sqlite://path, mysql://root@127.0.0.1:3306/test,
+    /// postgres://postgres@127.0.0.1:5432/test.
+    #[arg(long, default_value = DEFAULT_DB)]
+    db: String,
+    /// Users to generate (each with 4 to 7 folders of 1 to 12,794 messages).
+    #[arg(long, default_value_t = DEFAULT_SEED_USERS)]
+    users: u64,
+    /// Seed: the same seed gives the same corpus.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Largest folder (the paper's 12,794 by default).
+    #[arg(long, default_value_t = seda_mail::corpus::MAX_FOLDER)]
+    max_folder: i64,
+    /// Prefix of the table names.
+    #[arg(long, default_value = "")]
+    prefix: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Database (see `seda mail corpus --help`); created and seeded when empty.
+    #[arg(long, default_value = DEFAULT_DB)]
+    db: String,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Users seeded into an empty database.
+    #[arg(long, default_value_t = DEFAULT_SEED_USERS)]
+    seed_users: u64,
+    /// Worker threads per request-type stage.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Queue threshold per request-type stage (admission control).
+    #[arg(long, default_value_t = 64)]
+    threshold: usize,
+    /// Runtime configuration file (TOML; stages are named mail.login, mail.search...).
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+    /// Prefix of the table names.
+    #[arg(long, default_value = "")]
+    prefix: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LoadArgs {
+    /// Server address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Emulated users (closed loop).
+    #[arg(long, default_value_t = 16)]
+    users: u64,
+    /// Users in the server's corpus (emulated user i logs in as user (i mod N) + 1).
+    #[arg(long, default_value_t = DEFAULT_SEED_USERS)]
+    corpus_users: u64,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 30.0)]
+    duration: f64,
+    /// Seconds before measuring.
+    #[arg(long, default_value_t = 5.0)]
+    warmup: f64,
+    /// Think time between requests, in ms.
+    #[arg(long, default_value_t = THINK_TIME.as_millis() as u64)]
+    think_ms: u64,
+    /// Only this request type (after the requests it needs first): login, list_folders,
+    /// list_messages, show_message, delete, refile, search.
+    #[arg(long)]
+    only: Option<String>,
+    /// Seed of the users' choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Service class sent in x-seda-class.
+    #[arg(long)]
+    class: Option<u8>,
+}
+
+fn open(db: &str, prefix: &str) -> Result<Arc<dyn Store>> {
+    store::open(db, prefix).map_err(|e| anyhow!("cannot open the mail store {db}: {e}"))
+}
+
+fn load_corpus(store: &dyn Store, corpus: &Corpus) -> Result<()> {
+    let t0 = Instant::now();
+    store
+        .reset()
+        .map_err(|e| anyhow!("cannot create the tables: {e}"))?;
+    let n = store
+        .load(corpus)
+        .map_err(|e| anyhow!("corpus load failed (nothing was kept): {e}"))?;
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "loaded {} users, {} folders, {} messages ({:.1} MB) into {} in {:.2} s ({:.0} messages/s)",
+        n.users,
+        n.folders,
+        n.messages,
+        n.bytes as f64 / 1e6,
+        store.backend(),
+        secs,
+        n.messages as f64 / secs.max(1e-9)
+    );
+    Ok(())
+}
+
+/// `seda mail corpus`.
+pub fn corpus(args: &CorpusArgs) -> Result<()> {
+    let store = open(&args.db, &args.prefix)?;
+    let corpus = Corpus::with_max_folder(args.users, args.seed, args.max_folder);
+    load_corpus(store.as_ref(), &corpus)?;
+    let a = store.audit().map_err(|e| anyhow!("audit failed: {e}"))?;
+    println!(
+        "audit: {} users, {} messages, folder counts sum {}, inconsistent folders {}",
+        a.users, a.messages, a.folder_counts, a.bad_folders
+    );
+    Ok(())
+}
+
+/// `seda serve mail`.
+pub fn serve(args: &ServeArgs) -> Result<()> {
+    let store = open(&args.db, &args.prefix)?;
+    let empty = store.audit().map(|a| a.users == 0).unwrap_or(true);
+    if empty {
+        println!(
+            "{} is empty: creating the tables and seeding {} users",
+            args.db, args.seed_users
+        );
+        load_corpus(store.as_ref(), &Corpus::new(args.seed_users, 1))?;
+    }
+    let config = match &args.config {
+        Some(p) => seda::Config::from_file(p).map_err(|e| anyhow!("{}: {e}", p.display()))?,
+        None => seda::Config::default(),
+    };
+    let rt = seda::Runtime::builder()
+        .config(config)
+        .start()
+        .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
+    let options = ServiceOptions {
+        threads: args.threads,
+        threshold: args.threshold,
+        ..ServiceOptions::default()
+    };
+    let service = MailService::start(&rt, store.clone(), &options)
+        .map_err(|e| anyhow!("cannot build the mail stages: {e}"))?;
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the network runtime")?;
+    tokio.block_on(async {
+        let (listener, addr) = http::bind(args.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.addr))?;
+        println!(
+            "mail service ({}) listening on http://{addr}/  (log in as user1 / pass1; Ctrl-C stops)",
+            store.backend()
+        );
+        http::serve(listener, service, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await;
+        anyhow::Ok(())
+    })?;
+    let report = rt.shutdown();
+    println!(
+        "stopped: drained {}, abandoned {}",
+        report.drained, report.abandoned
+    );
+    Ok(())
+}
+
+/// `seda mail load`.
+pub fn load(args: &LoadArgs) -> Result<()> {
+    let mix = match &args.only {
+        None => Mix::Markov,
+        Some(name) => match RequestKind::from_name(name) {
+            Some(k) => Mix::Only(k),
+            None => bail!(
+                "unknown request type `{name}`: use one of {}",
+                RequestKind::ALL.map(RequestKind::name).join(", ")
+            ),
+        },
+    };
+    if !(args.duration > 0.0 && args.duration < 86_400.0 && args.warmup >= 0.0) {
+        bail!("--duration must be in (0, 86400) seconds and --warmup at least 0");
+    }
+    let opts = load::LoadOptions {
+        addr: args.addr,
+        users: args.users,
+        corpus_users: args.corpus_users,
+        duration: Duration::from_secs_f64(args.duration),
+        warmup: Duration::from_secs_f64(args.warmup.min(3600.0)),
+        think: Duration::from_millis(args.think_ms),
+        mix,
+        seed: args.seed,
+        class: args.class,
+    };
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the network runtime")?;
+    println!(
+        "{} users, think {} ms, {} s after {} s warm-up, mix {}, against http://{}",
+        args.users,
+        args.think_ms,
+        args.duration,
+        args.warmup,
+        args.only.as_deref().unwrap_or("markov"),
+        args.addr
+    );
+    let report = tokio.block_on(load::run(opts));
+    print!("{}", report.table());
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! Arashi, the web e-mail service of the SEDA papers, on a real database.
+//!
+//! Each request type (login, list folders, list messages, show message, delete, refile, search)
+//! is a [`seda`] stage with its own queue, admission control and worker threads, as in 002
+//! Section 4.1, so the expensive types (search, big folder listings) can be throttled without
+//! touching the cheap ones. Handlers run blocking database calls on their stage's workers and
+//! render server-side HTML.
+//!
+//! # A tour
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use seda_mail::{Corpus, MailRequest, MailService, ServiceOptions, store};
+//!
+//! // Storage: a path is SQLite; mysql:// and postgres:// URLs pick the other backends.
+//! let db = store::open("/tmp/arashi.db", "")?;
+//! db.reset()?;
+//! db.load(&Corpus::new(10, 1))?; // 10 users, deterministic for seed 1, one transaction
+//!
+//! let rt = seda::Runtime::start().expect("runtime");
+//! let mail = MailService::start(&rt, db, &ServiceOptions::default()).expect("stages");
+//! let req = MailRequest::parse("GET", "/login", None, None, b"", std::time::Instant::now())
+//!     .expect("small request");
+//! let (_kind, reply) = mail.submit(req).map_err(|(_, r)| r.status).expect("admitted");
+//! let page = reply.blocking_recv().expect("answered");
+//! assert_eq!(page.status, 200);
+//! rt.shutdown();
+//! # Ok::<(), seda_mail::store::StoreError>(())
+//! ```
+//!
+//! # Main types
+//!
+//! - [`store::Store`]: the storage trait; [`store::open`] picks SQLite (bundled, WAL),
+//!   MariaDB/MySQL or PostgreSQL from a URL.
+//! - [`Corpus`]: the deterministic corpus generator (folders of 1 to 12,794 messages).
+//! - [`MailRequest`], [`MailResponse`], [`MailEvent`]: what the stages consume and produce,
+//!   independent of any transport.
+//! - [`MailService`]: the stages, sessions and handlers.
+//! - [`http`]: a minimal hyper adapter (to be replaced by the shared front end).
+//! - [`user_model::UserModel`]: the emulated user (Markov model, think time, back-off);
+//!   [`load`]: a closed-loop driver over HTTP.
+//!
+//! # Overload
+//!
+//! A stage whose queue is full rejects at enqueue: the client gets 503 with `Retry-After: 5`.
+//! Runtime configuration (stage names `mail.<type>`) can add token buckets or adaptive
+//! controllers per type. The user class comes from the `x-seda-class` header or the `class`
+//! cookie and travels in the request's [`seda::Meta`].
+//!
+//! # Cancellation
+//!
+//! When a client disconnects, the adapter cancels the request's token. A queued request is then
+//! dropped by its stage (answered 503 through the stage's drop hook); one inside the database is
+//! interrupted ([`store::watch`]): SQLite's interrupt handle, PostgreSQL's cancel request,
+//! MariaDB's `KILL QUERY`. Writes are single transactions, so an interrupted delete or refile
+//! leaves the message exactly where it was.
+
+#![warn(missing_docs)]
+
+pub mod corpus;
+pub mod html;
+pub mod http;
+pub mod load;
+mod request;
+mod service;
+pub mod store;
+pub mod user_model;
+
+pub use corpus::Corpus;
+pub use request::{
+    MAX_CLASS, MAX_FIELDS, MAX_FORM_BYTES, MailEvent, MailRequest, MailResponse, RequestKind,
+    parse_cookies, parse_urlencoded, percent_decode, percent_encode,
+};
+pub use service::{MAX_QUERY_CHARS, MailService, RETRY_AFTER_S, ServiceOptions};

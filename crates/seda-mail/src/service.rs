@@ -1,0 +1,358 @@
+//! The service: one stage per request type, sessions, and the handlers that turn a
+//! [`MailRequest`] into a [`MailResponse`].
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use seda::{BuildError, RejectReason, Runtime, Sink, Stage, handler};
+use tokio::sync::oneshot;
+
+use crate::html;
+use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
+use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, SearchField, Sort, Store, StoreError};
+
+/// Seconds a rejected client is told to wait (002 Section 4.1: users back off 5 s).
+pub const RETRY_AFTER_S: u32 = 5;
+/// Longest search text.
+pub const MAX_QUERY_CHARS: usize = 200;
+/// Most sessions kept; the oldest half is forgotten when full.
+pub const MAX_SESSIONS: usize = 100_000;
+/// Deepest page of a folder a request may ask for.
+pub const MAX_PAGE_NO: u32 = 100_000;
+
+/// Settings of the request-type stages.
+#[derive(Debug, Clone)]
+pub struct ServiceOptions {
+    /// Worker threads per stage (database calls block on them).
+    pub threads: usize,
+    /// Queue threshold per stage (admission control; the runtime configuration can override
+    /// any stage by its name, `mail.<type>`).
+    pub threshold: usize,
+    /// Messages per page of a folder.
+    pub page_size: u32,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        ServiceOptions {
+            threads: 2,
+            threshold: 64,
+            page_size: 25,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Session {
+    user: i64,
+    name: String,
+    seq: u64,
+}
+
+struct Core {
+    store: Arc<dyn Store>,
+    sessions: Mutex<(HashMap<String, Session>, u64)>,
+    keys: std::collections::hash_map::RandomState,
+    page_size: u32,
+}
+
+/// The running service: the sinks of its stages and its sessions.
+pub struct MailService {
+    core: Arc<Core>,
+    sinks: Vec<Sink<MailEvent>>,
+}
+
+impl std::fmt::Debug for MailService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MailService")
+            .field("backend", &self.core.store.backend())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MailService {
+    /// Adds the seven request-type stages (`mail.login`...) to `rt`.
+    pub fn start(
+        rt: &Runtime,
+        store: Arc<dyn Store>,
+        options: &ServiceOptions,
+    ) -> Result<Arc<MailService>, BuildError> {
+        let core = Arc::new(Core {
+            store,
+            sessions: Mutex::new((HashMap::new(), 0)),
+            keys: std::collections::hash_map::RandomState::new(),
+            page_size: options.page_size.clamp(1, MAX_PAGE),
+        });
+        let mut sinks = Vec::new();
+        for kind in RequestKind::ALL {
+            let c = core.clone();
+            let sink = rt.stage(
+                Stage::builder(kind.stage_name())
+                    .threads(options.threads.max(1))
+                    .threshold(options.threshold.max(1))
+                    .batch(1)
+                    .handler(handler::each(move |ev: MailEvent, _cx| {
+                        let response = c.respond(kind, &ev.request);
+                        ev.respond(response);
+                    }))
+                    .on_drop(|ev: MailEvent, _reason| {
+                        ev.respond(MailResponse::unavailable(RETRY_AFTER_S));
+                    }),
+            )?;
+            sinks.push(sink);
+        }
+        Ok(Arc::new(MailService { core, sinks }))
+    }
+
+    /// The storage backend.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.core.store
+    }
+
+    /// The sink of a request type's stage.
+    pub fn sink(&self, kind: RequestKind) -> &Sink<MailEvent> {
+        &self.sinks[kind.index()]
+    }
+
+    /// Routes a request to its stage. The receiver gets the response; an immediate response
+    /// (unknown path: 404; stage rejected it: 503 with `Retry-After`) comes back as `Err`.
+    pub fn submit(
+        &self,
+        request: MailRequest,
+    ) -> Result<(RequestKind, oneshot::Receiver<MailResponse>), (Option<RequestKind>, MailResponse)>
+    {
+        let Some(kind) = RequestKind::route(&request.method, &request.path) else {
+            return Err((None, MailResponse::error(404, "No such page.")));
+        };
+        let (event, rx) = MailEvent::new(request);
+        match self.sink(kind).enqueue(event) {
+            Ok(()) => Ok((kind, rx)),
+            Err(rejected) => {
+                let status = match rejected.reason {
+                    RejectReason::Closed => "shutting down",
+                    _ => "overloaded",
+                };
+                let mut r = MailResponse::unavailable(RETRY_AFTER_S);
+                r.headers.push(("x-seda-reject".into(), status.into()));
+                Err((Some(kind), r))
+            }
+        }
+    }
+}
+
+fn store_error(e: StoreError) -> MailResponse {
+    match e {
+        StoreError::Cancelled => MailResponse::unavailable(RETRY_AFTER_S),
+        StoreError::Db(m) => {
+            eprintln!("seda-mail: {m}");
+            MailResponse::error(500, "The mail store failed; try again later.")
+        }
+    }
+}
+
+fn bad(message: &str) -> MailResponse {
+    MailResponse::error(400, message)
+}
+
+fn id_param(req: &MailRequest, name: &str) -> Result<i64, MailResponse> {
+    req.param(name)
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|&v| v > 0)
+        .ok_or_else(|| bad(&format!("`{name}` must be a positive number.")))
+}
+
+impl Core {
+    fn session(&self, req: &MailRequest) -> Option<Session> {
+        let sid = req.cookies.get("sid")?;
+        self.sessions.lock().0.get(sid).cloned()
+    }
+
+    fn new_session(&self, user: i64, name: &str) -> String {
+        let mut h1 = self.keys.build_hasher();
+        let mut h2 = self.keys.build_hasher();
+        let mut s = self.sessions.lock();
+        s.1 += 1;
+        let seq = s.1;
+        h1.write_u64(seq);
+        h1.write_i64(user);
+        h2.write_u64(seq.rotate_left(17) ^ 0x5bd1_e995);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        h2.write_u64(nanos);
+        let token = format!("{:016x}{:016x}", h1.finish(), h2.finish());
+        if s.0.len() >= MAX_SESSIONS {
+            // Forget the older half: a bounded table, and old sessions log in again.
+            let cut = seq.saturating_sub((MAX_SESSIONS / 2) as u64);
+            s.0.retain(|_, v| v.seq > cut);
+        }
+        s.0.insert(
+            token.clone(),
+            Session {
+                user,
+                name: name.to_string(),
+                seq,
+            },
+        );
+        token
+    }
+
+    fn respond(&self, kind: RequestKind, req: &MailRequest) -> MailResponse {
+        let out = if kind == RequestKind::Login {
+            self.login(req)
+        } else {
+            match self.session(req) {
+                None => Ok(MailResponse::see_other("/login")),
+                Some(s) => match kind {
+                    RequestKind::ListFolders => self.list_folders(&s, req),
+                    RequestKind::ListMessages => self.list_messages(&s, req),
+                    RequestKind::ShowMessage => self.show_message(&s, req),
+                    RequestKind::Delete => self.delete(&s, req),
+                    RequestKind::Refile => self.refile(&s, req),
+                    RequestKind::Search => self.search(&s, req),
+                    RequestKind::Login => self.login(req),
+                },
+            }
+        };
+        out.unwrap_or_else(|r| r)
+    }
+
+    fn login(&self, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+        match (req.method.as_str(), req.path.as_str()) {
+            ("POST", "/logout") => {
+                if let Some(sid) = req.cookies.get("sid") {
+                    self.sessions.lock().0.remove(sid);
+                }
+                Ok(MailResponse::see_other("/login")
+                    .with_header("set-cookie", "sid=; Path=/; Max-Age=0".into()))
+            }
+            ("POST", _) => {
+                let (Some(user), Some(password)) = (req.form.get("user"), req.form.get("password"))
+                else {
+                    let mut r = MailResponse::html(html::login_page(Some(
+                        "Enter a user name and a password.",
+                    )));
+                    r.status = 400;
+                    return Ok(r);
+                };
+                if user.len() > 64 || password.len() > 64 {
+                    return Err(bad("User names and passwords have at most 64 bytes."));
+                }
+                match self.store.login(user, password, &req.meta) {
+                    Ok(Some(id)) => {
+                        let sid = self.new_session(id, user);
+                        Ok(MailResponse::see_other("/folders").with_header(
+                            "set-cookie",
+                            format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax"),
+                        ))
+                    }
+                    Ok(None) => {
+                        let mut r =
+                            MailResponse::html(html::login_page(Some("Wrong user or password.")));
+                        r.status = 403;
+                        Ok(r)
+                    }
+                    Err(e) => Err(store_error(e)),
+                }
+            }
+            _ => Ok(MailResponse::html(html::login_page(None))),
+        }
+    }
+
+    fn list_folders(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+        let folders = self.store.folders(s.user, &req.meta).map_err(store_error)?;
+        Ok(MailResponse::html(html::folders_page(&s.name, &folders)))
+    }
+
+    fn list_messages(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+        let folder = id_param(req, "f")?;
+        let sort = match req.param("sort") {
+            None | Some("") => Sort::Date,
+            Some(v) => Sort::from_name(v).ok_or_else(|| bad("Sort by date, sender or subject."))?,
+        };
+        let page_no = match req.param("page") {
+            None | Some("") => 0,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|&p| p <= MAX_PAGE_NO)
+                .ok_or_else(|| bad("`page` must be a page number."))?,
+        };
+        let offset = page_no.saturating_mul(self.page_size);
+        match self
+            .store
+            .messages(s.user, folder, sort, offset, self.page_size, &req.meta)
+            .map_err(store_error)?
+        {
+            Some((f, rows)) => Ok(MailResponse::html(html::messages_page(
+                &f,
+                &rows,
+                sort,
+                page_no,
+                self.page_size,
+            ))),
+            None => Err(MailResponse::error(404, "No such folder.")),
+        }
+    }
+
+    fn show_message(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+        let id = id_param(req, "id")?;
+        let Some(m) = self
+            .store
+            .message(s.user, id, &req.meta)
+            .map_err(store_error)?
+        else {
+            return Err(MailResponse::error(404, "No such message."));
+        };
+        let folders = self.store.folders(s.user, &req.meta).map_err(store_error)?;
+        Ok(MailResponse::html(html::message_page(&m, &folders)))
+    }
+
+    fn moved(&self, m: Moved) -> Result<MailResponse, MailResponse> {
+        match m {
+            Moved::Moved { from, .. } | Moved::Purged { from } => {
+                Ok(MailResponse::see_other(&format!("/folder?f={from}")))
+            }
+            Moved::NoMessage => Err(MailResponse::error(404, "No such message.")),
+            Moved::NoFolder => Err(MailResponse::error(404, "No such folder.")),
+        }
+    }
+
+    fn delete(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+        let id = id_param(req, "id")?;
+        let m = self
+            .store
+            .delete(s.user, id, &req.meta)
+            .map_err(store_error)?;
+        self.moved(m)
+    }
+
+    fn refile(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+        let id = id_param(req, "id")?;
+        let to = id_param(req, "to")?;
+        let m = self
+            .store
+            .refile(s.user, id, to, &req.meta)
+            .map_err(store_error)?;
+        self.moved(m)
+    }
+
+    fn search(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+        let q = req.param("q").unwrap_or("").trim();
+        if q.is_empty() || q.chars().count() > MAX_QUERY_CHARS {
+            return Err(bad("Search for 1 to 200 characters."));
+        }
+        let (field, label) = match req.param("in") {
+            None | Some("" | "headers") => (SearchField::Headers, "subject and sender"),
+            Some("body") => (SearchField::Body, "body text"),
+            Some(_) => return Err(bad("Search in `headers` or `body`.")),
+        };
+        let rows = self
+            .store
+            .search(s.user, q, field, MAX_RESULTS, &req.meta)
+            .map_err(store_error)?;
+        Ok(MailResponse::html(html::search_page(q, label, &rows)))
+    }
+}

@@ -1,0 +1,82 @@
+//! A request cancelled while the database works is interrupted inside the statement (SQLite's
+//! interrupt handle, PostgreSQL's cancel request, MariaDB's KILL QUERY), and nothing else is.
+
+use std::time::{Duration, Instant};
+
+use seda::Meta;
+use seda_mail::store::{SearchField, Store, StoreError};
+
+use crate::common::*;
+
+/// Rows of long, uniform bodies whose LIKE scan with a near-miss pattern takes seconds.
+const ROWS: i64 = 200;
+const BODY: usize = 100_000;
+const PATTERN_LEN: usize = 300;
+
+fn slow_pattern() -> String {
+    format!("{}b", "a".repeat(PATTERN_LEN))
+}
+
+fn slow_search_is_interrupted(store: &dyn Store) {
+    let backend = store.backend();
+    let meta = Meta::new();
+    let token = meta.cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(150));
+        token.cancel();
+    });
+    let t0 = Instant::now();
+    let out = store.search(1, &slow_pattern(), SearchField::Body, 10, &meta);
+    let took = t0.elapsed();
+    canceller.join().unwrap();
+    assert_eq!(out, Err(StoreError::Cancelled), "{backend} after {took:?}");
+    assert!(took < Duration::from_secs(10), "{backend}: {took:?}");
+    eprintln!("{backend}: slow search cancelled after {took:?}");
+    // The connection goes back to the pool healthy: the next calls work.
+    let meta = Meta::new();
+    for _ in 0..3 {
+        assert!(store.folders(1, &meta).is_ok(), "{backend}");
+    }
+}
+
+#[test]
+fn cancellation_interrupts_a_running_statement() {
+    let corpus = small_corpus();
+    for store in backends("cancel", &corpus) {
+        let body = "a".repeat(BODY);
+        match store.backend() {
+            "sqlite" => {
+                let conn = rusqlite::Connection::open(temp_db_path("cancel")).unwrap();
+                let mut st = conn
+                    .prepare(
+                        "INSERT INTO t_cancel_messages VALUES (?1, 1, 1, 's', 'r', 'slow', 0, 0, 0, \
+                         'h', ?2)",
+                    )
+                    .unwrap();
+                for i in 0..ROWS {
+                    st.execute(rusqlite::params![10_000_000 + i, body]).unwrap();
+                }
+            }
+            "postgres" => {
+                let mut c = postgres::Client::connect(PG_URL, postgres::NoTls).unwrap();
+                c.execute(
+                    "INSERT INTO t_cancel_messages SELECT 10000000 + g, 1, 1, 's', 'r', 'slow', \
+                     0, 0, 0, 'h', repeat('a', $1) FROM generate_series(1, $2) g",
+                    &[&(BODY as i32), &(ROWS as i32)],
+                )
+                .unwrap();
+            }
+            "mysql" => {
+                use mysql::prelude::Queryable;
+                let mut c = mysql::Conn::new(mysql::Opts::from_url(MY_URL).unwrap()).unwrap();
+                c.query_drop(format!(
+                    "INSERT INTO t_cancel_messages SELECT 10000000 + seq, 1, 1, 's', 'r', \
+                     'slow', 0, 0, 0, 'h', REPEAT('a', {BODY}) FROM seq_1_to_{ROWS}"
+                ))
+                .unwrap();
+            }
+            other => panic!("unknown backend {other}"),
+        }
+        slow_search_is_interrupted(store.as_ref());
+    }
+}

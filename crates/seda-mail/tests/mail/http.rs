@@ -1,0 +1,107 @@
+//! The HTTP adapter on a real socket: login, cookie, pages, 404, 413, and 503 on rejection.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use seda_mail::{ServiceOptions, http};
+
+use crate::common::*;
+
+fn exchange(addr: std::net::SocketAddr, raw: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn serves_pages_over_http() {
+    let corpus = small_corpus();
+    let store = seda_mail::store::open(&temp_db("http"), "").unwrap();
+    store.reset().unwrap();
+    store.load(&corpus).unwrap();
+    let (rt, svc) = service(store, ServiceOptions::default());
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (listener, addr) = tokio
+        .block_on(http::bind("127.0.0.1:0".parse().unwrap()))
+        .unwrap();
+    let server = tokio.spawn(http::serve(listener, svc, async {
+        let _ = stop_rx.await;
+    }));
+
+    let r = exchange(
+        addr,
+        "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.contains("<form method=\"post\" action=\"/login\">"));
+
+    let body = "user=user2&password=pass2";
+    let r = exchange(
+        addr,
+        &format!(
+            "POST /login HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: \
+             application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(r.starts_with("HTTP/1.1 303"), "{r}");
+    let sid = r
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_string();
+    let r = exchange(
+        addr,
+        &format!("GET /folders HTTP/1.1\r\nhost: x\r\ncookie: {sid}\r\nconnection: close\r\n\r\n"),
+    );
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.contains("Folders of user2"));
+
+    let r = exchange(
+        addr,
+        "GET /etc/passwd HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert!(r.starts_with("HTTP/1.1 404"), "{r}");
+
+    let big = "a".repeat(seda_mail::MAX_FORM_BYTES + 10);
+    let r = exchange(
+        addr,
+        &format!(
+            "POST /login HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{big}",
+            big.len()
+        ),
+    );
+    assert!(r.starts_with("HTTP/1.1 413"), "{r}");
+
+    // A closed stage rejects: 503 with Retry-After.
+    let _ = stop_tx.send(());
+    tokio.block_on(server).unwrap();
+    rt.shutdown();
+}
+
+#[test]
+fn rejection_is_503_with_retry_after() {
+    let corpus = small_corpus();
+    let store = seda_mail::store::open(&temp_db("http503"), "").unwrap();
+    store.reset().unwrap();
+    store.load(&corpus).unwrap();
+    let rt = seda::Runtime::start().unwrap();
+    let svc = seda_mail::MailService::start(&rt, store, &ServiceOptions::default()).unwrap();
+    // Stop admitting: every stage now rejects at enqueue.
+    svc.sink(seda_mail::RequestKind::Login)
+        .set_threshold(Some(0));
+    let r = call(&svc, req("GET", "/login", None, ""));
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("5"));
+    rt.shutdown();
+}
