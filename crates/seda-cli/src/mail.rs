@@ -169,10 +169,8 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             "mail service ({}) listening on http://{addr}/  (log in as user1 / pass1; Ctrl-C stops)",
             store.backend()
         );
-        http::serve(listener, service, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await;
+        http::serve(listener, service, stop_signal()).await;
+        println!("shutting down");
         anyhow::Ok(())
     })?;
     let report = rt.shutdown();
@@ -181,6 +179,22 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         report.drained, report.abandoned
     );
     Ok(())
+}
+
+/// Completes on Ctrl-C (SIGINT) or SIGTERM.
+async fn stop_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
 }
 
 /// `seda mail load`.

@@ -113,6 +113,8 @@ pub struct UserModel {
     folder: Option<i64>,
     messages: Vec<i64>,
     message: Option<i64>,
+    /// The last folder page listed no message: look elsewhere next time.
+    empty_list: bool,
 }
 
 /// Numbers that follow `prefix` in `body`, in order, without repeats.
@@ -157,6 +159,7 @@ impl UserModel {
             folder: None,
             messages: Vec::new(),
             message: None,
+            empty_list: false,
         }
     }
 
@@ -194,6 +197,7 @@ impl UserModel {
                 }
                 RequestKind::ListMessages | RequestKind::Search => {
                     self.messages = ids_after(body, "href=\"/msg?id=");
+                    self.empty_list = self.messages.is_empty();
                 }
                 RequestKind::ShowMessage => {
                     let more = ids_after(body, "<option value=\"");
@@ -203,6 +207,8 @@ impl UserModel {
                         }
                     }
                 }
+                // A refiled message stays this user's: measuring refiles alone, move it again.
+                RequestKind::Refile if self.mix == Mix::Only(RequestKind::Refile) => {}
                 RequestKind::Delete | RequestKind::Refile => {
                     if let Some(m) = self.message.take() {
                         self.messages.retain(|&x| x != m);
@@ -277,7 +283,7 @@ impl UserModel {
             RequestKind::ListMessages => {
                 // Usually stay in the current folder (its first page, sorted by date);
                 // sometimes another folder, another sort or the next page.
-                let change = self.folder.is_none() || self.rng.below(4) == 0;
+                let change = self.folder.is_none() || self.empty_list || self.rng.below(4) == 0;
                 if change && !self.folders.is_empty() {
                     let i = self.rng.below(self.folders.len() as u64) as usize;
                     self.folder = Some(self.folders[i]);
@@ -285,7 +291,11 @@ impl UserModel {
                 let f = self.folder.unwrap_or(0);
                 let sort =
                     ["date", "date", "date", "sender", "subject"][self.rng.below(5) as usize];
-                let page = if self.rng.below(5) == 0 { 1 } else { 0 };
+                let page = if !self.empty_list && self.rng.below(5) == 0 {
+                    1
+                } else {
+                    0
+                };
                 (
                     "GET",
                     format!("/folder?f={f}&sort={sort}&page={page}"),
