@@ -17,7 +17,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -26,6 +26,9 @@ use crate::service::MailService;
 
 /// How long connections get to finish their request after shutdown starts.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long a client may take to send a request's header (slow clients hold no worker, but
+/// they hold a connection).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Cancels a request's token when dropped before [`disarm`](Self::disarm): the client left.
 struct CancelOnDrop(Option<seda::CancelToken>);
@@ -140,7 +143,11 @@ pub async fn serve(
                 let svc = service.clone();
                 let mut stop = stop_rx.clone();
                 conns.spawn(async move {
-                    let conn = http1::Builder::new().keep_alive(true).serve_connection(
+                    let conn = http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(HEADER_TIMEOUT)
+                        .keep_alive(true)
+                        .serve_connection(
                         TokioIo::new(stream),
                         service_fn(move |req| handle(svc.clone(), req)),
                     );
