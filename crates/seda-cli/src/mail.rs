@@ -57,6 +57,9 @@ pub struct ServeArgs {
     /// Prefix of the table names.
     #[arg(long, default_value = "")]
     prefix: String,
+    /// Drop (503) requests not answered within this many ms, even inside the database.
+    #[arg(long)]
+    deadline_ms: Option<u64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -169,7 +172,10 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             "mail service ({}) listening on http://{addr}/  (log in as user1 / pass1; Ctrl-C stops)",
             store.backend()
         );
-        http::serve(listener, service, stop_signal()).await;
+        let options = http::HttpOptions {
+            deadline: args.deadline_ms.map(Duration::from_millis),
+        };
+        http::serve(listener, service, options, stop_signal()).await;
         println!("shutting down");
         anyhow::Ok(())
     })?;

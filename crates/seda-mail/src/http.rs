@@ -30,6 +30,14 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// they hold a connection).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Settings of the adapter.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// Requests not answered this long after they arrived are dropped from their queue or
+    /// interrupted in the database, and answered 503 (nobody should wait longer).
+    pub deadline: Option<Duration>,
+}
+
 /// Cancels a request's token when dropped before [`disarm`](Self::disarm): the client left.
 struct CancelOnDrop(Option<seda::CancelToken>);
 
@@ -68,6 +76,7 @@ pub fn to_hyper(r: MailResponse) -> Response<Full<Bytes>> {
 /// Handles one HTTP request: parse, enqueue, await the stage's answer.
 pub async fn handle(
     service: Arc<MailService>,
+    options: Arc<HttpOptions>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let born = Instant::now();
@@ -100,7 +109,7 @@ pub async fn handle(
             )));
         }
     };
-    let request = match MailRequest::parse(
+    let mut request = match MailRequest::parse(
         &method,
         &target,
         cookie.as_deref(),
@@ -111,6 +120,9 @@ pub async fn handle(
         Ok(r) => r,
         Err(resp) => return Ok(to_hyper(resp)),
     };
+    if let Some(d) = options.deadline {
+        request.meta.deadline = Some(born + d);
+    }
     let guard = CancelOnDrop(Some(request.meta.cancel.clone()));
     let response = match service.submit(request) {
         Err((_, resp)) => resp,
@@ -129,8 +141,10 @@ pub async fn handle(
 pub async fn serve(
     listener: TcpListener,
     service: Arc<MailService>,
+    options: HttpOptions,
     shutdown: impl Future<Output = ()>,
 ) {
+    let options = Arc::new(options);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
@@ -141,6 +155,7 @@ pub async fn serve(
                 let Ok((stream, _peer)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
                 let svc = service.clone();
+                let opts = options.clone();
                 let mut stop = stop_rx.clone();
                 conns.spawn(async move {
                     let conn = http1::Builder::new()
@@ -149,7 +164,7 @@ pub async fn serve(
                         .keep_alive(true)
                         .serve_connection(
                         TokioIo::new(stream),
-                        service_fn(move |req| handle(svc.clone(), req)),
+                        service_fn(move |req| handle(svc.clone(), opts.clone(), req)),
                     );
                     tokio::pin!(conn);
                     tokio::select! {

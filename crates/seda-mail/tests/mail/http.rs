@@ -33,9 +33,14 @@ fn serves_pages_over_http() {
     let (listener, addr) = tokio
         .block_on(http::bind("127.0.0.1:0".parse().unwrap()))
         .unwrap();
-    let server = tokio.spawn(http::serve(listener, svc, async {
-        let _ = stop_rx.await;
-    }));
+    let server = tokio.spawn(http::serve(
+        listener,
+        svc,
+        http::HttpOptions::default(),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
 
     let r = exchange(
         addr,
@@ -97,6 +102,11 @@ fn rejection_is_503_with_retry_after() {
     store.load(&corpus).unwrap();
     let rt = seda::Runtime::start().unwrap();
     let svc = seda_mail::MailService::start(&rt, store, &ServiceOptions::default()).unwrap();
+    // A request whose deadline has passed is not served.
+    let mut late = req("GET", "/login", None, "");
+    late.meta.deadline = Some(std::time::Instant::now());
+    let r = call(&svc, late);
+    assert_eq!(r.status, 503);
     // Stop admitting: every stage now rejects at enqueue.
     svc.sink(seda_mail::RequestKind::Login)
         .set_threshold(Some(0));
@@ -122,9 +132,14 @@ fn emulated_users_drive_every_page_over_http() {
     let (listener, addr) = tokio
         .block_on(http::bind("127.0.0.1:0".parse().unwrap()))
         .unwrap();
-    let server = tokio.spawn(http::serve(listener, svc, async {
-        let _ = stop_rx.await;
-    }));
+    let server = tokio.spawn(http::serve(
+        listener,
+        svc,
+        http::HttpOptions::default(),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
     let report = tokio.block_on(seda_mail::load::run(seda_mail::load::LoadOptions {
         addr,
         users: 4,
