@@ -179,12 +179,36 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         println!("shutting down");
         anyhow::Ok(())
     })?;
+    print_stage_totals(&rt.stats());
     let report = rt.shutdown();
     println!(
         "stopped: drained {}, abandoned {}",
         report.drained, report.abandoned
     );
     Ok(())
+}
+
+/// What each request-type stage did while the server ran (server-side response times:
+/// from the request's arrival to the end of its handler).
+fn print_stage_totals(stats: &seda::RuntimeSnapshot) {
+    println!(
+        "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "stage", "completed", "rejected", "dropped", "p50 ms", "p90 ms", "p99 ms"
+    );
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{:.1}", s * 1000.0));
+    for s in &stats.stages {
+        let t = &s.totals;
+        println!(
+            "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            s.name,
+            t.counters.completed,
+            t.counters.rejected_total,
+            t.counters.dropped_total,
+            ms(t.response.p50_s),
+            ms(t.response.p90_s),
+            ms(t.response.p99_s)
+        );
+    }
 }
 
 /// Completes on Ctrl-C (SIGINT) or SIGTERM.
