@@ -176,4 +176,9 @@ fn emulated_users_drive_every_page_over_http() {
     }
     let a = store.audit().unwrap();
     assert_eq!((a.bad_folders, a.folder_counts), (0, a.messages));
+    assert_eq!(
+        a.messages,
+        corpus.total_messages(),
+        "the Markov users never purge"
+    );
 }
