@@ -189,8 +189,14 @@ fn runtime_throughput(events: u64) -> Result<f64> {
     Ok(rate)
 }
 
-fn raw_throughput(events: u64) -> f64 {
-    let (entrance, mut rx) = crossbeam_channel::bounded::<u64>(ENTRANCE_BOUND);
+/// A chain of channels with one forwarding thread per hop but the last; returns the entrance,
+/// the last channel's receiver (for the caller's last hop) and the threads.
+fn raw_chain<T: Send + 'static>() -> (
+    crossbeam_channel::Sender<T>,
+    crossbeam_channel::Receiver<T>,
+    Vec<thread::JoinHandle<()>>,
+) {
+    let (entrance, mut rx) = crossbeam_channel::bounded::<T>(ENTRANCE_BOUND);
     let mut threads = Vec::new();
     for _ in 1..HOPS {
         let (tx, next_rx) = crossbeam_channel::unbounded();
@@ -204,6 +210,11 @@ fn raw_throughput(events: u64) -> f64 {
         }));
         rx = next_rx;
     }
+    (entrance, rx, threads)
+}
+
+fn raw_throughput(events: u64) -> f64 {
+    let (entrance, rx, threads) = raw_chain::<u64>();
     let last = thread::spawn(move || rx.iter().count() as u64);
     let start = Instant::now();
     for i in 0..events {
@@ -243,20 +254,7 @@ fn runtime_latency(samples: usize) -> Result<Vec<Duration>> {
 }
 
 fn raw_latency(samples: usize) -> Vec<Duration> {
-    let (entrance, mut rx) = crossbeam_channel::bounded::<Instant>(ENTRANCE_BOUND);
-    let mut threads = Vec::new();
-    for _ in 1..HOPS {
-        let (tx, next_rx) = crossbeam_channel::unbounded();
-        let input = rx;
-        threads.push(thread::spawn(move || {
-            for x in input {
-                if tx.send(x).is_err() {
-                    break;
-                }
-            }
-        }));
-        rx = next_rx;
-    }
+    let (entrance, rx, mut threads) = raw_chain::<Instant>();
     let (back_tx, back_rx) = mpsc::channel();
     threads.push(thread::spawn(move || {
         for sent in rx {

@@ -3,7 +3,12 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod demo;
+mod fileset;
+mod load;
 mod mail;
+mod serve;
+mod sim;
 
 #[derive(Parser)]
 #[command(
@@ -19,16 +24,31 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build a small stage graph, drive it past capacity, and show admission control at work.
-    Demo,
-    /// Micro-benchmarks of the runtime against a baseline, measured in one run.
-    #[command(subcommand)]
-    Bench(BenchCommand),
-    /// The Arashi e-mail service: corpus generation and a closed-loop load driver.
-    #[command(subcommand)]
-    Mail(MailCommand),
+    Demo(demo::DemoArgs),
     /// Run a service.
     #[command(subcommand)]
     Serve(ServeCommand),
+    /// Drive an HTTP server with closed, open or partly-open users; report latency and fairness.
+    Load(Box<load::LoadArgs>),
+    /// Run an overload scenario in the simulator (spike, users, classes, goodput, degrade, stages).
+    Sim(sim::SimArgs),
+    /// The Arashi e-mail service: corpus generation and a closed-loop load driver.
+    #[command(subcommand)]
+    Mail(MailCommand),
+    /// Generate a benchmark file set.
+    #[command(subcommand)]
+    Fileset(FilesetCommand),
+    /// Micro-benchmarks of the runtime against a baseline, measured in one run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum ServeCommand {
+    /// Haboob: the staged static-file server.
+    Static(serve::StaticArgs),
+    /// The e-mail service (SQLite by default, seeded when empty).
+    Mail(mail::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -40,9 +60,9 @@ enum MailCommand {
 }
 
 #[derive(Subcommand)]
-enum ServeCommand {
-    /// The e-mail service (SQLite by default, seeded when empty).
-    Mail(mail::ServeArgs),
+enum FilesetCommand {
+    /// The SPECweb99 layout: directories of 36 files in four size classes.
+    Specweb99(fileset::Specweb99Args),
 }
 
 #[derive(Subcommand)]
@@ -54,10 +74,14 @@ enum BenchCommand {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo => Ok(()),
-        Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
+        Command::Demo(args) => demo::run(&args),
+        Command::Serve(ServeCommand::Static(args)) => serve::serve_static(&args),
+        Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
+        Command::Load(args) => load::run(*args),
+        Command::Sim(args) => sim::run(args),
         Command::Mail(MailCommand::Corpus(args)) => mail::corpus(&args),
         Command::Mail(MailCommand::Load(args)) => mail::load(&args),
-        Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
+        Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
+        Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
     }
 }

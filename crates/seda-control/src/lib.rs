@@ -36,12 +36,30 @@
 //!   retire idle workers).
 //! - [`BatchController`]: SEDA's AggThrottle, a throughput-driven search for the batch size.
 //! - [`AimdWindow`]: SSM's client-side window of outstanding requests.
+//! - [`ResponseTimeController`] (002 Section 3.2), [`MulticlassController`] (002 Section 3.3),
+//!   [`Degradation`] (002 Section 3.4), [`SelectiveDropper`] (003 Section 4.2.3) and our
+//!   [`TunedResponseTimeController`].
+//! - [`peers`]: Netflix's Vegas, Gradient2 and AIMD limits, Envoy's gradient controller and
+//!   folly's CoDel, behind the same [`AdmissionController`] interface.
+//! - [`build_admission`]: builds any of them from a kind name and numeric parameters (the
+//!   runtime's TOML configuration).
+//!
+//! # Overload signals
+//!
+//! Admission controllers see rejected and expired events only as congestion signals
+//! ([`AdmissionController::on_drop`]); they are never response-time samples.
 
 #![warn(missing_docs)]
 
 mod admission;
 mod aimd_window;
 mod batching;
+pub mod degradation;
+pub mod dropper;
+mod factory;
+pub mod multiclass;
+pub mod peers;
+pub mod response_time;
 mod thread_pool;
 mod threshold;
 mod token_bucket;
@@ -50,6 +68,13 @@ pub use admission::{AdmissionController, RejectReason};
 pub use aimd_window::{AimdWindow, AimdWindowConfig};
 pub use batching::{
     BATCH_ADJUST_DELAY, BATCH_FACTOR, BatchConfig, BatchController, BatchObservation, BatchState,
+};
+pub use degradation::{Degradation, DegradationConfig, DegradingAdmission};
+pub use dropper::SelectiveDropper;
+pub use factory::{ADMISSION_KINDS, build_admission};
+pub use multiclass::{MulticlassConfig, MulticlassController};
+pub use response_time::{
+    ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
 };
 pub use thread_pool::{
     POOL_CONTROLLER_DELAY_TICKS, PoolAdjustment, PoolObservation, ThreadPoolConfig,

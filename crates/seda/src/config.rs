@@ -16,6 +16,7 @@
 //! order = "lifo"           # or "fifo" (default)
 //! rate_limit = { rate_per_s = 500.0, depth = 50.0 }
 //! drop_after_ms = 2000     # selective dropping of events queued too long
+//! admission = { kind = "response_time", target_s = 0.5 }   # adaptive admission control
 //! pool_controller = { enable = true, delay_ms = 500, threshold = 10, idle_ms = 1000 }
 //! batch_controller = { enable = true, min = 1, max = 1024, recalc_ms = 100, smooth = 0.5 }
 //!
@@ -171,6 +172,31 @@ pub struct StageConfig {
     pub rate_limit: Option<RateLimitConfig>,
     /// Drop events that waited longer than this in the queue, ms (selective dropping).
     pub drop_after_ms: Option<u64>,
+    /// An adaptive admission controller (response time, multiclass, a peer's limit...).
+    pub admission: Option<AdmissionConfig>,
+}
+
+/// An adaptive admission controller by name, with its numeric parameters (units in the names):
+///
+/// ```toml
+/// [stages.work.admission]
+/// kind = "response_time"   # see seda_control::ADMISSION_KINDS
+/// target_s = 1.0
+/// ```
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+pub struct AdmissionConfig {
+    /// The controller, one of [`seda_control::ADMISSION_KINDS`].
+    pub kind: String,
+    /// Its parameters.
+    #[serde(flatten)]
+    pub params: BTreeMap<String, f64>,
+}
+
+impl AdmissionConfig {
+    /// Builds the controller, or says what is wrong with the settings.
+    pub fn build(&self) -> Result<Box<dyn seda_control::AdmissionController>, String> {
+        seda_control::build_admission(&self.kind, &self.params)
+    }
 }
 
 macro_rules! overlay {
@@ -220,6 +246,7 @@ impl StageConfig {
             order,
             rate_limit,
             drop_after_ms,
+            admission,
             threads,
             min_threads,
             max_threads,

@@ -86,8 +86,8 @@ mod stage;
 pub mod stats;
 
 pub use config::{
-    BatchControllerConfig, Config, ConfigError, PoolControllerConfig, PoolSettings,
-    RateLimitConfig, RuntimeConfig, StageConfig,
+    AdmissionConfig, BatchControllerConfig, Config, ConfigError, PoolControllerConfig,
+    PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
 };
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
@@ -100,3 +100,8 @@ pub use runtime::{
 pub use seda_control::{AdmissionController, RejectReason, Time};
 pub use sink::{Prepared, Rejected, Sink};
 pub use stage::{Stage, StageBuilder};
+
+/// The README's example, compiled and run as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExample;

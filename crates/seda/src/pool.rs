@@ -7,7 +7,7 @@
 //! time retires while the pool is above its minimum; the control thread adds workers.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -17,8 +17,11 @@ use seda_control::{Controller, PoolObservation, ThreadPoolConfig, ThreadPoolCont
 use crate::Time;
 use crate::stage::StageDyn;
 
-/// Spin rounds before parking; each round backs off a little more, the last ones yield.
+/// Rounds of looking for work before parking (as crossbeam's `Backoff`): the first
+/// [`BUSY_SPIN_ROUNDS`] spin `2^round` times, the rest yield the CPU to a thread that may be
+/// producing the work.
 const SPIN_ROUNDS: u32 = 10;
+const BUSY_SPIN_ROUNDS: u32 = 6;
 
 pub(crate) struct Pool {
     pub(crate) name: String,
@@ -139,8 +142,11 @@ impl Pool {
     }
 
     /// Wakes one parked worker, if any: called after an event is pushed.
+    ///
+    /// The fence orders the push before the look at `sleepers` (see the worker's park path).
     pub(crate) fn notify(&self) {
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
             let _guard = self.park.lock();
             self.wake.notify_one();
         }
@@ -233,6 +239,9 @@ impl Pool {
             let config = self.config();
             let mut guard = self.park.lock();
             self.sleepers.fetch_add(1, Ordering::SeqCst);
+            // Pairs with the fence in `notify`: either we see the producer's event below, or it
+            // sees us as a sleeper and wakes us (tests/loom_handoff.rs checks this protocol).
+            fence(Ordering::SeqCst);
             if self.stop.load(Ordering::SeqCst) || stages.iter().any(|s| s.has_ready()) {
                 self.sleepers.fetch_sub(1, Ordering::SeqCst);
                 continue;
@@ -252,22 +261,14 @@ impl Pool {
     }
 
     fn spin_for_work(&self, stages: &[Arc<dyn StageDyn>]) -> bool {
-        let rounds: u32 = std::env::var("SEDA_SPIN")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(SPIN_ROUNDS);
-        let spins: u32 = std::env::var("SEDA_SPINS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(6);
-        for round in 0..rounds {
+        for round in 0..SPIN_ROUNDS {
             if stages.iter().any(|s| s.has_ready()) {
                 return true;
             }
             if self.stop.load(Ordering::Relaxed) {
                 return false;
             }
-            if round < spins {
+            if round < BUSY_SPIN_ROUNDS {
                 for _ in 0..(1 << round) {
                     std::hint::spin_loop();
                 }

@@ -132,46 +132,14 @@ impl<E> Queue<E> {
             if n == 0 {
                 return 0;
             }
-            let mut left = n;
-            match self.order {
-                Order::Fifo => {
-                    out.extend(items.events.drain(..n));
-                    while left > 0 {
-                        let Some(front) = items.runs.front_mut() else {
-                            break;
-                        };
-                        let take = left.min(front.count);
-                        runs.push(Run {
-                            at: front.at,
-                            count: take,
-                        });
-                        front.count -= take;
-                        left -= take;
-                        if front.count == 0 {
-                            items.runs.pop_front();
-                        }
-                    }
-                }
-                Order::Lifo => {
-                    let start = items.events.len() - n;
-                    out.extend(items.events.drain(start..).rev());
-                    while left > 0 {
-                        let Some(back) = items.runs.back_mut() else {
-                            break;
-                        };
-                        let take = left.min(back.count);
-                        runs.push(Run {
-                            at: back.at,
-                            count: take,
-                        });
-                        back.count -= take;
-                        left -= take;
-                        if back.count == 0 {
-                            items.runs.pop_back();
-                        }
-                    }
-                }
+            let lifo = self.order == Order::Lifo;
+            if lifo {
+                let start = items.events.len() - n;
+                out.extend(items.events.drain(start..).rev());
+            } else {
+                out.extend(items.events.drain(..n));
             }
+            take_runs(&mut items.runs, n, lifo, runs);
             self.ready.fetch_sub(n, Ordering::SeqCst);
             n
         };
@@ -184,6 +152,32 @@ impl<E> Queue<E> {
         let (mut out, mut runs) = (Vec::new(), Vec::new());
         self.pop_batch(usize::MAX, &mut out, &mut runs);
         out
+    }
+}
+
+/// Moves the stamps of `n` events from one end of `from` to `out`, splitting a run if needed.
+fn take_runs(from: &mut VecDeque<Run>, mut n: usize, from_back: bool, out: &mut Vec<Run>) {
+    while n > 0 {
+        let end = if from_back {
+            from.back_mut()
+        } else {
+            from.front_mut()
+        };
+        let Some(run) = end else { break };
+        let take = n.min(run.count);
+        out.push(Run {
+            at: run.at,
+            count: take,
+        });
+        run.count -= take;
+        n -= take;
+        if run.count == 0 {
+            if from_back {
+                from.pop_back();
+            } else {
+                from.pop_front();
+            }
+        }
     }
 }
 

@@ -283,6 +283,13 @@ impl Runtime {
             None => config,
         };
         config.validate(&name)?;
+        let controller = match &config.admission {
+            Some(a) => Some(
+                a.build()
+                    .map_err(|e| ConfigError(format!("stage `{name}`: admission: {e}")))?,
+            ),
+            None => controller,
+        };
         let mut stages = self.inner.registry.stages.write();
         if stages.iter().any(|s| s.name() == name) {
             return Err(BuildError::DuplicateStage(name));

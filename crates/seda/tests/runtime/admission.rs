@@ -1,4 +1,5 @@
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use seda::{Meta, RejectReason, Runtime, Stage, handler};
@@ -271,4 +272,89 @@ fn drop_after_drops_events_that_waited_too_long() {
     rt.shutdown();
     assert_eq!(served.get(), 1);
     assert_eq!(rt.stats().stages[0].totals.counters.dropped["expired"], 1);
+}
+
+/// A controller that refuses class 0, and records what the stage tells it.
+struct Recorder {
+    log: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl seda::AdmissionController for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn admit(&mut self, _now: seda::Time, class: u8) -> Result<(), RejectReason> {
+        if class == 0 {
+            return Err(RejectReason::Class);
+        }
+        self.log.lock().unwrap().push("admit");
+        Ok(())
+    }
+    fn undo_admit(&mut self, _now: seda::Time, _class: u8) {
+        self.log.lock().unwrap().push("undo");
+    }
+    fn on_complete(&mut self, _: seda::Time, class: u8, response: Duration, sojourn: Duration) {
+        assert_eq!(class, 1);
+        assert!(
+            response >= sojourn,
+            "response counts from birth, sojourn from admission"
+        );
+        self.log.lock().unwrap().push("complete");
+    }
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        vec![("quality", 0.25)]
+    }
+}
+
+#[test]
+fn an_admission_controller_sees_each_admitted_event_once_and_the_handler_reads_its_state() {
+    let rt = Runtime::start().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let quality = Arc::new(Mutex::new(None));
+    let q = quality.clone();
+    let sink = rt
+        .stage(
+            Stage::builder("controlled")
+                .threshold(1)
+                .admission(Box::new(Recorder { log: log.clone() }))
+                .handler(handler::each(move |_: Req, cx| {
+                    *q.lock().unwrap() = cx.controller_value("quality");
+                })),
+        )
+        .unwrap();
+    let (tx, _rx) = mpsc::channel();
+    let low = Req {
+        meta: Meta::new().with_class(0),
+        reply: tx.clone(),
+    };
+    assert_eq!(sink.enqueue(low).unwrap_err().reason, RejectReason::Class);
+    // Two class-1 events at once exceed the threshold: the controller's admissions are undone.
+    let pair = vec![
+        Req {
+            meta: Meta::new().with_class(1),
+            reply: tx.clone(),
+        },
+        Req {
+            meta: Meta::new().with_class(1),
+            reply: tx.clone(),
+        },
+    ];
+    assert_eq!(
+        sink.enqueue_many(pair).unwrap_err().reason,
+        RejectReason::QueueFull
+    );
+    sink.enqueue(Req {
+        meta: Meta::new().with_class(1),
+        reply: tx,
+    })
+    .unwrap();
+    rt.shutdown();
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec!["admit", "admit", "undo", "undo", "admit", "complete"]
+    );
+    assert_eq!(*quality.lock().unwrap(), Some(0.25));
+    let snap = &rt.stats().stages[0];
+    let c = snap.controller.as_ref().unwrap();
+    assert_eq!((c.name, c.state["quality"]), ("recorder", 0.25));
 }

@@ -112,3 +112,35 @@ fn bad_configuration_gets_a_clear_error() {
     assert!(rt.sink::<u64>("dup").is_ok());
     rt.shutdown();
 }
+
+#[test]
+fn an_adaptive_controller_is_chosen_in_the_file() {
+    let config = Config::from_toml(
+        "[stages.w.admission]\nkind = \"response_time\"\ntarget_s = 0.5\nnreq = 50\n",
+    )
+    .unwrap();
+    let rt = Runtime::builder().config(config).start().unwrap();
+    let sink = rt
+        .stage(Stage::builder("w").handler(handler::each(|_: u64, _| {})))
+        .unwrap();
+    sink.enqueue(1).unwrap();
+    let snap = rt.stats();
+    let c = snap.stages[0]
+        .controller
+        .as_ref()
+        .expect("controller attached");
+    assert_eq!(c.name, "response_time");
+    rt.shutdown();
+
+    let bad = Config::from_toml("[stages.w.admission]\nkind = \"fifo\"\n").unwrap();
+    let rt = Runtime::builder().config(bad).start().unwrap();
+    let err = rt
+        .stage(Stage::builder("w").handler(handler::each(|_: u64, _| {})))
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("stage `w`: admission") && text.contains("vegas"),
+        "{text}"
+    );
+    rt.shutdown();
+}

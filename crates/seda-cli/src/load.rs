@@ -1,0 +1,370 @@
+//! `seda load`: the load generator's command line.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use seda_control::AimdWindowConfig;
+use seda_load::workload::{SpecWeb, Synthetic, UrlList, Workload};
+use seda_load::{
+    Arrivals, ClientConfig, Closed, LoadConfig, Model, Open, PartlyOpen, Schedule, Target,
+    parse_duration,
+};
+
+fn dur(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ModelArg {
+    /// N users that send, wait for the reply, think, and send again.
+    Closed,
+    /// Requests arrive at a rate whatever the server does (latency from the intended send time).
+    Open,
+    /// Sessions arrive at a rate; each stays for another request with probability --stay.
+    PartlyOpen,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ArrivalsArg {
+    Poisson,
+    Constant,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum WorkloadArg {
+    /// The given URL(s) (and --url-file), picked uniformly at random.
+    Urls,
+    /// The SPECweb99 static mix under the URL's path (file-0 quirk fixed).
+    Specweb,
+    /// The SPECweb99 mix exactly as Haboob's client drew it (never requests file 0).
+    SpecwebOriginal,
+    /// Service times drawn from --synthetic, sent as ?PARAM=MICROSECONDS.
+    Synthetic,
+}
+
+/// Drive an HTTP server with closed, open or partly-open users and report latency, throughput,
+/// goodput, rejections and fairness.
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    /// Target URL(s), http://host:port/path; several URLs must share host and port.
+    #[arg(required = true)]
+    urls: Vec<String>,
+    /// Loop model.
+    #[arg(long, value_enum, default_value = "closed")]
+    model: ModelArg,
+    /// Closed model: number of users (connections).
+    #[arg(short = 'c', long, default_value_t = 64)]
+    users: usize,
+    /// Think time between a reply and the next request (closed and partly-open).
+    #[arg(long, value_parser = dur, default_value = "0ms")]
+    think: Duration,
+    /// Draw think times from an exponential distribution with mean --think.
+    #[arg(long)]
+    think_exp: bool,
+    /// Closed model: start the users gradually over this time.
+    #[arg(long, value_parser = dur, default_value = "0s")]
+    ramp: Duration,
+    /// Open model: requests per second; partly-open: sessions per second.
+    #[arg(short = 'r', long, default_value_t = 1000.0)]
+    rate: f64,
+    /// Open model: arrival process.
+    #[arg(long, value_enum, default_value = "poisson")]
+    arrivals: ArrivalsArg,
+    /// Open model: most connections; partly-open: most concurrent sessions.
+    #[arg(long, default_value_t = 10_000)]
+    max_connections: usize,
+    /// Open model: most due requests waiting for a connection (beyond: dropped, and counted).
+    #[arg(long, default_value_t = 1_000_000)]
+    max_backlog: usize,
+    /// Partly-open model: probability that a session sends another request after a reply.
+    #[arg(long, default_value_t = 0.8)]
+    stay: f64,
+    /// Length of the run.
+    #[arg(short = 'd', long, value_parser = dur, default_value = "10s")]
+    duration: Duration,
+    /// Load applied first and not recorded (schedules count time from its start).
+    #[arg(long, value_parser = dur, default_value = "0s")]
+    warmup: Duration,
+    /// Users or rate over time: "0s=3,30s=1000,90s=3" (steps), "10s~100" (ramp to 100 at 10 s).
+    #[arg(long, conflicts_with = "schedule_file")]
+    schedule: Option<String>,
+    /// The schedule as a TOML file ([[point]] at = "30s", level = 1000, ramp = false).
+    #[arg(long)]
+    schedule_file: Option<PathBuf>,
+    /// What to request.
+    #[arg(long, value_enum, default_value = "urls")]
+    workload: WorkloadArg,
+    /// More URLs (paths on the same host), one per line.
+    #[arg(long)]
+    url_file: Option<PathBuf>,
+    /// SPECweb: number of directories (Haboob used 680, for connload 1000).
+    #[arg(long, default_value_t = 680)]
+    specweb_dirs: usize,
+    /// Synthetic mix: "P:const:D,P:exp:MEAN,P:uniform:LOW:HIGH".
+    #[arg(long, default_value = "1:const:1ms")]
+    synthetic: String,
+    /// Synthetic mix: the query parameter carrying the service time in microseconds.
+    #[arg(long, default_value = "service_us")]
+    synthetic_param: String,
+    /// Requests per connection before reconnecting (0: keep the connection).
+    #[arg(long, default_value_t = 0)]
+    requests_per_conn: u32,
+    /// Connect timeout.
+    #[arg(long, value_parser = dur, default_value = "3s")]
+    connect_timeout: Duration,
+    /// Per-request deadline from the intended send time (a timeout past it).
+    #[arg(long, value_parser = dur, default_value = "10s")]
+    deadline: Duration,
+    /// After a 503: wait this long, reconnect and start over (the e-mail experiments use 5s).
+    #[arg(long, value_parser = dur)]
+    backoff: Option<Duration>,
+    /// Bound outstanding requests with SSM's AIMD window.
+    #[arg(long)]
+    aimd: bool,
+    /// AIMD: largest window.
+    #[arg(long, default_value_t = 10_000.0)]
+    aimd_max: f64,
+    /// AIMD: a reply slower than this shrinks the window.
+    #[arg(long, value_parser = dur, default_value = "1s")]
+    aimd_timeout: Duration,
+    /// Goodput counts requests completed within this.
+    #[arg(long, value_parser = dur, default_value = "100ms")]
+    goodput_target: Duration,
+    /// Reporting interval.
+    #[arg(long, value_parser = dur, default_value = "1s")]
+    interval: Duration,
+    /// Largest response body accepted, in bytes.
+    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    max_body_bytes: u64,
+    /// Print the whole result as JSON (summary, series, classes, clients).
+    #[arg(long)]
+    json: bool,
+    /// No live progress line (it is shown only when stderr is a terminal anyway).
+    #[arg(long)]
+    no_progress: bool,
+    /// Pin the generator to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Open and partly-open: pace on tokio's 1 ms timer (arrivals up to ~2 ms late, counted as
+    /// latency) instead of a timerfd.
+    #[arg(long)]
+    coarse_pacing: bool,
+    /// Seed for all random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Runs `seda load`.
+pub fn run(args: LoadArgs) -> anyhow::Result<()> {
+    let config = build(&args)?;
+    let report = seda_load::run(config)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(())
+}
+
+fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
+    let target = Target::parse(&a.urls[0])?;
+    let mut paths = Vec::new();
+    for u in &a.urls {
+        let t = Target::parse(u)?;
+        if t.addr != target.addr || t.host_header != target.host_header {
+            bail!(
+                "all URLs must be on one host and port: {u} differs from {}",
+                a.urls[0]
+            );
+        }
+        paths.push(t.path);
+    }
+    if let Some(f) = &a.url_file {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        for line in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let path = if line.starts_with('/') {
+                line.to_string()
+            } else {
+                Target::parse(line)?.path
+            };
+            paths.push(path);
+        }
+    }
+    let workload: Arc<dyn Workload> = match a.workload {
+        WorkloadArg::Urls => Arc::new(UrlList::new(paths)?),
+        WorkloadArg::Specweb => Arc::new(SpecWeb::new(&target.path, a.specweb_dirs)?),
+        WorkloadArg::SpecwebOriginal => {
+            Arc::new(SpecWeb::original_file_mix(&target.path, a.specweb_dirs)?)
+        }
+        WorkloadArg::Synthetic => Arc::new(Synthetic::parse(
+            &a.synthetic,
+            &target.path,
+            &a.synthetic_param,
+        )?),
+    };
+    let model = match a.model {
+        ModelArg::Closed => Model::Closed(Closed {
+            users: a.users,
+            think: a.think,
+            think_exponential: a.think_exp,
+            ramp: a.ramp,
+        }),
+        ModelArg::Open => Model::Open(Open {
+            rate_per_s: a.rate,
+            arrivals: match a.arrivals {
+                ArrivalsArg::Poisson => Arrivals::Poisson,
+                ArrivalsArg::Constant => Arrivals::Constant,
+            },
+            max_connections: a.max_connections,
+            max_backlog: a.max_backlog,
+        }),
+        ModelArg::PartlyOpen => Model::PartlyOpen(PartlyOpen {
+            sessions_per_s: a.rate,
+            stay_probability: a.stay,
+            think: a.think,
+            max_sessions: a.max_connections,
+        }),
+    };
+    let schedule = match (&a.schedule, &a.schedule_file) {
+        (Some(s), _) => Some(Schedule::parse(s)?),
+        (None, Some(f)) => {
+            let text =
+                std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            Some(Schedule::from_toml(&text).with_context(|| format!("in {}", f.display()))?)
+        }
+        (None, None) => None,
+    };
+    let mut config = LoadConfig::new(target, model)?;
+    config.workload = workload;
+    config.schedule = schedule;
+    config.duration = a.duration;
+    config.warmup = a.warmup;
+    config.client = ClientConfig {
+        requests_per_connection: a.requests_per_conn,
+        connect_timeout: a.connect_timeout,
+        deadline: a.deadline,
+        backoff_on_503: a.backoff,
+        aimd: a.aimd.then(|| AimdWindowConfig {
+            max: a.aimd_max,
+            timeout: a.aimd_timeout,
+            ..AimdWindowConfig::default()
+        }),
+        max_body_bytes: a.max_body_bytes,
+        ..ClientConfig::default()
+    };
+    config.interval = a.interval;
+    config.goodput_target = a.goodput_target;
+    config.progress = !a.no_progress;
+    config.cpu = a.cpu;
+    config.seed = a.seed;
+    config.precise_pacing = !a.coarse_pacing;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LoadArgs,
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<LoadConfig> {
+        let cli = Cli::try_parse_from(std::iter::once("load").chain(args.iter().copied()))?;
+        build(&cli.args)
+    }
+
+    #[test]
+    fn builds_each_model() {
+        let c = config(&["http://127.0.0.1:1/x", "-c", "8", "--think", "20ms"]).unwrap();
+        assert!(matches!(c.model, Model::Closed(Closed { users: 8, .. })));
+        assert_eq!(c.workload.classes(), ["/x"]);
+        let c = config(&[
+            "http://127.0.0.1:1/",
+            "--model",
+            "open",
+            "-r",
+            "500",
+            "--arrivals",
+            "constant",
+        ])
+        .unwrap();
+        assert!(matches!(
+            c.model,
+            Model::Open(Open {
+                arrivals: Arrivals::Constant,
+                ..
+            })
+        ));
+        let c = config(&[
+            "http://127.0.0.1:1/",
+            "--model",
+            "partly-open",
+            "--stay",
+            "0.5",
+        ])
+        .unwrap();
+        assert!(matches!(
+            c.model,
+            Model::PartlyOpen(PartlyOpen {
+                stay_probability: 0.5,
+                ..
+            })
+        ));
+        let c = config(&[
+            "http://127.0.0.1:1/sw",
+            "--workload",
+            "specweb",
+            "--specweb-dirs",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(c.workload.classes().len(), 4);
+        let c = config(&[
+            "http://127.0.0.1:1/",
+            "--schedule",
+            "0s=3,30s=1000,90s=3",
+            "--backoff",
+            "5s",
+        ])
+        .unwrap();
+        assert_eq!(c.schedule.unwrap().max_level(), 1000.0);
+        assert_eq!(c.client.backoff_on_503, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        assert!(config(&["http://127.0.0.1:1/", "http://127.0.0.1:2/"]).is_err());
+        assert!(config(&["http://127.0.0.1:1/", "--schedule", "10s=1,5s=2"]).is_err());
+        assert!(
+            config(&[
+                "http://127.0.0.1:1/",
+                "--workload",
+                "synthetic",
+                "--synthetic",
+                "x"
+            ])
+            .is_err()
+        );
+        assert!(config(&["http://127.0.0.1:1/", "--think", "soon"]).is_err());
+        assert!(
+            config(&[
+                "http://127.0.0.1:1/",
+                "--schedule-file",
+                "/nonexistent.toml"
+            ])
+            .is_err()
+        );
+    }
+}

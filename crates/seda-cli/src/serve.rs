@@ -1,0 +1,72 @@
+//! `seda serve static`: Haboob, the staged static-file server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use seda_http::{ServeConfig, StaticServer};
+
+/// Arguments of `seda serve static`.
+#[derive(Args, Debug)]
+pub struct StaticArgs {
+    /// Directory to serve.
+    #[arg(long)]
+    root: PathBuf,
+    /// Address to listen on (overrides the file's `http.addr`).
+    #[arg(long)]
+    addr: Option<SocketAddr>,
+    /// TOML file with [http], [static] and the runtime's [runtime]/[domains.*]/[stages.*].
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+pub fn serve_static(args: &StaticArgs) -> anyhow::Result<()> {
+    let mut config = match &args.config {
+        Some(path) => ServeConfig::from_file(path)?,
+        None => ServeConfig::default(),
+    };
+    config.statics.root = args.root.clone();
+    if let Some(addr) = args.addr {
+        config.http.addr = addr;
+    }
+    let timeout = config.http.shutdown_timeout();
+    let server = StaticServer::start(config).context("cannot start the static-file server")?;
+    let addr = server.local_addr();
+    println!(
+        "seda serve static: serving {} on http://{addr}/",
+        args.root.display()
+    );
+    match server.admin_addr() {
+        Some(admin) => println!("introspection: http://{admin}/_seda/stats and /_seda/graph"),
+        None => println!("introspection: http://{addr}/_seda/stats and /_seda/graph"),
+    }
+    wait_for_signal().context("cannot install the signal handlers")?;
+    println!(
+        "shutting down (waiting up to {} ms for requests in flight)",
+        timeout.as_millis()
+    );
+    let done = server.shutdown(timeout);
+    println!(
+        "stopped: {} connection(s) cut, stages drained: {}",
+        done.http.connections_cut, done.runtime.drained
+    );
+    Ok(())
+}
+
+fn wait_for_signal() -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        Ok(())
+    })
+}

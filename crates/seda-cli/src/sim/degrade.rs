@@ -1,0 +1,160 @@
+//! `degrade`: service degradation (002 Section 3.4, Figures 12 and 13). The spike of `spike`
+//! (3 users, then users offering 3 x capacity from 10 s to 60 s, p90 target 1 s) on a stage
+//! whose handler can do less work: half of each service time scales with the quality knob, so
+//! degrading can at most double the capacity, short of the 3x load. Compared: no control;
+//! degradation alone; degradation that re-enables admission control at the lowest quality;
+//! admission control alone.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, anyhow, bail};
+use seda_control::{AdmissionController, build_admission};
+use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
+use serde_json::{Value, json};
+
+use super::common::{measure_capacity, series_json, series_text, sim};
+use super::{Output, SimArgs};
+
+const TARGET_S: f64 = 1.0;
+const ONSET_S: f64 = 10.0;
+const END_S: f64 = 60.0;
+const DEGRADABLE: f64 = 0.5;
+const MODES: [&str; 4] = [
+    "none",
+    "degradation_only",
+    "degradation+admission",
+    "response_time",
+];
+
+fn build(mode: &str) -> Result<Option<Box<dyn AdmissionController>>> {
+    let (kind, reenable) = match mode {
+        "none" => return Ok(None),
+        "degradation_only" => ("degradation", 0.0),
+        "degradation+admission" => ("degradation", 1.0),
+        "response_time" => ("response_time", -1.0),
+        other => bail!("degrade compares: {}; got `{other}`", MODES.join(", ")),
+    };
+    let mut p = BTreeMap::from([("target_s".to_string(), TARGET_S)]);
+    if reenable >= 0.0 {
+        p.insert("reenable_admission".to_string(), reenable);
+    }
+    build_admission(kind, &p).map(Some).map_err(|e| anyhow!(e))
+}
+
+pub fn run(args: &SimArgs) -> Result<Output> {
+    let modes: Vec<&str> = match &args.controller {
+        Some(c) => vec![c.as_str()],
+        None => MODES.to_vec(),
+    };
+    let stage = StageConfig {
+        servers: 4,
+        service: Dist::exp(0.01),
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let capacity = measure_capacity(&stage, args.seed)?;
+    let users = args.users.unwrap_or(3000).max(4);
+    let think_s = f64::from(users) / (3.0 * capacity);
+    let mut text = format!(
+        "degrade: 4 servers x 10 ms exp service ({} of it scaled by the quality knob), measured \
+         full-quality capacity {capacity:.1}/s; 3 -> {users} users at {ONSET_S} s offering 3 x C \
+         until {END_S} s; p90 target {TARGET_S} s; seed {}\n\
+         {:<22} {:>8} {:>9} {:>10} {:>8} {:>9} {:>12}\n",
+        DEGRADABLE,
+        args.seed,
+        "mode",
+        "p90_s",
+        "settle_s",
+        "goodput/s",
+        "xC",
+        "refused",
+        "mean_quality"
+    );
+    let mut series = String::new();
+    let mut runs = Vec::new();
+    for mode in modes {
+        let closed = |n, start_s, end_s| {
+            SourceConfig::new(Population::Closed {
+                users: n,
+                think: Dist::exp(think_s),
+                reject_wait: None,
+                start_s,
+                end_s,
+            })
+        };
+        let sources = vec![
+            closed(3, 0.0, f64::INFINITY),
+            closed(users - 3, ONSET_S, END_S),
+        ];
+        let mut cfg = SimConfig::new(END_S + 10.0, stage.clone(), sources);
+        cfg.seed = args.seed;
+        cfg.target_s = TARGET_S;
+        cfg.degradable = DEGRADABLE;
+        cfg.admission = build(mode)?;
+        let r = sim(cfg)?;
+        let m = &r.metrics;
+        let spike = m.window(ONSET_S, END_S);
+        let settle = m.settle_time(ONSET_S, END_S, 1.0, 0.9, 1.2 * TARGET_S);
+        let secs = END_S - ONSET_S;
+        let goodput = spike.good as f64 / secs;
+        let lo = (ONSET_S / m.bucket_s) as usize;
+        let hi = ((END_S / m.bucket_s) as usize).min(m.buckets.len());
+        let qs: Vec<f64> = m.buckets[lo.min(hi)..hi]
+            .iter()
+            .filter_map(|b| {
+                b.state
+                    .iter()
+                    .find(|(k, _)| *k == "quality")
+                    .map(|(_, q)| *q)
+            })
+            .collect();
+        let mean_q = if qs.is_empty() {
+            1.0
+        } else {
+            qs.iter().sum::<f64>() / qs.len() as f64
+        };
+        let p90 = spike.quantile(0.9);
+        text += &format!(
+            "{:<22} {:>8} {:>9} {:>10.1} {:>8.2} {:>9.3} {:>12.3}\n",
+            mode,
+            p90.map_or("-".into(), |v| format!("{v:.3}")),
+            if settle < secs - 1.0 {
+                format!("{settle:.1}")
+            } else {
+                "never".into()
+            },
+            goodput,
+            goodput / capacity,
+            spike.refused_fraction(),
+            mean_q
+        );
+        if args.series {
+            series += &series_text(mode, m, 1.0);
+        }
+        runs.push(json!({
+            "summary": {
+                "controller": mode,
+                "target_s": TARGET_S,
+                "p90_admitted_s": p90,
+                "settle_time_s": settle,
+                "goodput_per_s": goodput,
+                "capacity_per_s": capacity,
+                "rejected_fraction": spike.refused_fraction(),
+                "mean_quality": mean_q,
+            },
+            "series": series_json(m, 1.0),
+        }));
+    }
+    let json = json!({
+        "scenario": "degrade",
+        "seed": args.seed,
+        "target_s": TARGET_S,
+        "degradable": DEGRADABLE,
+        "capacity_per_s": capacity,
+        "runs": Value::Array(runs),
+    });
+    Ok(Output {
+        json,
+        text: text + &series,
+    })
+}

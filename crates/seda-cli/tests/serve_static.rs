@@ -1,0 +1,83 @@
+//! `seda fileset specweb99` and `seda serve static` as a user runs them: the binary, a real
+//! socket, SIGINT.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("seda-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+#[test]
+fn fileset_then_serve_then_sigint() {
+    let seda = env!("CARGO_BIN_EXE_seda");
+    let root = temp_dir("www");
+    let out = Command::new(seda)
+        .args(["fileset", "specweb99", "--dirs", "2", "--out"])
+        .arg(&root)
+        .output()
+        .expect("run seda fileset");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: usize = (0..2)
+        .map(|d| {
+            std::fs::read_dir(root.join(format!("dir{d:05}")))
+                .expect("dir")
+                .count()
+        })
+        .sum();
+    assert_eq!(files, 72);
+    assert_eq!(
+        std::fs::metadata(root.join("dir00001/class3_8"))
+            .expect("file")
+            .len(),
+        921_600
+    );
+
+    let mut child = Command::new(seda)
+        .args(["serve", "static", "--addr", "127.0.0.1:0", "--root"])
+        .arg(&root)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run seda serve static");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("first line");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+
+    let mut s = TcpStream::connect(&addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(b"GET /dir00001/class0_4 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut response = Vec::new();
+    s.read_to_end(&mut response).expect("read");
+    let on_disk = std::fs::read(root.join("dir00001/class0_4")).expect("file");
+    assert!(response.starts_with(b"HTTP/1.1 200 OK"));
+    assert!(response.ends_with(&on_disk));
+
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("rest of stdout");
+    assert!(status.success(), "exit status {status}, output {rest}");
+    assert!(rest.contains("stopped: 0 connection(s) cut"), "{rest}");
+    let _ = std::fs::remove_dir_all(&root);
+}

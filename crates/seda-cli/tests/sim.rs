@@ -1,0 +1,64 @@
+//! `seda sim` end to end: JSON shape, the spike goals for our controller, clear errors.
+
+use std::process::Command;
+
+fn seda(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_seda"))
+        .args(args)
+        .output()
+        .expect("run seda")
+}
+
+#[test]
+fn spike_json_has_the_summary_fields_and_the_tuned_controller_meets_the_goals() {
+    let out = seda(&[
+        "sim",
+        "spike",
+        "--controller",
+        "response_time_tuned",
+        "--json",
+        "--seed",
+        "3",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let run = &v["runs"][0];
+    let s = &run["summary"];
+    for key in [
+        "controller",
+        "target_s",
+        "p90_admitted_s",
+        "p90_admitted_after_settle_s",
+        "settle_time_s",
+        "goodput_per_s",
+        "capacity_per_s",
+        "rejected_fraction",
+    ] {
+        assert!(!s[key].is_null(), "missing {key} in {s}");
+    }
+    assert!(run["series"].as_array().is_some_and(|a| a.len() >= 60));
+    let f = |k: &str| s[k].as_f64().unwrap();
+    assert!(f("settle_time_s") <= 2.0, "{s}");
+    assert!(
+        f("p90_admitted_after_settle_s") <= 1.2 * f("target_s"),
+        "{s}"
+    );
+    assert!(f("goodput_per_s") >= 0.9 * f("capacity_per_s"), "{s}");
+}
+
+#[test]
+fn bad_names_give_clear_errors() {
+    let out = seda(&["sim", "nope"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("valid: spike"));
+    let out = seda(&["sim", "spike", "--controller", "nope"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("valid kinds"));
+    let out = seda(&["sim", "spike", "--controller", "vegas", "--param", "x"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NAME=VALUE"));
+}

@@ -1,0 +1,258 @@
+//! Service degradation (seed 002, Section 3.4; Sandstorm's `BOTTLENECK_DEGRADE` hook).
+//!
+//! A quality knob in `[q_min, 1]` that the stage's handler reads to do less work per request.
+//! Each run compares the stage's percentile response time with the target: over target the
+//! quality is divided by `decrease` (2), under it grows by `step` (0.01), as Sandstorm's
+//! bottleneck stage does. When the quality is already at `q_min` and the response time is still
+//! over target, admission control is re-enabled (002: "the stage optionally re-enables the
+//! admission controller when the quality factor is at its lowest setting and response times
+//! continue to exceed the target"); it is switched off again once the quality has recovered to
+//! full (our choice; 002 does not say when).
+//!
+//! [`DegradingAdmission`] packages the knob with a response-time controller: admission passes
+//! everything until the knob re-enables it.
+
+use std::time::Duration;
+
+use crate::response_time::{ResponseTimeConfig, ResponseTimeController, SampleWindow};
+use crate::{AdmissionController, Controller, RejectReason, Time};
+
+/// Parameters of [`Degradation`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DegradationConfig {
+    /// Target for the stage's percentile response time.
+    pub target: Duration,
+    /// Lowest quality (Sandstorm: 0.01).
+    pub q_min: f64,
+    /// Additive quality increase under target (Sandstorm: 0.01).
+    pub step: f64,
+    /// Quality divisor over target (Sandstorm: 2).
+    pub decrease: f64,
+    /// Whether admission control is re-enabled at `q_min` (002's option).
+    pub reenable_admission: bool,
+}
+
+impl DegradationConfig {
+    /// Sandstorm's defaults for `target`.
+    pub fn new(target: Duration) -> Self {
+        DegradationConfig {
+            target,
+            q_min: 0.01,
+            step: 0.01,
+            decrease: 2.0,
+            reenable_admission: true,
+        }
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.target.is_zero() {
+            return Err("target_s must be greater than 0".into());
+        }
+        if !(self.q_min > 0.0 && self.q_min <= 1.0) {
+            return Err(format!("q_min must be in (0, 1], got {}", self.q_min));
+        }
+        if !(self.step.is_finite() && self.step > 0.0) {
+            return Err(format!("quality_step must be > 0, got {}", self.step));
+        }
+        if !(self.decrease.is_finite() && self.decrease > 1.0) {
+            return Err(format!(
+                "quality_decrease must be > 1, got {}",
+                self.decrease
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the stage should do after a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DegradationState {
+    /// The quality the handler should deliver, in `[q_min, 1]`.
+    pub quality: f64,
+    /// Whether the stage's admission controller should be enforcing.
+    pub admission_enabled: bool,
+}
+
+/// The quality knob of 002 Section 3.4.
+#[derive(Debug, Clone)]
+pub struct Degradation {
+    cfg: DegradationConfig,
+    state: DegradationState,
+}
+
+impl Degradation {
+    /// Full quality, admission off.
+    pub fn new(cfg: DegradationConfig) -> Result<Self, String> {
+        cfg.validate()?;
+        Ok(Degradation {
+            cfg,
+            state: DegradationState {
+                quality: 1.0,
+                admission_enabled: false,
+            },
+        })
+    }
+
+    /// The current state.
+    pub fn state(&self) -> DegradationState {
+        self.state
+    }
+}
+
+impl Controller for Degradation {
+    /// The stage's percentile response time over the last period.
+    type Observation = Duration;
+    type Adjustment = DegradationState;
+
+    fn update(&mut self, _now: Time, percentile: &Duration) -> DegradationState {
+        let s = &mut self.state;
+        if *percentile > self.cfg.target {
+            if s.quality <= self.cfg.q_min && self.cfg.reenable_admission {
+                s.admission_enabled = true;
+            }
+            s.quality = (s.quality / self.cfg.decrease).max(self.cfg.q_min);
+        } else {
+            s.quality = (s.quality + self.cfg.step).min(1.0);
+            if s.quality >= 1.0 {
+                s.admission_enabled = false;
+            }
+        }
+        *s
+    }
+}
+
+/// Degradation first, admission control as the last resort (002 Figure 13's configuration).
+#[derive(Debug, Clone)]
+pub struct DegradingAdmission {
+    knob: Degradation,
+    window: SampleWindow,
+    inner: ResponseTimeController,
+}
+
+impl DegradingAdmission {
+    /// A knob with `cfg`, measuring with `rt`'s window, falling back on `rt`'s controller.
+    pub fn new(cfg: DegradationConfig, rt: ResponseTimeConfig) -> Result<Self, String> {
+        let window = SampleWindow::new(rt.nreq, rt.timeout, rt.percentile);
+        Ok(DegradingAdmission {
+            knob: Degradation::new(cfg)?,
+            window,
+            inner: ResponseTimeController::new(rt)?,
+        })
+    }
+
+    /// The quality the stage should deliver now.
+    pub fn quality(&self) -> f64 {
+        self.knob.state().quality
+    }
+
+    fn run(&mut self, now: Time, p: Option<f64>) {
+        if let Some(p) = p {
+            self.knob.update(now, &Duration::from_secs_f64(p));
+        }
+    }
+}
+
+impl AdmissionController for DegradingAdmission {
+    fn name(&self) -> &'static str {
+        "degradation"
+    }
+
+    fn admit(&mut self, now: Time, class: u8) -> Result<(), RejectReason> {
+        let p = self.window.poll(now);
+        self.run(now, p);
+        let verdict = self.inner.admit(now, class);
+        if self.knob.state().admission_enabled {
+            verdict
+        } else {
+            Ok(())
+        }
+    }
+
+    fn undo_admit(&mut self, now: Time, class: u8) {
+        self.inner.undo_admit(now, class);
+    }
+
+    fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration) {
+        let p = self.window.push(now, response.as_secs_f64());
+        self.run(now, p);
+        self.inner.on_complete(now, class, response, sojourn);
+    }
+
+    fn tick(&mut self, now: Time) {
+        let p = self.window.poll(now);
+        self.run(now, p);
+        self.inner.tick(now);
+    }
+
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        let s = self.knob.state();
+        let mut v = vec![
+            ("quality", s.quality),
+            (
+                "admission_enabled",
+                if s.admission_enabled { 1.0 } else { 0.0 },
+            ),
+        ];
+        v.extend(self.inner.state());
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: f64) -> Duration {
+        Duration::from_secs_f64(x)
+    }
+
+    #[test]
+    fn halves_over_target_and_creeps_up_under_it() {
+        let mut d = Degradation::new(DegradationConfig::new(s(1.0))).unwrap();
+        assert_eq!(d.update(s(0.0), &s(2.0)).quality, 0.5);
+        assert_eq!(d.update(s(1.0), &s(2.0)).quality, 0.25);
+        assert!((d.update(s(2.0), &s(0.5)).quality - 0.26).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reenables_admission_only_at_q_min_while_still_over_target() {
+        let mut d = Degradation::new(DegradationConfig::new(s(1.0))).unwrap();
+        for i in 0..7 {
+            // 1 -> 0.5 -> ... -> 0.0078 clamped to 0.01
+            assert!(!d.update(s(i as f64), &s(2.0)).admission_enabled);
+        }
+        assert_eq!(d.state().quality, 0.01);
+        assert!(d.update(s(8.0), &s(2.0)).admission_enabled);
+        // Recovers: admission stays on until full quality.
+        for i in 0..98 {
+            assert!(d.update(s(9.0 + i as f64), &s(0.1)).admission_enabled);
+        }
+        assert!(!d.update(s(200.0), &s(0.1)).admission_enabled);
+        assert_eq!(d.state().quality, 1.0);
+    }
+
+    #[test]
+    fn degrading_admission_admits_everything_until_reenabled() {
+        let rt = ResponseTimeConfig {
+            nreq: 10,
+            ..ResponseTimeConfig::new(s(1.0))
+        };
+        let mut a = DegradingAdmission::new(DegradationConfig::new(s(1.0)), rt).unwrap();
+        let t = s(0.0);
+        assert_eq!((0..1000).filter(|_| a.admit(t, 0).is_ok()).count(), 1000);
+        for i in 0..200 {
+            a.on_complete(s(i as f64 * 0.01), 0, s(5.0), s(5.0));
+        }
+        assert_eq!(a.quality(), 0.01);
+        let t = s(3.0);
+        assert!((0..1000).filter(|_| a.admit(t, 0).is_ok()).count() < 100);
+    }
+
+    #[test]
+    fn bad_config_is_an_error() {
+        let mut c = DegradationConfig::new(s(1.0));
+        c.q_min = 0.0;
+        assert!(Degradation::new(c).unwrap_err().contains("q_min"));
+    }
+}

@@ -1,0 +1,341 @@
+//! Our tuned response-time controller. It keeps 002 Section 3.2's goal (a percentile of response
+//! time at a target) and measurement (the percentile of a window of `nreq` samples or
+//! `timeout`), but it does not act through a rate. It bounds the stage's *queue* at the length
+//! that, at the measured departure rate, makes a new arrival wait the allowed time (Little's
+//! law, as 003 Section 4.3.1 maps a response-time target to a throughput target; Sandstorm's
+//! controller had a compiled-out mode doing AIMD on the queue threshold, `sandstorm.md` 3.3).
+//!
+//! Why: 002's loop acts on the token rate from response times of requests that completed, so it
+//! sees a spike only after the spike's requests have waited; its AIMD then moves the rate by
+//! +1.8/s or /1.2 per run. On our spike it admits half the capacity; a proportional law on the
+//! rate oscillates because of that measurement delay. The queue length is known without delay:
+//!
+//! - **Inner loop (no lag).** Admit while `queue < max(min_queue, d x wait)`, `d` the departure
+//!   rate (dequeues per second, smoothed over `timeout` periods), `wait` the queueing-time
+//!   budget. A rejection is decided at once, cheaply, when the request arrives.
+//! - **Outer loop (the target), slow.** Each closed window multiplies `wait` by
+//!   `r ^ (dt / adapt)`, `dt` the time since the last window, `adapt` a time constant (2 x
+//!   target) well above the measurement's own delay, and keeps it within `[0.001, 1] x target`.
+//!   Over the setpoint (`setpoint x target`), `r = setpoint x target / p90` (at least 0.5): the
+//!   budget absorbs the service-time part of the response time and whatever the model misses.
+//!   Under it, `r = 0.5` if the queue never emptied since the last window (a standing queue adds
+//!   waiting and no throughput, CoDel's observation) and up to 2 if it did (the servers may have
+//!   idled); with `trim` off, `r = setpoint x target / p90` (at most 2) steers the percentile to
+//!   the setpoint instead. It adapts only while the limit is turning requests away: at low load
+//!   the percentile says nothing about the budget (anti-windup).
+//! - **Safety net: selective dropping (003 Section 4.2.3).** At dequeue, an event that queued
+//!   longer than `drop_queued` (the target) is dropped as expired.
+
+use std::time::Duration;
+
+use super::{ResponseTimeConfig, SampleWindow};
+use crate::{AdmissionController, RejectReason, Time};
+
+/// Parameters of [`TunedResponseTimeController`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TunedConfig {
+    /// Target, percentile, `nreq`, `timeout` (0.1 s here) and `alpha` (the weight of the old
+    /// departure rate per period); 002's AIMD constants and the rate bounds are not used.
+    pub base: ResponseTimeConfig,
+    /// The percentile is steered to `setpoint x target` (0.8), a margin under the target.
+    pub setpoint: f64,
+    /// The queue limit never falls below this many events (10), so a stage whose departure
+    /// rate is not yet known still admits.
+    pub min_queue: f64,
+    /// Time constant of the outer loop (2 x target).
+    pub adapt: Duration,
+    /// Trim a standing queue: under the setpoint, shrink the budget while the queue never
+    /// empties and grow it only when it does. Off by default: it keeps latency far below the
+    /// target, like the latency-minimising peers, but it rejects requests that would have met
+    /// the target (see `seda sim users`); off, the percentile is steered to the setpoint.
+    pub trim: bool,
+    /// Drop at dequeue events that queued longer than this; `None` disables dropping.
+    pub drop_queued: Option<Duration>,
+}
+
+impl TunedConfig {
+    /// Our defaults for a `target` on the 90th percentile.
+    pub fn new(target: Duration) -> Self {
+        let base = ResponseTimeConfig {
+            timeout: Duration::from_millis(100),
+            alpha: 0.8,
+            ..ResponseTimeConfig::new(target)
+        };
+        TunedConfig {
+            base,
+            setpoint: 0.8,
+            min_queue: 10.0,
+            adapt: target * 2,
+            trim: false,
+            drop_queued: Some(target),
+        }
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), String> {
+        self.base.validate()?;
+        if !(self.setpoint > 0.0 && self.setpoint <= 1.0) {
+            return Err(format!("setpoint must be in (0, 1], got {}", self.setpoint));
+        }
+        if self.adapt.is_zero() {
+            return Err("adapt_s must be greater than 0".into());
+        }
+        if !(self.min_queue.is_finite() && self.min_queue >= 1.0) {
+            return Err(format!("min_queue must be >= 1, got {}", self.min_queue));
+        }
+        Ok(())
+    }
+}
+
+/// The tuned response-time controller (module docs describe it).
+#[derive(Debug, Clone)]
+pub struct TunedResponseTimeController {
+    cfg: TunedConfig,
+    window: SampleWindow,
+    target_s: f64,
+    /// Queueing-time budget, seconds.
+    wait_s: f64,
+    /// Admitted events not yet dequeued.
+    queued: u64,
+    departures_per_s: f64,
+    period_start: Option<Time>,
+    period_dequeues: u64,
+    last_p_s: f64,
+    last_outer: Option<Time>,
+    rejections: u64,
+    /// Lowest queue length since the last outer run.
+    min_queued: u64,
+    dropped: u64,
+}
+
+impl TunedResponseTimeController {
+    /// A controller with `cfg`.
+    pub fn new(cfg: TunedConfig) -> Result<Self, String> {
+        cfg.validate()?;
+        let b = &cfg.base;
+        let target_s = b.target.as_secs_f64();
+        Ok(TunedResponseTimeController {
+            window: SampleWindow::new(b.nreq, b.timeout, b.percentile),
+            target_s,
+            wait_s: 0.5 * target_s,
+            queued: 0,
+            departures_per_s: 0.0,
+            period_start: None,
+            period_dequeues: 0,
+            last_p_s: 0.0,
+            last_outer: None,
+            rejections: 0,
+            min_queued: 0,
+            dropped: 0,
+            cfg,
+        })
+    }
+
+    /// The current queue limit.
+    pub fn queue_limit(&self) -> f64 {
+        (self.departures_per_s * self.wait_s).max(self.cfg.min_queue)
+    }
+
+    /// The queueing-time budget.
+    pub fn wait_budget(&self) -> Duration {
+        Duration::from_secs_f64(self.wait_s)
+    }
+
+    /// The smoothed departure rate.
+    pub fn departures_per_s(&self) -> f64 {
+        self.departures_per_s
+    }
+
+    /// Outer loop: one window's percentile, closed at `now`.
+    pub fn observe(&mut self, now: Time, sample_s: f64) {
+        self.last_p_s = sample_s;
+        let last = self.last_outer.replace(now).unwrap_or(now);
+        let ran_dry = std::mem::replace(&mut self.min_queued, self.queued) == 0;
+        if std::mem::take(&mut self.rejections) == 0 {
+            return;
+        }
+        let dt = now.saturating_sub(last).as_secs_f64();
+        let step = (dt / self.cfg.adapt.as_secs_f64()).min(1.0);
+        let want = self.cfg.setpoint * self.target_s;
+        let toward_target = (want / sample_s.max(1e-9)).clamp(0.5, 2.0);
+        let ratio = if toward_target < 1.0 || !self.cfg.trim {
+            toward_target
+        } else if ran_dry {
+            // The queue emptied: servers may have idled. Allow more queue (up to the target).
+            toward_target.min(2.0)
+        } else {
+            // A queue that never emptied is standing: it adds waiting and no throughput.
+            0.5
+        };
+        self.wait_s = (self.wait_s * ratio.powf(step)).clamp(0.001 * self.target_s, self.target_s);
+    }
+
+    /// Closes departure-rate periods and due windows.
+    fn roll(&mut self, now: Time) {
+        let start = *self.period_start.get_or_insert(now);
+        let elapsed = now.saturating_sub(start);
+        if elapsed >= self.cfg.base.timeout {
+            let d = self.period_dequeues as f64 / elapsed.as_secs_f64();
+            let a = self.cfg.base.alpha;
+            self.departures_per_s = a * self.departures_per_s + (1.0 - a) * d;
+            self.period_dequeues = 0;
+            self.period_start = Some(now);
+        }
+        if let Some(p) = self.window.poll(now) {
+            self.observe(now, p);
+        }
+    }
+}
+
+impl AdmissionController for TunedResponseTimeController {
+    fn name(&self) -> &'static str {
+        "response_time_tuned"
+    }
+
+    fn admit(&mut self, now: Time, _class: u8) -> Result<(), RejectReason> {
+        self.roll(now);
+        if (self.queued as f64) < self.queue_limit() {
+            self.queued += 1;
+            Ok(())
+        } else {
+            self.rejections += 1;
+            Err(RejectReason::QueueFull)
+        }
+    }
+
+    fn undo_admit(&mut self, _now: Time, _class: u8) {
+        self.queued = self.queued.saturating_sub(1);
+    }
+
+    fn on_dequeue(&mut self, now: Time, queued: Duration) -> bool {
+        self.roll(now);
+        self.queued = self.queued.saturating_sub(1);
+        self.min_queued = self.min_queued.min(self.queued);
+        self.period_dequeues += 1;
+        let drop = self.cfg.drop_queued.is_some_and(|limit| queued > limit);
+        self.dropped += u64::from(drop);
+        drop
+    }
+
+    fn on_complete(&mut self, now: Time, _class: u8, response: Duration, _sojourn: Duration) {
+        if let Some(p) = self.window.push(now, response.as_secs_f64()) {
+            self.observe(now, p);
+        }
+    }
+
+    fn tick(&mut self, now: Time) {
+        self.roll(now);
+    }
+
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("queue_limit", self.queue_limit()),
+            ("queued", self.queued as f64),
+            ("departures_per_s", self.departures_per_s),
+            ("wait_budget_s", self.wait_s),
+            ("last_p_s", self.last_p_s),
+            ("dropped", self.dropped as f64),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: f64) -> Duration {
+        Duration::from_secs_f64(x)
+    }
+
+    fn ctl() -> TunedResponseTimeController {
+        TunedResponseTimeController::new(TunedConfig::new(s(1.0))).unwrap()
+    }
+
+    #[test]
+    fn admits_min_queue_before_any_departure_then_rejects() {
+        let mut c = ctl();
+        let admitted = (0..100).filter(|_| c.admit(s(0.0), 0).is_ok()).count();
+        assert_eq!(admitted, 10);
+        assert_eq!(c.admit(s(0.0), 0), Err(RejectReason::QueueFull));
+        c.undo_admit(s(0.0), 0);
+        assert!(c.admit(s(0.0), 0).is_ok());
+    }
+
+    #[test]
+    fn the_queue_limit_follows_the_departure_rate() {
+        let mut c = ctl();
+        c.tick(s(0.0));
+        // 100 dequeues in 0.1 s: 1000/s, smoothed by alpha 0.8 -> 200/s.
+        for i in 0..100 {
+            assert!(c.admit(s(i as f64 * 0.001), 0).is_ok());
+            c.on_dequeue(s(i as f64 * 0.001), Duration::ZERO);
+        }
+        c.tick(s(0.1));
+        assert!(
+            (c.departures_per_s() - 200.0).abs() < 1e-9,
+            "{}",
+            c.departures_per_s()
+        );
+        // Budget 0.5 s: limit 100 queued events.
+        assert!((c.queue_limit() - 100.0).abs() < 1e-9);
+        let admitted = (0..1000).filter(|_| c.admit(s(0.1), 0).is_ok()).count();
+        assert_eq!(admitted, 100);
+    }
+
+    #[test]
+    fn the_budget_moves_slowly_toward_the_setpoint_while_rejecting() {
+        let mut c = ctl();
+        c.observe(s(0.0), 2.0);
+        c.observe(s(1.0), 2.0); // no rejection in between: unchanged
+        assert_eq!(c.wait_budget(), s(0.5));
+        c.rejections = 1;
+        c.observe(s(2.0), 3.2); // ratio clamps at 0.5, over half the time constant (2 s)
+        assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
+        let before = c.wait_budget();
+        c.rejections = 1;
+        c.observe(s(3.0), 0.8); // at the setpoint: unchanged
+        assert_eq!(c.wait_budget(), before);
+        for i in 0..100 {
+            c.rejections = 1;
+            c.observe(s(4.0 + i as f64), 0.01);
+        }
+        assert_eq!(c.wait_budget(), s(1.0), "never above the target");
+    }
+
+    #[test]
+    fn trimming_shrinks_a_standing_queue_and_grows_one_that_runs_dry() {
+        let mut cfg = TunedConfig::new(s(1.0));
+        cfg.trim = true;
+        let mut c = TunedResponseTimeController::new(cfg).unwrap();
+        for _ in 0..5 {
+            assert!(c.admit(s(0.0), 0).is_ok());
+        }
+        c.observe(s(0.0), 0.1);
+        // The queue never emptied (5 queued throughout) and the limit rejected: shrink by
+        // 0.5 ^ (1 s / 2 s).
+        c.rejections = 1;
+        c.observe(s(1.0), 0.1);
+        assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
+        // Now it runs dry: grow by 2 ^ (1 s / 2 s).
+        for _ in 0..5 {
+            c.on_dequeue(s(1.5), Duration::ZERO);
+        }
+        c.rejections = 1;
+        c.observe(s(2.0), 0.1);
+        assert!((c.wait_budget().as_secs_f64() - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn drops_events_that_queued_past_the_target() {
+        let mut c = ctl();
+        assert!(c.admit(s(0.0), 0).is_ok());
+        assert!(c.admit(s(0.0), 0).is_ok());
+        assert!(!c.on_dequeue(s(5.0), s(0.9)));
+        assert!(c.on_dequeue(s(5.0), s(1.1)));
+        assert_eq!(c.state()[1], ("queued", 0.0));
+        let mut cfg = TunedConfig::new(s(1.0));
+        cfg.drop_queued = None;
+        let mut c = TunedResponseTimeController::new(cfg).unwrap();
+        assert!(!c.on_dequeue(s(5.0), s(100.0)));
+    }
+}

@@ -1,0 +1,257 @@
+//! Settings of the front end and the static-file service, from code or a TOML file.
+//!
+//! ```toml
+//! [http]
+//! addr = "127.0.0.1:8080"
+//! threads = 2                  # front-end threads (0: one per core)
+//! per_core = true             # one runtime + SO_REUSEPORT listener per thread, or one
+//!                              # work-stealing runtime (false)
+//! max_connections = 10000      # past it: 503 and close
+//! max_header_bytes = 16384     # request line + headers
+//! max_headers = 100          # hyper keeps 100 on the stack; another count allocates
+//! header_timeout_ms = 10000    # time to read a request head (slowloris)
+//! idle_timeout_ms = 60000      # keep-alive idle time
+//! max_body_bytes = 1048576
+//! retry_after_s = 1            # Retry-After of a 503
+//! introspection = true         # /_seda/stats and /_seda/graph
+//! admin_addr = "127.0.0.1:8081"   # serve them there instead of on the service port
+//!
+//! [static]
+//! cache_bytes = 268435456
+//! policy = "s3fifo"            # or "lru"
+//!
+//! [stages.file_io]             # seda's own sections: [runtime], [domains.*], [stages.*]
+//! threads = 4
+//! threshold = 1024
+//! ```
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// A configuration error: what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Front-end settings: address, limits, introspection.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// Where the service listens (port 0: an ephemeral port).
+    pub addr: SocketAddr,
+    /// Front-end threads (0: one per core).
+    pub threads: usize,
+    /// One single-thread runtime and `SO_REUSEPORT` listener per thread (nginx's model)
+    /// instead of one work-stealing runtime.
+    pub per_core: bool,
+    /// Listen backlog; large so the kernel queue never does admission control.
+    pub backlog: u32,
+    /// Open connections at most; past it a new connection gets a 503 and is closed.
+    pub max_connections: usize,
+    /// Largest request head (request line and headers), bytes; at least 8192.
+    pub max_header_bytes: usize,
+    /// Most header fields in a request.
+    pub max_headers: usize,
+    /// Time allowed to read a request head once its first byte arrived (and for a fresh
+    /// connection to send a whole head), ms.
+    pub header_timeout_ms: u64,
+    /// Time a keep-alive connection may stay idle between requests, ms.
+    pub idle_timeout_ms: u64,
+    /// Largest request body, bytes (larger: 413).
+    pub max_body_bytes: usize,
+    /// Seconds in the `Retry-After` header of a 503.
+    pub retry_after_s: u32,
+    /// Whether `/_seda/stats` and `/_seda/graph` are served.
+    pub introspection: bool,
+    /// Serve introspection on this address instead of the service port.
+    pub admin_addr: Option<SocketAddr>,
+    /// Time allowed for in-flight requests at shutdown, ms.
+    pub shutdown_timeout_ms: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            threads: 0,
+            per_core: true,
+            backlog: 4096,
+            max_connections: 10_000,
+            max_header_bytes: 16 * 1024,
+            max_headers: 100,
+            header_timeout_ms: 10_000,
+            idle_timeout_ms: 60_000,
+            max_body_bytes: 1 << 20,
+            retry_after_s: 1,
+            introspection: true,
+            admin_addr: None,
+            shutdown_timeout_ms: 5_000,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_header_bytes < 8192 {
+            return Err(ConfigError(format!(
+                "http.max_header_bytes = {} is below hyper's minimum of 8192",
+                self.max_header_bytes
+            )));
+        }
+        if self.max_headers == 0 || self.max_connections == 0 {
+            return Err(ConfigError(
+                "http.max_headers and http.max_connections must be at least 1".into(),
+            ));
+        }
+        if self.header_timeout_ms == 0 || self.idle_timeout_ms == 0 {
+            return Err(ConfigError(
+                "http.header_timeout_ms and http.idle_timeout_ms must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The header read timeout.
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
+    }
+
+    /// The keep-alive idle timeout.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+
+    /// The bounded wait of a graceful shutdown.
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
+}
+
+/// Eviction policy of the page cache.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// S3-FIFO (Yang et al., SOSP'23): a small probationary FIFO, a main FIFO with
+    /// reinsertion, and a ghost FIFO of recently evicted keys.
+    #[default]
+    S3fifo,
+    /// Least recently used.
+    Lru,
+}
+
+/// Static-file service settings.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StaticConfig {
+    /// The directory served.
+    pub root: PathBuf,
+    /// Page cache capacity: total bytes of cached bodies.
+    pub cache_bytes: usize,
+    /// Eviction policy.
+    pub policy: Policy,
+    /// Largest file served, bytes (larger: 413; files are served from memory).
+    pub max_file_bytes: u64,
+    /// Worker threads of the blocking file-I/O stage (the config's `[stages.file_io]` wins).
+    pub io_threads: usize,
+    /// Queue threshold of the file-I/O stage.
+    pub io_threshold: usize,
+    /// Seconds in the `Retry-After` header of a 503.
+    pub retry_after_s: u32,
+}
+
+impl Default for StaticConfig {
+    fn default() -> Self {
+        StaticConfig {
+            root: PathBuf::from("."),
+            cache_bytes: 256 << 20,
+            policy: Policy::S3fifo,
+            max_file_bytes: 64 << 20,
+            io_threads: 4,
+            io_threshold: 1024,
+            retry_after_s: 1,
+        }
+    }
+}
+
+/// Everything `seda serve static` reads: `[http]`, `[static]`, and seda's own sections.
+#[derive(Debug, Clone, Default)]
+pub struct ServeConfig {
+    /// Front end.
+    pub http: HttpConfig,
+    /// Static-file service.
+    pub statics: StaticConfig,
+    /// The runtime's stages and pools.
+    pub runtime: seda::Config,
+}
+
+impl ServeConfig {
+    /// Parses a TOML document.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError(format!("invalid TOML: {e}")))?;
+        let http = match table.remove("http") {
+            Some(v) => v
+                .try_into()
+                .map_err(|e| ConfigError(format!("in [http]: {e}")))?,
+            None => HttpConfig::default(),
+        };
+        let statics = match table.remove("static") {
+            Some(v) => v
+                .try_into()
+                .map_err(|e| ConfigError(format!("in [static]: {e}")))?,
+            None => StaticConfig::default(),
+        };
+        let runtime: seda::Config = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| ConfigError(format!("in the runtime sections: {e}")))?;
+        http.validate()?;
+        Ok(ServeConfig {
+            http,
+            statics,
+            runtime,
+        })
+    }
+
+    /// Reads and parses a TOML file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        Self::from_toml(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_all_sections() {
+        let c = ServeConfig::from_toml(
+            "[http]\nmax_connections = 5\n[static]\npolicy = \"lru\"\n\
+             [stages.file_io]\nthreads = 3\n",
+        )
+        .expect("valid");
+        assert_eq!(c.http.max_connections, 5);
+        assert_eq!(c.statics.policy, Policy::Lru);
+        assert_eq!(c.runtime.stages["file_io"].threads, Some(3));
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_small_limits() {
+        assert!(ServeConfig::from_toml("[http]\nmax_conns = 5\n").is_err());
+        assert!(ServeConfig::from_toml("[http]\nmax_header_bytes = 100\n").is_err());
+        assert!(ServeConfig::from_toml("[bogus]\nx = 1\n").is_err());
+    }
+}

@@ -1,0 +1,96 @@
+//! The event the front end hands to a stage graph, and the way back.
+
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use http::{Response, StatusCode};
+use http_body_util::Full;
+use seda::{Event, Meta};
+use tokio::sync::oneshot;
+
+/// The response body type: a ready buffer (hyper writes it without copying).
+pub type Body = Full<Bytes>;
+
+/// One parsed HTTP request travelling through the stages.
+///
+/// Its [`Meta`] was born when hyper finished parsing the head; its token is cancelled when the
+/// client disconnects before the answer. Exactly one answer goes back through
+/// [`reply`](Self::reply); dropping the request unanswered makes the front end send a 503.
+#[derive(Debug)]
+pub struct HttpRequest {
+    /// Request metadata (birth, class, cancellation).
+    pub meta: Meta,
+    /// Method, URI, version and headers.
+    pub head: http::request::Parts,
+    /// The whole body (bounded by `max_body_bytes`).
+    pub body: Bytes,
+    reply: Reply,
+}
+
+impl Event for HttpRequest {
+    fn meta(&self) -> Option<&Meta> {
+        Some(&self.meta)
+    }
+}
+
+/// Where the answer to a request goes.
+#[derive(Debug)]
+pub struct Reply(oneshot::Sender<Response<Body>>);
+
+impl Reply {
+    /// A reply slot and the receiver the front end awaits.
+    pub fn channel() -> (Reply, oneshot::Receiver<Response<Body>>) {
+        let (tx, rx) = oneshot::channel();
+        (Reply(tx), rx)
+    }
+
+    /// Sends the answer; false if nobody waits any more (the client went away).
+    pub fn send(self, response: Response<Body>) -> bool {
+        self.0.send(response).is_ok()
+    }
+}
+
+impl HttpRequest {
+    /// A request event (the front end builds these; tests and other front ends may too).
+    pub fn new(meta: Meta, head: http::request::Parts, body: Bytes, reply: Reply) -> Self {
+        HttpRequest {
+            meta,
+            head,
+            body,
+            reply,
+        }
+    }
+
+    /// Answers the request; false if the client went away.
+    pub fn respond(self, response: Response<Body>) -> bool {
+        self.reply.send(response)
+    }
+
+    /// Splits the request into its parts and its reply slot.
+    pub fn into_parts(self) -> (Meta, http::request::Parts, Bytes, Reply) {
+        (self.meta, self.head, self.body, self.reply)
+    }
+}
+
+/// A short plain-text response.
+pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    r
+}
+
+/// The answer to a request the service could not admit: 503, `Retry-After`, a short body.
+pub fn overloaded(retry_after_s: u32) -> Response<Body> {
+    let mut r = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "503 Service Unavailable: the service is overloaded, retry later.\n",
+    );
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(retry_after_s));
+    r
+}

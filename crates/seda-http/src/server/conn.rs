@@ -1,0 +1,291 @@
+//! Accepting and serving connections; one request becomes one event.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::{Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body as _, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use seda::{CancelToken, Meta};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::Shared;
+use super::stats::inc;
+use super::watch::{ConnState, Verdict, WatchedStream};
+use crate::request::{Body, HttpRequest, Reply, overloaded, text};
+
+/// Connections being answered 503 because too many are open; beyond this many they are just
+/// closed, so a flood cannot pile up refusal tasks either.
+const MAX_REFUSING: usize = 1024;
+static REFUSING: AtomicUsize = AtomicUsize::new(0);
+
+/// Accepts as fast as connections come, so the listen backlog never does admission control.
+pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, admin: bool) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|s| *s) => return,
+            r = listener.accept() => r,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                // Out of descriptors or a connection reset before accept: back off briefly so
+                // the loop does not spin, then keep accepting.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let open = shared.counters.open.fetch_add(1, Ordering::SeqCst);
+        if open >= shared.config.max_connections {
+            shared.counters.open.fetch_sub(1, Ordering::SeqCst);
+            inc(&shared.counters.refused_connections);
+            refuse(stream, shared.config.retry_after_s);
+            continue;
+        }
+        inc(&shared.counters.accepted);
+        tokio::spawn(serve_connection(shared.clone(), stream, admin));
+    }
+}
+
+/// Answers a connection past the limit with a 503 and closes it, reading what the client sent
+/// first so the close does not turn into a reset that hides the answer.
+fn refuse(mut stream: TcpStream, retry_after_s: u32) {
+    if REFUSING.fetch_add(1, Ordering::Relaxed) >= MAX_REFUSING {
+        REFUSING.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    tokio::spawn(async move {
+        let body = "503 Service Unavailable: too many open connections, retry later.\n";
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: {retry_after_s}\r\n\
+             Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let work = async {
+            let mut buf = [0u8; 4096];
+            // Give the client a moment to send its request, so it is read before the close.
+            let _ = tokio::time::timeout(Duration::from_millis(50), stream.read(&mut buf)).await;
+            stream.write_all(answer.as_bytes()).await?;
+            stream.shutdown().await?;
+            let mut drained = 0usize;
+            while drained < 64 * 1024 {
+                match stream.read(&mut buf).await? {
+                    0 => break,
+                    n => drained += n,
+                }
+            }
+            Ok::<_, std::io::Error>(())
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), work).await;
+        REFUSING.fetch_sub(1, Ordering::Relaxed);
+    });
+}
+
+/// Decrements the open-connection count however the connection task ends.
+struct OpenGuard(Arc<Shared>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.counters.open.fetch_sub(1, Ordering::SeqCst);
+        self.0.closed.notify_waiters();
+    }
+}
+
+async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
+    let _open = OpenGuard(shared.clone());
+    let state = ConnState::new();
+    let io = TokioIo::new(WatchedStream::new(stream, state.clone()));
+    let svc = {
+        let shared = shared.clone();
+        let state = state.clone();
+        service_fn(move |req| handle(shared.clone(), state.clone(), req, admin))
+    };
+    let cfg = &shared.config;
+    let mut builder = http1::Builder::new();
+    builder
+        .keep_alive(true)
+        // Not pipeline_flush: with it, hyper 1.x leaves its automatic 400/431 answer to a bad
+        // head unflushed (the unparsed bytes keep the read buffer non-empty).
+        .header_read_timeout(None)
+        .max_header_size(cfg.max_header_bytes)
+        .max_buf_size(cfg.max_header_bytes.max(64 * 1024));
+    if cfg.max_headers != 100 {
+        // hyper keeps up to 100 header slots on the stack; another count costs an allocation.
+        builder.max_headers(cfg.max_headers);
+    }
+    let conn = builder.serve_connection(io, svc);
+    tokio::pin!(conn);
+    let mut shutdown = shared.shutdown.subscribe();
+    let mut draining = *shutdown.borrow();
+    if draining {
+        conn.as_mut().graceful_shutdown();
+    }
+    let (head_limit, idle_limit) = (cfg.header_timeout(), cfg.idle_timeout());
+    // Phases change without re-arming the timer; it fires at least this often to look.
+    let period = head_limit.min(idle_limit);
+    let mut until = Instant::now() + period;
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if r.is_err() {
+                    inc(&shared.counters.connection_errors);
+                }
+                return;
+            }
+            _ = tokio::time::sleep_until(until.into()) => {
+                match state.verdict(Instant::now(), head_limit, idle_limit) {
+                    Verdict::Until(t) => until = t.min(Instant::now() + period),
+                    Verdict::HeadTimeout => {
+                        // Slowloris: a head that does not arrive in time ends the connection.
+                        inc(&shared.counters.header_timeouts);
+                        return;
+                    }
+                    Verdict::IdleTimeout => {
+                        inc(&shared.counters.idle_closed);
+                        return;
+                    }
+                }
+            }
+            _ = shutdown.wait_for(|s| *s), if !draining => {
+                draining = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Cancels a request's token unless disarmed: hyper drops the service future when the client
+/// goes away, and the stages then drop the request's remaining work.
+struct CancelOnDrop<'a>(Option<CancelToken>, &'a Shared);
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.take() {
+            t.cancel();
+            inc(&self.1.counters.cancelled);
+        }
+    }
+}
+
+/// Marks the connection busy while a request is being answered.
+struct Busy(Arc<ConnState>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    state: Arc<ConnState>,
+    req: hyper::Request<Incoming>,
+    admin: bool,
+) -> Result<Response<Body>, Infallible> {
+    // hyper calls the service right after parsing the head: the request is born now.
+    let born = Instant::now();
+    state.begin();
+    let _busy = Busy(state);
+    inc(&shared.counters.requests);
+    let path = req.uri().path();
+    if (admin || shared.introspect_here) && path.starts_with("/_seda/") {
+        return Ok(introspect(&shared, path));
+    }
+    if admin {
+        return Ok(text(StatusCode::NOT_FOUND, "404 Not Found\n"));
+    }
+    let (head, body) = req.into_parts();
+    let body = if body.is_end_stream() {
+        Bytes::new()
+    } else {
+        match read_body(&shared, body).await {
+            Ok(b) => b,
+            Err(r) => return Ok(r),
+        }
+    };
+    let meta = Meta::born_at(born);
+    let mut cancel = CancelOnDrop(Some(meta.cancel.clone()), &shared);
+    let (reply, rx) = Reply::channel();
+    if let Err(rejected) = shared
+        .sink
+        .enqueue(HttpRequest::new(meta, head, body, reply))
+    {
+        drop(rejected);
+        cancel.0 = None;
+        inc(&shared.counters.rejected_requests);
+        return Ok(overloaded(shared.config.retry_after_s));
+    }
+    let response = match rx.await {
+        Ok(r) => r,
+        Err(_) => {
+            // Admitted, then dropped without an answer (expired, shutdown, or a handler panic).
+            inc(&shared.counters.unanswered);
+            overloaded(shared.config.retry_after_s)
+        }
+    };
+    cancel.0 = None;
+    Ok(response)
+}
+
+async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<Body>> {
+    let max = shared.config.max_body_bytes;
+    let too_large = || {
+        inc(&shared.counters.body_too_large);
+        text(StatusCode::PAYLOAD_TOO_LARGE, "413 Content Too Large\n")
+    };
+    if body.size_hint().lower() > max as u64 {
+        return Err(too_large());
+    }
+    let collect = Limited::new(body, max).collect();
+    match tokio::time::timeout(shared.config.header_timeout(), collect).await {
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(_)) => Err(text(StatusCode::BAD_REQUEST, "400 Bad Request\n")),
+        Err(_) => Err(text(StatusCode::REQUEST_TIMEOUT, "408 Request Timeout\n")),
+    }
+}
+
+fn introspect(shared: &Shared, path: &str) -> Response<Body> {
+    let (body, content_type) = match path {
+        "/_seda/stats" => {
+            let runtime = shared
+                .runtime
+                .as_ref()
+                .map(|rt| serde_json::to_value(rt.stats()).unwrap_or_default());
+            let service = shared.extra.as_ref().map(|f| f());
+            let doc = serde_json::json!({
+                "frontend": shared.counters.snapshot(),
+                "runtime": runtime,
+                "service": service,
+            });
+            (
+                serde_json::to_string_pretty(&doc).unwrap_or_default(),
+                "application/json",
+            )
+        }
+        "/_seda/graph" => match &shared.runtime {
+            Some(rt) => (rt.graph().to_dot(), "text/vnd.graphviz"),
+            None => return text(StatusCode::NOT_FOUND, "404 Not Found\n"),
+        },
+        _ => return text(StatusCode::NOT_FOUND, "404 Not Found\n"),
+    };
+    let len = body.len();
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(CONTENT_LENGTH, HeaderValue::from(len));
+    r
+}

@@ -1,0 +1,328 @@
+//! The front end: accepts connections, enforces the limits, turns requests into events.
+
+mod conn;
+mod stats;
+mod watch;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::{Notify, watch as tokio_watch};
+
+use crate::config::HttpConfig;
+use crate::request::HttpRequest;
+use stats::Counters;
+pub use stats::FrontendStats;
+
+/// Extra figures for `/_seda/stats` (a service's own counters, e.g. its cache's).
+pub type ExtraStats = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// State shared by the accept loops and every connection.
+pub(crate) struct Shared {
+    pub(crate) config: HttpConfig,
+    pub(crate) sink: seda::Sink<HttpRequest>,
+    pub(crate) runtime: Option<seda::Runtime>,
+    pub(crate) extra: Option<ExtraStats>,
+    pub(crate) counters: Counters,
+    pub(crate) shutdown: tokio_watch::Sender<bool>,
+    /// Signalled whenever a connection closes (shutdown waits on it).
+    pub(crate) closed: Notify,
+    /// Whether introspection answers on the service port.
+    pub(crate) introspect_here: bool,
+    /// When a shutdown stops waiting for connections.
+    pub(crate) deadline: Mutex<Option<Instant>>,
+}
+
+/// A running HTTP front end feeding one stage.
+///
+/// It owns its tokio runtime(s): one multi-thread runtime of `threads` workers, or with
+/// `per_core`, `threads` single-thread runtimes, each on its own thread with its own
+/// `SO_REUSEPORT` listener (nginx's worker model: no work stealing, no shared I/O driver).
+/// Dropping it without [`shutdown`](Self::shutdown) stops it abruptly.
+pub struct HttpServer {
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+    engine: Option<Engine>,
+}
+
+enum Engine {
+    Shared(tokio::runtime::Runtime),
+    PerCore(Vec<JoinHandle<usize>>),
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("local_addr", &self.local_addr)
+            .field("admin_addr", &self.admin_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a graceful shutdown achieved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownSummary {
+    /// Connections still open when the wait ran out (closed abruptly).
+    pub connections_cut: usize,
+}
+
+fn listen(addr: SocketAddr, backlog: u32, reuse_port: bool) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    if reuse_port {
+        socket.set_reuseport(true)?;
+    }
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}
+
+/// Waits until no connection is open or `deadline` passes; returns the connections left.
+async fn wait_closed(shared: &Shared, deadline: Instant) -> usize {
+    loop {
+        let notified = shared.closed.notified();
+        let open = shared.counters.open.load(Ordering::SeqCst);
+        if open == 0 {
+            return 0;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || tokio::time::timeout(left, notified).await.is_err() {
+            return shared.counters.open.load(Ordering::SeqCst);
+        }
+    }
+}
+
+impl HttpServer {
+    /// Binds `config.addr` (and the admin address), and starts serving: each request becomes an
+    /// [`HttpRequest`] enqueued into `sink`. `runtime` feeds `/_seda/stats` and `/_seda/graph`.
+    pub fn start(
+        config: HttpConfig,
+        sink: seda::Sink<HttpRequest>,
+        runtime: Option<seda::Runtime>,
+    ) -> io::Result<HttpServer> {
+        Self::start_with_stats(config, sink, runtime, None)
+    }
+
+    /// Like [`start`](Self::start); `extra` adds the service's own figures to `/_seda/stats`
+    /// (under `"service"`).
+    pub fn start_with_stats(
+        config: HttpConfig,
+        sink: seda::Sink<HttpRequest>,
+        runtime: Option<seda::Runtime>,
+        extra: Option<ExtraStats>,
+    ) -> io::Result<HttpServer> {
+        config
+            .validate()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let threads = match config.threads {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        };
+        let (shutdown, _) = tokio_watch::channel(false);
+        let shared = Arc::new(Shared {
+            introspect_here: config.introspection && config.admin_addr.is_none(),
+            config,
+            sink,
+            runtime,
+            extra,
+            counters: Counters::default(),
+            shutdown,
+            closed: Notify::new(),
+            deadline: Mutex::new(None),
+        });
+        if shared.config.per_core {
+            Self::start_per_core(shared, threads)
+        } else {
+            Self::start_shared(shared, threads)
+        }
+    }
+
+    fn start_shared(shared: Arc<Shared>, threads: usize) -> io::Result<HttpServer> {
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("seda-http")
+            .enable_all()
+            .build()?;
+        let cfg = &shared.config;
+        let (listener, admin) = tokio.block_on(async {
+            let l = listen(cfg.addr, cfg.backlog, false)?;
+            let a = match (cfg.introspection, cfg.admin_addr) {
+                (true, Some(addr)) => Some(listen(addr, 128, false)?),
+                _ => None,
+            };
+            Ok::<_, io::Error>((l, a))
+        })?;
+        let local_addr = listener.local_addr()?;
+        let admin_addr = admin.as_ref().map(TcpListener::local_addr).transpose()?;
+        tokio.spawn(conn::accept_loop(shared.clone(), listener, false));
+        if let Some(admin) = admin {
+            tokio.spawn(conn::accept_loop(shared.clone(), admin, true));
+        }
+        Ok(HttpServer {
+            shared,
+            local_addr,
+            admin_addr,
+            engine: Some(Engine::Shared(tokio)),
+        })
+    }
+
+    fn start_per_core(shared: Arc<Shared>, threads: usize) -> io::Result<HttpServer> {
+        let mut addr = shared.config.addr;
+        let mut admin_addr = None;
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+            let shared2 = shared.clone();
+            let with_admin = i == 0;
+            let handle = std::thread::Builder::new()
+                .name(format!("seda-http-{i}"))
+                .spawn(move || core_thread(shared2, addr, with_admin, ready_tx))?;
+            let started = ready_rx
+                .recv()
+                .map_err(|_| io::Error::other("a front-end thread died while starting"))
+                .and_then(|r| r);
+            match started {
+                Ok((bound, admin)) => {
+                    // Later threads bind the port the first one got (port 0 asks for one).
+                    addr = bound;
+                    if with_admin {
+                        admin_addr = admin;
+                    }
+                    handles.push(handle);
+                }
+                Err(e) => {
+                    let _ = shared.shutdown.send(true);
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(HttpServer {
+            shared,
+            local_addr: addr,
+            admin_addr,
+            engine: Some(Engine::PerCore(handles)),
+        })
+    }
+
+    /// Where the service listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Where introspection listens, if on its own port.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
+    }
+
+    /// The front end's counters.
+    pub fn stats(&self) -> FrontendStats {
+        self.shared.counters.snapshot()
+    }
+
+    /// Stops accepting, lets in-flight requests finish and idle connections close, waits up to
+    /// `timeout` for every connection to end, then cuts what is left.
+    pub fn shutdown(mut self, timeout: Duration) -> ShutdownSummary {
+        let deadline = Instant::now() + timeout;
+        *self.shared.deadline.lock() = Some(deadline);
+        let _ = self.shared.shutdown.send(true);
+        let connections_cut = match self.engine.take() {
+            None => 0,
+            Some(Engine::Shared(tokio)) => {
+                let shared = self.shared.clone();
+                let left = tokio.block_on(async move { wait_closed(&shared, deadline).await });
+                tokio.shutdown_timeout(Duration::from_millis(100));
+                left
+            }
+            Some(Engine::PerCore(handles)) => handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(0))
+                .max()
+                .unwrap_or(0),
+        };
+        ShutdownSummary { connections_cut }
+    }
+}
+
+type Started = io::Result<(SocketAddr, Option<SocketAddr>)>;
+
+/// One per-core front-end thread: its own single-thread runtime and listener. Returns the
+/// connections still open when the shutdown wait ran out.
+fn core_thread(
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    with_admin: bool,
+    ready: std::sync::mpsc::Sender<Started>,
+) -> usize {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return 0;
+        }
+    };
+    rt.block_on(async move {
+        let cfg = &shared.config;
+        let bound = (|| {
+            let l = listen(addr, cfg.backlog, true)?;
+            let a = match (with_admin && cfg.introspection, cfg.admin_addr) {
+                (true, Some(a)) => Some(listen(a, 128, false)?),
+                _ => None,
+            };
+            let addrs = (
+                l.local_addr()?,
+                a.as_ref().map(TcpListener::local_addr).transpose()?,
+            );
+            Ok::<_, io::Error>((l, a, addrs))
+        })();
+        let (listener, admin) = match bound {
+            Ok((l, a, addrs)) => {
+                let _ = ready.send(Ok(addrs));
+                (l, a)
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return 0;
+            }
+        };
+        if let Some(admin) = admin {
+            tokio::spawn(conn::accept_loop(shared.clone(), admin, true));
+        }
+        conn::accept_loop(shared.clone(), listener, false).await;
+        let deadline = shared
+            .deadline
+            .lock()
+            .unwrap_or_else(|| Instant::now() + cfg.shutdown_timeout());
+        wait_closed(&shared, deadline).await
+    })
+    // Dropping the runtime here cuts the connections left on this thread.
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        match self.engine.take() {
+            Some(Engine::Shared(tokio)) => tokio.shutdown_background(),
+            Some(Engine::PerCore(_)) => {
+                *self.shared.deadline.lock() = Some(Instant::now());
+                let _ = self.shared.shutdown.send(true);
+            }
+            None => {}
+        }
+    }
+}

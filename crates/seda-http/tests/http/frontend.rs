@@ -1,0 +1,226 @@
+//! The front end over a stage whose handler the test holds: overload through a tiny queue
+//! threshold, cancellation on disconnect, graceful shutdown with requests in flight.
+
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::Response;
+use http_body_util::Full;
+use seda::{RejectReason, Runtime, Sink, Stage, handler};
+use seda_http::{HttpConfig, HttpRequest, HttpServer};
+
+use crate::client::Conn;
+use crate::eventually;
+
+/// A one-thread stage with queue threshold 1: each event reports its path on `started`, then
+/// waits for one message on `release` before answering 200 with the path.
+struct Held {
+    runtime: Runtime,
+    sink: Sink<HttpRequest>,
+    started: Receiver<String>,
+    release: Sender<()>,
+    dropped: Receiver<RejectReason>,
+}
+
+fn held_stage() -> Held {
+    let runtime = Runtime::start().expect("runtime");
+    let (started_tx, started) = channel();
+    let (release, release_rx) = channel::<()>();
+    let (dropped_tx, dropped) = channel();
+    let started_tx = Mutex::new(started_tx);
+    let release_rx = Mutex::new(release_rx);
+    let dropped_tx = Mutex::new(dropped_tx);
+    let sink = runtime
+        .stage(
+            Stage::builder("held")
+                .threads(1)
+                .threshold(1)
+                .handler(handler::each(move |req: HttpRequest, _cx| {
+                    let path = req.head.uri.path().to_string();
+                    let _ = started_tx.lock().expect("lock").send(path.clone());
+                    let _ = release_rx.lock().expect("lock").recv();
+                    req.respond(Response::new(Full::new(Bytes::from(path))));
+                }))
+                .on_drop(move |req: HttpRequest, reason| {
+                    let _ = dropped_tx.lock().expect("lock").send(reason);
+                    drop(req);
+                }),
+        )
+        .expect("stage");
+    Held {
+        runtime,
+        sink,
+        started,
+        release,
+        dropped,
+    }
+}
+
+fn front(held: &Held, per_core: bool) -> HttpServer {
+    let config = HttpConfig {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        threads: 2,
+        per_core,
+        ..HttpConfig::default()
+    };
+    HttpServer::start(config, held.sink.clone(), Some(held.runtime.clone())).expect("start")
+}
+
+/// Sends `GET path` on a new connection from another thread; the response comes back on the
+/// returned handle.
+fn spawn_get(
+    addr: std::net::SocketAddr,
+    path: &'static str,
+) -> thread::JoinHandle<crate::client::Response> {
+    thread::spawn(move || Conn::open(addr).get(path, ""))
+}
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn a_full_queue_answers_503_with_retry_after_at_once(per_core: bool) {
+    let held = held_stage();
+    let server = front(&held, per_core);
+    let addr = server.local_addr();
+    let a = spawn_get(addr, "/a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
+    let b = spawn_get(addr, "/b");
+    assert!(eventually(WAIT, || held.sink.len() == 1), "b queued");
+    // The queue (threshold 1) is full: the next request is not admitted.
+    let start = Instant::now();
+    let c = Conn::open(addr).get("/c", "");
+    assert_eq!(c.status, 503);
+    assert_eq!(c.header("retry-after"), Some("1"));
+    assert!(c.text().contains("overloaded"), "{}", c.text());
+    assert!(start.elapsed() < Duration::from_secs(2), "answered at once");
+    assert_eq!(server.stats().rejected_requests, 1);
+    held.release.send(()).expect("release a");
+    held.release.send(()).expect("release b");
+    assert_eq!(a.join().expect("a").text(), "/a");
+    assert_eq!(b.join().expect("b").text(), "/b");
+    server.shutdown(WAIT);
+    held.runtime.shutdown_timeout(WAIT);
+}
+
+fn a_client_that_disconnects_cancels_its_request(per_core: bool) {
+    let held = held_stage();
+    let server = front(&held, per_core);
+    let addr = server.local_addr();
+    let a = spawn_get(addr, "/a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
+    let mut b = Conn::open(addr);
+    b.send(b"GET /b HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
+    assert!(eventually(WAIT, || held.sink.len() == 1), "b queued");
+    drop(b);
+    assert!(
+        eventually(WAIT, || server.stats().cancelled_requests == 1),
+        "the disconnect cancelled b"
+    );
+    held.release.send(()).expect("release a");
+    assert_eq!(a.join().expect("a").text(), "/a");
+    // b is dropped at dequeue, never handled, and the stage's drop hook sees it.
+    assert_eq!(
+        held.dropped.recv_timeout(WAIT).expect("b dropped"),
+        RejectReason::Expired
+    );
+    assert!(
+        held.started.try_recv().is_err(),
+        "b never reached the handler"
+    );
+    server.shutdown(WAIT);
+    held.runtime.shutdown_timeout(WAIT);
+}
+
+fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting(per_core: bool) {
+    let held = held_stage();
+    let server = front(&held, per_core);
+    let addr = server.local_addr();
+    let a = spawn_get(addr, "/a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
+    // An idle keep-alive connection, open at shutdown, is closed by it.
+    let mut idle = Conn::open(addr);
+    assert!(eventually(WAIT, || server.stats().open_connections == 2));
+    let stats = Arc::new(Mutex::new(None));
+    let shutdown = {
+        let stats = stats.clone();
+        thread::spawn(move || {
+            let summary = server.shutdown(WAIT);
+            *stats.lock().expect("lock") = Some(summary);
+        })
+    };
+    assert!(
+        eventually(WAIT, || std::net::TcpStream::connect(addr).is_err()),
+        "still accepting after shutdown began"
+    );
+    assert!(idle.closed_by_server(), "idle connection closed");
+    assert!(
+        stats.lock().expect("lock").is_none(),
+        "waits for the request in flight"
+    );
+    held.release.send(()).expect("release a");
+    let r = a.join().expect("a");
+    assert_eq!((r.status, r.text().as_str()), (200, "/a"));
+    assert_eq!(r.header("connection"), Some("close"));
+    shutdown.join().expect("shutdown");
+    let summary = stats.lock().expect("lock").take().expect("summary");
+    assert_eq!(summary.connections_cut, 0);
+    assert!(held.runtime.shutdown_timeout(WAIT).drained);
+}
+
+fn the_shutdown_wait_is_bounded(per_core: bool) {
+    let held = held_stage();
+    let server = front(&held, per_core);
+    let a = spawn_get(server.local_addr(), "/a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
+    let start = Instant::now();
+    let summary = server.shutdown(Duration::from_millis(300));
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(summary.connections_cut, 1);
+    // The client saw its connection end without an answer.
+    held.release.send(()).expect("release");
+    assert!(a.join().is_err(), "the client got no answer");
+    held.runtime.shutdown_timeout(WAIT);
+}
+
+#[test]
+fn a_full_queue_answers_503_with_retry_after_at_once_per_core() {
+    a_full_queue_answers_503_with_retry_after_at_once(true);
+}
+
+#[test]
+fn a_full_queue_answers_503_with_retry_after_at_once_shared() {
+    a_full_queue_answers_503_with_retry_after_at_once(false);
+}
+
+#[test]
+fn a_client_that_disconnects_cancels_its_request_per_core() {
+    a_client_that_disconnects_cancels_its_request(true);
+}
+
+#[test]
+fn a_client_that_disconnects_cancels_its_request_shared() {
+    a_client_that_disconnects_cancels_its_request(false);
+}
+
+#[test]
+fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting_per_core() {
+    graceful_shutdown_finishes_requests_in_flight_and_stops_accepting(true);
+}
+
+#[test]
+fn graceful_shutdown_finishes_requests_in_flight_and_stops_accepting_shared() {
+    graceful_shutdown_finishes_requests_in_flight_and_stops_accepting(false);
+}
+
+#[test]
+fn the_shutdown_wait_is_bounded_per_core() {
+    the_shutdown_wait_is_bounded(true);
+}
+
+#[test]
+fn the_shutdown_wait_is_bounded_shared() {
+    the_shutdown_wait_is_bounded(false);
+}

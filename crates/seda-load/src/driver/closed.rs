@@ -1,0 +1,113 @@
+//! The closed loop: users that send, wait for the reply, think, and send again.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::client::Client;
+use super::{Ctx, seed_for};
+use crate::Closed;
+use crate::record::Outcome;
+
+/// Starts and stops users to follow the schedule. User `i` runs while `i < target`; a user above
+/// the target leaves after its current request (and think time).
+pub(crate) async fn controller(ctx: Rc<Ctx>, model: Closed) {
+    let running: Rc<RefCell<Vec<bool>>> = Rc::default();
+    let target = Rc::new(std::cell::Cell::new(0usize));
+    loop {
+        let t = ctx.elapsed();
+        if ctx.stopping.get() {
+            return;
+        }
+        let n = ctx.schedule.level_at(t).round() as usize;
+        target.set(n);
+        {
+            let mut run = running.borrow_mut();
+            if run.len() < n {
+                run.resize(n, false);
+            }
+            for id in 0..n {
+                if !run[id] {
+                    run[id] = true;
+                    tokio::task::spawn_local(user(
+                        ctx.clone(),
+                        model.clone(),
+                        id,
+                        target.clone(),
+                        running.clone(),
+                    ));
+                }
+            }
+            let mut rec = ctx.rec.borrow_mut();
+            rec.level = n as f64;
+            rec.active = run.iter().filter(|&&r| r).count();
+        }
+        // Wake at the next step, or every 10 ms while a ramp is under way.
+        let next = if ctx.schedule.ramping_at(t) {
+            t + Duration::from_millis(10)
+        } else {
+            match ctx.schedule.next_point_after(t) {
+                Some(at) => at,
+                None => return,
+            }
+        };
+        tokio::time::sleep_until((ctx.start + next).into()).await;
+    }
+}
+
+async fn user(
+    ctx: Rc<Ctx>,
+    model: Closed,
+    id: usize,
+    target: Rc<std::cell::Cell<usize>>,
+    running: Rc<RefCell<Vec<bool>>>,
+) {
+    let seed = seed_for(ctx.cfg.seed, id as u64);
+    let mut session = ctx.cfg.workload.session(seed);
+    let mut rng = SmallRng::seed_from_u64(!seed);
+    let mut client = Client::new(id);
+    client.capture(session.capture_bytes(), session.capture_headers());
+    let mut last: Option<Outcome> = None;
+    while id < target.get() && !ctx.stopping.get() {
+        let req = {
+            let reply = last.as_ref().and_then(|o| client.reply(o));
+            session.next_request(reply.as_ref())
+        };
+        let outcome = client.send(&ctx, &req, Instant::now()).await;
+        last = Some(outcome);
+        match outcome {
+            Outcome::Response { status: 503, .. } => {
+                if let Some(backoff) = ctx.cfg.client.backoff_on_503 {
+                    // "Wait, then start over": a new connection and a fresh session.
+                    client.disconnect();
+                    tokio::time::sleep(backoff).await;
+                    session.restart();
+                    last = None;
+                    continue;
+                }
+            }
+            Outcome::Error(_) => {
+                tokio::time::sleep(ctx.cfg.client.error_pause).await;
+                last = None;
+            }
+            Outcome::Timeout => last = None,
+            Outcome::Response { .. } => {}
+        }
+        let think = session.think_time().unwrap_or_else(|| {
+            if model.think_exponential {
+                model.think.mul_f64(-(1.0 - rng.random::<f64>()).ln())
+            } else {
+                model.think
+            }
+        });
+        if !think.is_zero() {
+            tokio::time::sleep(think).await;
+        }
+    }
+    let mut run = running.borrow_mut();
+    run[id] = false;
+    ctx.rec.borrow_mut().active = run.iter().filter(|&&r| r).count();
+}

@@ -1,0 +1,250 @@
+//! The result of a run and its human and JSON forms.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Request counts.
+///
+/// Every request sent ends exactly once: `sent = completed + rejected + timeouts + errors +`
+/// requests still in flight when the run ended.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Requests written to a connection (or attempted: a failed connect counts).
+    pub sent: u64,
+    /// Responses with a status below 500.
+    pub completed: u64,
+    /// Completed within the goodput target.
+    pub good: u64,
+    /// `503` responses: the server shed the request.
+    pub rejected: u64,
+    /// Requests whose deadline passed before the response.
+    pub timeouts: u64,
+    /// Connection and protocol failures, and 5xx other than 503.
+    pub errors: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+}
+
+/// Latency percentiles in milliseconds, over completed requests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+impl Latency {
+    pub(crate) fn of(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        Latency {
+            mean_ms: h.mean() / 1000.0,
+            p50_ms: ms(h.value_at_quantile(0.5)),
+            p90_ms: ms(h.value_at_quantile(0.9)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p999_ms: ms(h.value_at_quantile(0.999)),
+            max_ms: ms(h.max()),
+        }
+    }
+}
+
+/// One reporting interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntervalStats {
+    /// Start of the interval, seconds from the start of the run.
+    pub t_s: f64,
+    /// Length of the interval in seconds.
+    pub duration_s: f64,
+    /// Counts within the interval (a request counts where it ended; `sent` where it started).
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Completed per second.
+    pub throughput_per_s: f64,
+    /// Completed within the target per second.
+    pub goodput_per_s: f64,
+    /// Latency of the requests completed in the interval.
+    pub latency: Latency,
+    /// The scheduled level at the end of the interval (users, or requests/sessions per second).
+    pub level: f64,
+    /// Active users, sessions or connections at the end of the interval.
+    pub active: usize,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Length of the measured run in seconds.
+    pub duration_s: f64,
+    /// Counts over the run.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Requests still outstanding when the run ended (neither completed nor failed).
+    pub in_flight_at_end: u64,
+    /// Requests that were due but never sent (open model: backlog full or run over).
+    pub dropped: u64,
+    /// Completed per second.
+    pub throughput_per_s: f64,
+    /// Completed within the goodput target per second.
+    pub goodput_per_s: f64,
+    /// The goodput target.
+    pub goodput_target_ms: f64,
+    /// Latency of completed requests.
+    pub latency: Latency,
+    /// Responses by status code.
+    pub statuses: BTreeMap<String, u64>,
+    /// Errors by kind (connect, io, protocol, ...).
+    pub error_kinds: BTreeMap<String, u64>,
+    /// Number of clients (users, connections or session slots).
+    pub clients: usize,
+    /// Jain's index over clients' completed requests.
+    pub jain_completed: Option<f64>,
+    /// Jain's index over clients' sent requests.
+    pub jain_sent: Option<f64>,
+}
+
+/// One request class (URL type).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassStats {
+    /// The class name.
+    pub name: String,
+    /// Counts for the class.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Latency of its completed requests.
+    pub latency: Latency,
+}
+
+/// One client (user, connection or session slot).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct ClientStats {
+    /// The client's index.
+    pub id: usize,
+    /// Requests sent.
+    pub sent: u64,
+    /// Responses below 500.
+    pub completed: u64,
+    /// `503` responses.
+    pub rejected: u64,
+}
+
+/// Everything a run measured; `Display` gives the human summary, `serde_json` the JSON form.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The loop model and its parameters, as text.
+    pub model: String,
+    /// Whole-run figures.
+    pub summary: Summary,
+    /// Per-interval figures.
+    pub series: Vec<IntervalStats>,
+    /// Per-class figures.
+    pub classes: Vec<ClassStats>,
+    /// Per-client counts.
+    pub clients: Vec<ClientStats>,
+}
+
+impl IntervalStats {
+    /// The one-line progress display.
+    pub fn progress_line(&self) -> String {
+        format!(
+            "t={:>6.1}s level={:<8.1} active={:<6} {:>9.0} req/s  good {:>9.0}/s  p50 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms  rej {} to {} err {}",
+            self.t_s + self.duration_s,
+            self.level,
+            self.active,
+            self.throughput_per_s,
+            self.goodput_per_s,
+            self.latency.p50_ms,
+            self.latency.p99_ms,
+            self.latency.max_ms,
+            self.counts.rejected,
+            self.counts.timeouts,
+            self.counts.errors
+        )
+    }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.summary;
+        let c = &s.counts;
+        let l = &s.latency;
+        writeln!(f, "model       {}", self.model)?;
+        writeln!(f, "duration    {:.2} s", s.duration_s)?;
+        writeln!(
+            f,
+            "requests    sent {}  completed {}  rejected(503) {}  timeouts {}  errors {}  in flight at end {}  dropped {}",
+            c.sent, c.completed, c.rejected, c.timeouts, c.errors, s.in_flight_at_end, s.dropped
+        )?;
+        writeln!(
+            f,
+            "throughput  {:.1} req/s   goodput {:.1} req/s (within {} ms)   {:.2} MB/s",
+            s.throughput_per_s,
+            s.goodput_per_s,
+            s.goodput_target_ms,
+            c.bytes as f64 / 1e6 / s.duration_s.max(1e-9)
+        )?;
+        writeln!(
+            f,
+            "latency ms  mean {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}",
+            l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.p999_ms, l.max_ms
+        )?;
+        writeln!(
+            f,
+            "fairness    {} clients, Jain's index completed {} sent {}",
+            s.clients,
+            opt(s.jain_completed),
+            opt(s.jain_sent)
+        )?;
+        if !s.statuses.is_empty() {
+            let st: Vec<String> = s.statuses.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            writeln!(f, "statuses    {}", st.join(" "))?;
+        }
+        if !s.error_kinds.is_empty() {
+            let ek: Vec<String> = s
+                .error_kinds
+                .iter()
+                .map(|(k, v)| format!("{k}:{v}"))
+                .collect();
+            writeln!(f, "errors      {}", ek.join(" "))?;
+        }
+        if self.classes.len() > 1 {
+            writeln!(
+                f,
+                "{:<24} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10}",
+                "class", "sent", "completed", "rej", "err", "p50 ms", "p99 ms", "max ms"
+            )?;
+            for k in &self.classes {
+                writeln!(
+                    f,
+                    "{:<24} {:>10} {:>10} {:>8} {:>8} {:>10.3} {:>10.3} {:>10.3}",
+                    k.name,
+                    k.counts.sent,
+                    k.counts.completed,
+                    k.counts.rejected,
+                    k.counts.errors + k.counts.timeouts,
+                    k.latency.p50_ms,
+                    k.latency.p99_ms,
+                    k.latency.max_ms
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,270 @@
+//! Rejections and backoff, the AIMD window, timeouts and failures.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use seda_control::AimdWindowConfig;
+use seda_load::workload::{Reply as Seen503, Request, Session, Workload};
+
+use crate::common::*;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+/// A workload that counts restarts (the e-mail user's "log in again").
+struct Counting(Arc<AtomicUsize>);
+struct CountingSession(Arc<AtomicUsize>);
+
+impl Workload for Counting {
+    fn classes(&self) -> Vec<String> {
+        vec!["login".into()]
+    }
+    fn session(&self, _seed: u64) -> Box<dyn Session> {
+        Box::new(CountingSession(self.0.clone()))
+    }
+}
+
+impl Session for CountingSession {
+    fn next_request(&mut self, _last: Option<&Seen503<'_>>) -> Request {
+        Request::get("/login", 0)
+    }
+    fn restart(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A stateful user in the style of the e-mail model: log in, then follow the link and the
+/// session cookie the previous reply gave.
+struct Mail;
+struct MailUser {
+    cookie: Option<String>,
+    next: Option<String>,
+}
+
+impl Workload for Mail {
+    fn classes(&self) -> Vec<String> {
+        vec!["login".into(), "read".into()]
+    }
+    fn session(&self, _seed: u64) -> Box<dyn Session> {
+        Box::new(MailUser {
+            cookie: None,
+            next: None,
+        })
+    }
+}
+
+impl Session for MailUser {
+    fn next_request(&mut self, last: Option<&Seen503<'_>>) -> Request {
+        if let Some(r) = last {
+            if let Some(c) = r.header("set-cookie") {
+                self.cookie = Some(c.to_string());
+            }
+            let body = String::from_utf8_lossy(r.body);
+            self.next = body.strip_prefix("next=").map(str::to_string);
+        }
+        match (&self.cookie, &self.next) {
+            (Some(c), Some(path)) => {
+                let mut req = Request::get(path.as_str(), 1);
+                req.headers.push(("Cookie".into(), c.clone()));
+                req
+            }
+            _ => Request::get("/login", 0),
+        }
+    }
+    fn capture_bytes(&self) -> usize {
+        64
+    }
+    fn capture_headers(&self) -> bool {
+        true
+    }
+    fn think_time(&mut self) -> Option<Duration> {
+        Some(MS(2))
+    }
+}
+
+#[test]
+fn a_stateful_session_follows_the_previous_reply() {
+    let server = TestServer::start(|s| {
+        let text = format!("next=/msg/{}", s.n + 1);
+        if s.path == "/login" {
+            let headers = format!("Set-Cookie: sid={}\r\n", s.conn);
+            Reply {
+                headers,
+                text: Some(text),
+                ..Reply::ok()
+            }
+        } else {
+            Reply {
+                text: Some(text),
+                ..Reply::ok()
+            }
+        }
+    });
+    let mut cfg = closed(&server.url("/"), 3, MS(500), MS(400));
+    cfg.workload = Arc::new(Mail);
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let log = server.log();
+    // One login per user, then only links taken from the previous reply, with the cookie.
+    assert_eq!(log.iter().filter(|s| s.path == "/login").count(), 3);
+    let reads: Vec<_> = log.iter().filter(|s| s.path != "/login").collect();
+    assert!(
+        reads.len() > 30,
+        "{} reads: the think time override (2 ms) was not used",
+        reads.len()
+    );
+    for s in &reads {
+        assert!(s.path.starts_with("/msg/"), "{}", s.path);
+        assert!(
+            s.head.contains(&format!("cookie: sid={}", s.conn)),
+            "{}",
+            s.head
+        );
+    }
+    assert_eq!(r.classes[0].counts.completed, 3);
+}
+
+#[test]
+fn a_503_is_a_rejection_honoured_with_backoff() {
+    let t0 = Instant::now();
+    let server = TestServer::start(move |s| {
+        if s.at.duration_since(t0) < MS(300) {
+            Reply::status(503)
+        } else {
+            Reply::ok()
+        }
+    });
+    let restarts = Arc::new(AtomicUsize::new(0));
+    let mut cfg = closed(&server.url("/"), 4, MS(5), MS(1200));
+    cfg.workload = Arc::new(Counting(restarts.clone()));
+    cfg.client.backoff_on_503 = Some(MS(500));
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let c = r.summary.counts;
+    assert_eq!((c.rejected, c.errors), (4, 0), "{c:?}");
+    assert_eq!(restarts.load(Ordering::SeqCst), 4);
+    // Nobody asked during the backoff, and everyone came back on a new connection.
+    let log = server.log();
+    let quiet = log.iter().filter(|s| {
+        let t = s.at.duration_since(t0);
+        t > MS(100) && t < MS(450)
+    });
+    assert_eq!(quiet.count(), 0);
+    assert_eq!(server.connections(), 8);
+    assert!(
+        r.clients
+            .iter()
+            .all(|c| c.rejected == 1 && c.completed > 10),
+        "{:?}",
+        r.clients
+    );
+
+    // Without a backoff the users ask again at once: many rejections.
+    let t1 = Instant::now();
+    let server = TestServer::start(move |s| {
+        if s.at.duration_since(t1) < MS(300) {
+            Reply::status(503)
+        } else {
+            Reply::ok()
+        }
+    });
+    let r = seda_load::run(closed(&server.url("/"), 4, MS(5), MS(600))).unwrap();
+    assert!(r.summary.counts.rejected > 40, "{:?}", r.summary.counts);
+}
+
+#[test]
+fn the_aimd_window_bounds_outstanding_requests() {
+    let server = TestServer::start(|_| Reply::delayed(MS(20)));
+    let mut cfg = closed(&server.url("/"), 16, Duration::ZERO, MS(500));
+    cfg.client.aimd = Some(AimdWindowConfig {
+        initial: 2.0,
+        max: 3.0,
+        ..Default::default()
+    });
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    assert!(
+        server.max_in_flight() <= 3,
+        "max in flight {}",
+        server.max_in_flight()
+    );
+    assert!(r.summary.counts.completed > 30);
+
+    let server = TestServer::start(|_| Reply::delayed(MS(20)));
+    seda_load::run(closed(&server.url("/"), 16, Duration::ZERO, MS(300))).unwrap();
+    assert_eq!(server.max_in_flight(), 16);
+}
+
+#[test]
+fn deadlines_garbage_and_refused_connections_are_counted_not_fatal() {
+    // Deadline: the server takes 2 s, the deadline is 150 ms.
+    let slow = TestServer::start(|_| Reply::delayed(MS(2000)));
+    let mut cfg = closed(&slow.url("/"), 2, Duration::ZERO, MS(700));
+    cfg.client.deadline = MS(150);
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    assert!(r.summary.counts.timeouts >= 6, "{:?}", r.summary.counts);
+    assert_eq!(r.summary.counts.completed, 0);
+
+    // Garbage replies: protocol errors.
+    let junk = TestServer::start(|_| Reply {
+        garbage: true,
+        ..Reply::ok()
+    });
+    let r = seda_load::run(closed(&junk.url("/"), 2, Duration::ZERO, MS(300))).unwrap();
+    assert_counts_add_up(&r);
+    assert!(r.summary.counts.errors >= 2);
+    assert_eq!(
+        r.summary.error_kinds.get("protocol").copied(),
+        Some(r.summary.counts.errors)
+    );
+
+    // Nobody listening: connect errors, paced by the error pause (100 ms), not a tight loop.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = seda_load::run(closed(
+        &format!("http://127.0.0.1:{port}/"),
+        2,
+        Duration::ZERO,
+        MS(500),
+    ))
+    .unwrap();
+    let e = r.summary.counts.errors;
+    assert!((4..=12).contains(&e), "{e} connect errors");
+    assert_eq!(r.summary.error_kinds.get("connect").copied(), Some(e));
+}
+
+#[test]
+fn a_keep_alive_connection_closed_by_the_server_is_retried_once() {
+    let server = TestServer::start(|_| Reply {
+        silent_close: true,
+        ..Reply::ok()
+    });
+    let r = seda_load::run(closed(&server.url("/"), 2, MS(5), MS(400))).unwrap();
+    assert_counts_add_up(&r);
+    let c = r.summary.counts;
+    assert_eq!(c.errors, 0, "{:?}", r.summary.error_kinds);
+    assert!(c.completed > 20, "{c:?}");
+    // One connection per request: every reuse found the connection closed and retried.
+    assert_eq!(server.connections(), server.requests());
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let e = seda_load::Target::parse("ftp://x/")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("http://"), "{e}");
+    let e = seda_load::Schedule::parse("10s=1,5s=2")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("increasing"), "{e}");
+    let mut cfg = closed("http://127.0.0.1:9/", 1, Duration::ZERO, Duration::ZERO);
+    assert!(seda_load::run(cfg.clone()).is_err());
+    cfg.duration = MS(10);
+    cfg.cpu = Some(100_000);
+    assert!(seda_load::run(cfg).unwrap_err().to_string().contains("CPU"));
+}
