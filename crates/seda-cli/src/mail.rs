@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use seda_http::{HttpConfig, HttpRequest, HttpServer};
 use seda_mail::store::{self, Store};
 use seda_mail::user_model::{Mix, THINK_TIME};
-use seda_mail::{Corpus, MailService, RequestKind, ServiceOptions, http, load};
+use seda_mail::{Corpus, MailEvent, MailService, RequestKind, ServiceOptions, http, load};
 
 /// Where `seda serve mail` keeps its database when no `--db` is given.
 const DEFAULT_DB: &str = "seda-mail.db";
@@ -60,6 +61,10 @@ pub struct ServeArgs {
     /// Drop (503) requests not answered within this many ms, even inside the database.
     #[arg(long)]
     deadline_ms: Option<u64>,
+    /// HTTP front end: `seda-http` (the shared front end) or `builtin` (seda-mail's own
+    /// minimal hyper adapter).
+    #[arg(long, default_value = "seda-http", value_parser = ["seda-http", "builtin"])]
+    front: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -159,6 +164,85 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     };
     let service = MailService::start(&rt, store.clone(), &options)
         .map_err(|e| anyhow!("cannot build the mail stages: {e}"))?;
+    let deadline = args.deadline_ms.map(Duration::from_millis);
+    if args.front == "builtin" {
+        serve_builtin(args, &store, service, deadline)?;
+    } else {
+        serve_seda_http(args, &rt, &store, service, deadline)?;
+    }
+    print_stage_totals(&rt.stats());
+    let report = rt.shutdown();
+    println!(
+        "stopped: drained {}, abandoned {}",
+        report.drained, report.abandoned
+    );
+    Ok(())
+}
+
+/// Serves through the shared front end: an inline `mail.route` stage turns each
+/// [`HttpRequest`] into a [`MailEvent`] for its request type's stage, answering through the
+/// request's reply slot.
+fn serve_seda_http(
+    args: &ServeArgs,
+    rt: &seda::Runtime,
+    store: &Arc<dyn Store>,
+    service: Arc<MailService>,
+    deadline: Option<Duration>,
+) -> Result<()> {
+    let route = rt
+        .stage(
+            seda::Stage::builder("mail.route")
+                .inline()
+                .handler(seda::handler::each(move |req: HttpRequest, _cx| {
+                    let (mut meta, head, body, reply) = req.into_parts();
+                    if let Some(d) = deadline {
+                        meta.deadline = Some(meta.born + d);
+                    }
+                    match http::parse_head(&head, &body, meta) {
+                        Err(resp) => {
+                            reply.send(http::to_hyper(resp));
+                        }
+                        Ok(request) => {
+                            service.dispatch(MailEvent::with_callback(request, move |resp| {
+                                reply.send(http::to_hyper(resp));
+                            }));
+                        }
+                    }
+                })),
+        )
+        .map_err(|e| anyhow!("cannot build the route stage: {e}"))?;
+    let config = HttpConfig {
+        addr: args.addr,
+        retry_after_s: seda_mail::RETRY_AFTER_S,
+        max_body_bytes: seda_mail::MAX_FORM_BYTES,
+        ..HttpConfig::default()
+    };
+    let server = HttpServer::start(config, route, Some(rt.clone()))
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    println!(
+        "mail service ({}, seda-http) listening on http://{}/  (log in as user1 / pass1; \
+         Ctrl-C stops)",
+        store.backend(),
+        server.local_addr()
+    );
+    let waiter = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the signal runtime")?;
+    waiter.block_on(stop_signal());
+    println!("shutting down");
+    let done = server.shutdown(Duration::from_secs(5));
+    println!("front end stopped: {done:?}");
+    Ok(())
+}
+
+/// Serves through seda-mail's own minimal adapter.
+fn serve_builtin(
+    args: &ServeArgs,
+    store: &Arc<dyn Store>,
+    service: Arc<MailService>,
+    deadline: Option<Duration>,
+) -> Result<()> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -169,23 +253,20 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", args.addr))?;
         println!(
-            "mail service ({}) listening on http://{addr}/  (log in as user1 / pass1; Ctrl-C stops)",
+            "mail service ({}, builtin adapter) listening on http://{addr}/  (log in as user1 / \
+             pass1; Ctrl-C stops)",
             store.backend()
         );
-        let options = http::HttpOptions {
-            deadline: args.deadline_ms.map(Duration::from_millis),
-        };
-        http::serve(listener, service, options, stop_signal()).await;
+        http::serve(
+            listener,
+            service,
+            http::HttpOptions { deadline },
+            stop_signal(),
+        )
+        .await;
         println!("shutting down");
         anyhow::Ok(())
-    })?;
-    print_stage_totals(&rt.stats());
-    let report = rt.shutdown();
-    println!(
-        "stopped: drained {}, abandoned {}",
-        report.drained, report.abandoned
-    );
-    Ok(())
+    })
 }
 
 /// What each request-type stage did while the server ran (server-side response times:

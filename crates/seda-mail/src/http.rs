@@ -73,6 +73,39 @@ pub fn to_hyper(r: MailResponse) -> Response<Full<Bytes>> {
         })
 }
 
+/// Builds a [`MailRequest`] from a parsed HTTP head and body, keeping `meta` (its birth time,
+/// cancellation token and deadline) and setting its class from `x-seda-class` or the `class`
+/// cookie. Any HTTP front end can use it (this adapter, `seda-http`).
+pub fn parse_head(
+    head: &hyper::http::request::Parts,
+    body: &[u8],
+    meta: seda::Meta,
+) -> Result<MailRequest, MailResponse> {
+    let target = head.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let cookies: Vec<&str> = head
+        .headers
+        .get_all("cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let cookie = (!cookies.is_empty()).then(|| cookies.join("; "));
+    let class = head
+        .headers
+        .get("x-seda-class")
+        .and_then(|v| v.to_str().ok());
+    let mut request = MailRequest::parse(
+        head.method.as_str(),
+        target,
+        cookie.as_deref(),
+        class,
+        body,
+        meta.born,
+    )?;
+    let class = request.meta.class;
+    request.meta = meta.with_class(class);
+    Ok(request)
+}
+
 /// Handles one HTTP request: parse, enqueue, await the stage's answer.
 pub async fn handle(
     service: Arc<MailService>,
@@ -80,27 +113,8 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let born = Instant::now();
-    let method = req.method().as_str().to_string();
-    let target = req
-        .uri()
-        .path_and_query()
-        .map_or("/".to_string(), |pq| pq.as_str().to_string());
-    let cookies: Vec<&str> = req
-        .headers()
-        .get_all("cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let cookie = (!cookies.is_empty()).then(|| cookies.join("; "));
-    let class = req
-        .headers()
-        .get("x-seda-class")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let body = match Limited::new(req.into_body(), MAX_FORM_BYTES)
-        .collect()
-        .await
-    {
+    let (head, body) = req.into_parts();
+    let body = match Limited::new(body, MAX_FORM_BYTES).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
             return Ok(to_hyper(MailResponse::error(
@@ -109,14 +123,7 @@ pub async fn handle(
             )));
         }
     };
-    let mut request = match MailRequest::parse(
-        &method,
-        &target,
-        cookie.as_deref(),
-        class.as_deref(),
-        &body,
-        born,
-    ) {
+    let mut request = match parse_head(&head, &body, seda::Meta::born_at(born)) {
         Ok(r) => r,
         Err(resp) => return Ok(to_hyper(resp)),
     };

@@ -107,12 +107,39 @@ fn rejection_is_503_with_retry_after() {
     late.meta.deadline = Some(std::time::Instant::now());
     let r = call(&svc, late);
     assert_eq!(r.status, 503);
+    // Dispatch answers through the event's callback, whatever happens to it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let answer = move |r: seda_mail::MailResponse| {
+        let _ = tx.send(r.status);
+    };
+    let t2 = answer.clone();
+    assert_eq!(
+        svc.dispatch(seda_mail::MailEvent::with_callback(
+            req("GET", "/nope", None, ""),
+            answer
+        )),
+        None
+    );
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 404);
+    svc.dispatch(seda_mail::MailEvent::with_callback(
+        req("GET", "/login", None, ""),
+        t2,
+    ));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 200);
     // Stop admitting: every stage now rejects at enqueue.
     svc.sink(seda_mail::RequestKind::Login)
         .set_threshold(Some(0));
     let r = call(&svc, req("GET", "/login", None, ""));
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("5"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    svc.dispatch(seda_mail::MailEvent::with_callback(
+        req("GET", "/login", None, ""),
+        move |r| {
+            let _ = tx.send(r.status);
+        },
+    ));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 503);
     rt.shutdown();
 }
 
