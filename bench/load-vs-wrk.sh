@@ -4,6 +4,7 @@
 #
 #   bench/load-vs-wrk.sh            # REPEAT=3 DURATION=10 by default; about 3.5 minutes
 #   REPEAT=1 DURATION=5 bench/load-vs-wrk.sh
+#   OPEN_PATH=/empty IDLE=0 bench/load-vs-wrk.sh   # open loop on a 204; skip the idle test
 #
 # nginx runs pinned to CPU 0 (taskset -c 0) with a generated config in a temp dir (daemon off,
 # one worker), the clients are pinned to CPU 1 (wrk via taskset -c 1, seda via --cpu 1). CPU time
@@ -97,6 +98,7 @@ for rate in $RATES; do
     awk -F'\t' '{printf "%-8s %12s %12s %10s %10s %10s %10s\n", $1,$2,$3,$4,$5,$6,$7}'
 done
 
+[ "$IDLE" -gt 0 ] || exit 0
 echo
 echo "== $IDLE idle keep-alive connections (closed loop, one request each, then a long think) =="
 /usr/bin/time -v -o "$DIR/idle.time" "$SEDA" load "$URL" -c "$IDLE" --think 60s --ramp 3s -d 8s \

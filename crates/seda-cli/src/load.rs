@@ -43,6 +43,10 @@ enum WorkloadArg {
     SpecwebOriginal,
     /// Service times drawn from --synthetic, sent as ?PARAM=MICROSECONDS.
     Synthetic,
+    /// Arashi's e-mail users (log in, then a Markov walk over the request types) against
+    /// `seda serve mail`; think time 20 ms and a 5 s wait after a 503 unless --think/--backoff
+    /// say otherwise.
+    Mail,
 }
 
 /// Drive an HTTP server with closed, open or partly-open users and report latency, throughput,
@@ -155,10 +159,21 @@ pub struct LoadArgs {
     /// Seed for all random choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Mail workload: accounts in the corpus (`seda serve mail --seed-users`).
+    #[arg(long, default_value_t = crate::mail::DEFAULT_SEED_USERS)]
+    mail_users: u64,
 }
 
 /// Runs `seda load`.
-pub fn run(args: LoadArgs) -> anyhow::Result<()> {
+pub fn run(mut args: LoadArgs) -> anyhow::Result<()> {
+    if matches!(args.workload, WorkloadArg::Mail) {
+        // 002's e-mail users: 20 ms think time, and "wait 5 s, then log in again" after a 503.
+        if args.think.is_zero() {
+            args.think = seda_mail::user_model::THINK_TIME;
+        }
+        args.backoff
+            .get_or_insert(seda_mail::user_model::REJECT_BACKOFF);
+    }
     let config = build(&args)?;
     let report = seda_load::run(config)?;
     if args.json {
@@ -209,6 +224,7 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
             &target.path,
             &a.synthetic_param,
         )?),
+        WorkloadArg::Mail => Arc::new(seda_mail::workload::MailWorkload::new(a.mail_users)),
     };
     let model = match a.model {
         ModelArg::Closed => Model::Closed(Closed {

@@ -13,7 +13,7 @@ use seda_mail::{Corpus, MailEvent, MailService, RequestKind, ServiceOptions, htt
 /// Where `seda serve mail` keeps its database when no `--db` is given.
 const DEFAULT_DB: &str = "seda-mail.db";
 /// Users seeded into an empty database by `seda serve mail`.
-const DEFAULT_SEED_USERS: u64 = 100;
+pub(crate) const DEFAULT_SEED_USERS: u64 = 100;
 
 #[derive(clap::Args, Debug)]
 pub struct CorpusArgs {

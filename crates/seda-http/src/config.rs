@@ -6,6 +6,7 @@
 //! threads = 2                  # front-end threads (0: one per core)
 //! per_core = true             # one runtime + SO_REUSEPORT listener per thread, or one
 //!                              # work-stealing runtime (false)
+//! h2c = false                  # also HTTP/2 with prior knowledge
 //! max_connections = 10000      # past it: 503 and close
 //! max_header_bytes = 16384     # request line + headers
 //! max_headers = 100          # hyper keeps 100 on the stack; another count allocates
@@ -55,6 +56,11 @@ pub struct HttpConfig {
     /// One single-thread runtime and `SO_REUSEPORT` listener per thread (nginx's model)
     /// instead of one work-stealing runtime.
     pub per_core: bool,
+    /// Also speak HTTP/2 without TLS (h2c, prior knowledge), detected from the connection
+    /// preface. With it, the head limit of HTTP/1 requests is hyper's buffer bound
+    /// (`max_header_bytes` rounded to whole reads) and HTTP/2 header lists are bounded by
+    /// `max_header_bytes`.
+    pub h2c: bool,
     /// Listen backlog; large so the kernel queue never does admission control.
     pub backlog: u32,
     /// Open connections at most; past it a new connection gets a 503 and is closed.
@@ -86,6 +92,7 @@ impl Default for HttpConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             threads: 0,
             per_core: true,
+            h2c: false,
             backlog: 4096,
             max_connections: 10_000,
             max_header_bytes: 16 * 1024,

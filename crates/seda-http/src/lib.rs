@@ -43,6 +43,9 @@
 //! the first stage does not admit is answered `503 Service Unavailable` with `Retry-After` at
 //! once. A request admitted and then dropped (expired, cancelled, shutdown) is answered 503 too.
 //!
+//! HTTP/1.1 with keep-alive and pipelining; HTTP/2 without TLS (h2c, prior knowledge) on the
+//! same port when `h2c` is set.
+//!
 //! # Limits
 //!
 //! Request-head size and header count (431), head read time (a slowloris connection is cut off

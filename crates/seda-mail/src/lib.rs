@@ -65,6 +65,7 @@ mod request;
 mod service;
 pub mod store;
 pub mod user_model;
+pub mod workload;
 
 pub use corpus::Corpus;
 pub use request::{

@@ -1,6 +1,8 @@
 //! Accepting and serving connections; one request becomes one event.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -12,7 +14,8 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body as _, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use seda::{CancelToken, Meta};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -113,6 +116,24 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
         service_fn(move |req| handle(shared.clone(), state.clone(), req, admin))
     };
     let cfg = &shared.config;
+    if cfg.h2c {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .keep_alive(true)
+            .header_read_timeout(None)
+            .max_buf_size(cfg.max_header_bytes);
+        if cfg.max_headers != 100 {
+            builder.http1().max_headers(cfg.max_headers);
+        }
+        builder
+            .http2()
+            .max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
+            .max_concurrent_streams(256);
+        let conn = builder.serve_connection(io, svc);
+        drive(&shared, &state, conn, |c| c.graceful_shutdown()).await;
+        return;
+    }
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
@@ -126,11 +147,25 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
         builder.max_headers(cfg.max_headers);
     }
     let conn = builder.serve_connection(io, svc);
+    drive(&shared, &state, conn, |c| c.graceful_shutdown()).await;
+}
+
+/// Runs a connection to its end, enforcing the head and idle timeouts and starting a graceful
+/// close when the server shuts down.
+async fn drive<C, X>(
+    shared: &Shared,
+    state: &ConnState,
+    conn: C,
+    mut graceful: impl FnMut(Pin<&mut C>),
+) where
+    C: Future<Output = Result<(), X>>,
+{
     tokio::pin!(conn);
+    let cfg = &shared.config;
     let mut shutdown = shared.shutdown.subscribe();
     let mut draining = *shutdown.borrow();
     if draining {
-        conn.as_mut().graceful_shutdown();
+        graceful(conn.as_mut());
     }
     let (head_limit, idle_limit) = (cfg.header_timeout(), cfg.idle_timeout());
     // Phases change without re-arming the timer; it fires at least this often to look.
@@ -160,7 +195,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
             }
             _ = shutdown.wait_for(|s| *s), if !draining => {
                 draining = true;
-                conn.as_mut().graceful_shutdown();
+                graceful(conn.as_mut());
             }
         }
     }

@@ -179,6 +179,12 @@ impl HttpServer {
 
     fn start_per_core(shared: Arc<Shared>, threads: usize) -> io::Result<HttpServer> {
         let mut addr = shared.config.addr;
+        if addr.port() != 0 {
+            // SO_REUSEPORT would let this server silently share a port with another process
+            // of the same user that also set it (a second `seda serve` on the same address):
+            // a plain bind first makes that an "address in use" error instead.
+            drop(std::net::TcpListener::bind(addr)?);
+        }
         let mut admin_addr = None;
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {

@@ -493,4 +493,49 @@ mod tests {
         rt.shutdown_timeout(Duration::from_secs(5));
         let _ = fs::remove_dir_all(&dir);
     }
+
+    #[test]
+    fn a_miss_the_file_io_queue_cannot_take_is_answered_503_with_retry_after() {
+        let dir = std::env::temp_dir().join(format!("seda-http-full-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        let rt = Runtime::start().expect("runtime");
+        let (started_tx, started) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let (started_tx, release_rx) = (
+            std::sync::Mutex::new(started_tx),
+            std::sync::Mutex::new(release_rx),
+        );
+        // A file-I/O stage with one busy worker and room for one more read.
+        let io = rt
+            .stage(
+                Stage::builder("file_io")
+                    .threads(1)
+                    .threshold(1)
+                    .handler(handler::each(move |ev: ReadFile, _cx| {
+                        let _ = started_tx.lock().map(|t| t.send(ev.key.clone()));
+                        let _ = release_rx.lock().map(|r| r.recv());
+                    })),
+            )
+            .expect("stage");
+        let files = files(&dir);
+        let (a, _ra, _) = lookup("a");
+        files.lookup(a, &io);
+        assert_eq!(
+            &*started.recv_timeout(Duration::from_secs(5)).expect("a"),
+            "a"
+        );
+        let (b, _rb, _) = lookup("b");
+        files.lookup(b, &io);
+        assert_eq!(io.len(), 1, "b waits in the queue");
+        let (c, rc, _) = lookup("c");
+        files.lookup(c, &io);
+        let r = rc.blocking_recv().expect("c answered at once");
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()[http::header::RETRY_AFTER], "1");
+        assert!(!files.state.lock().pending.contains_key("c"));
+        release.send(()).expect("release a");
+        release.send(()).expect("release b");
+        rt.shutdown_timeout(Duration::from_secs(5));
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

@@ -3,6 +3,7 @@
 mod client;
 mod files;
 mod frontend;
+mod h2c;
 mod limits;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,8 @@ pub fn static_server(root: &Path, tweak: impl FnOnce(&mut ServeConfig)) -> Stati
     config.http.addr = "127.0.0.1:0".parse().expect("addr");
     config.http.threads = 2;
     config.http.per_core = per_core_default();
+    // SEDA_HTTP_H2C=1 runs the suite with HTTP/2 detection on (HTTP/1.1 must behave the same).
+    config.http.h2c = std::env::var("SEDA_HTTP_H2C").is_ok_and(|v| v == "1");
     tweak(&mut config);
     StaticServer::start(config).expect("server starts")
 }

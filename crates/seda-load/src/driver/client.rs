@@ -109,9 +109,10 @@ impl Client {
         }
         let deadline = intended + ctx.cfg.client.deadline;
         let sent_at = Instant::now();
-        let result = if sent_at >= deadline {
-            // Waited past its deadline before it could be sent (open model backlog, AIMD gate):
-            // a timeout, without bothering the server.
+        // A request that waited past its deadline before it could be sent (open model backlog,
+        // AIMD gate) is a timeout without bothering the server, and the connection stays.
+        let attempted = sent_at < deadline;
+        let result = if !attempted {
             None
         } else {
             tokio::time::timeout_at(deadline.into(), self.exchange(ctx, req))
@@ -121,7 +122,10 @@ impl Client {
         let done_at = Instant::now();
         let outcome = match result {
             None => {
-                self.conn = None;
+                if attempted {
+                    // Cut off mid-exchange: the connection's state is unknown.
+                    self.conn = None;
+                }
                 Outcome::Timeout
             }
             Some(Err(e)) => {

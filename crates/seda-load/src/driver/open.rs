@@ -38,7 +38,24 @@ pub(crate) async fn pacer(ctx: Rc<Ctx>, model: Open) {
     .await;
 }
 
+/// Hands a due request to an idle connection, a new one, or the backlog. From here until a
+/// connection starts on it, the request counts as queued: still queued at the end of the run,
+/// it is reported as dropped (due but never sent).
 fn dispatch(ctx: &Rc<Ctx>, pool: &Rc<Pool>, model: &Open, mut job: Job) {
+    let full = pool.idle.borrow().is_empty()
+        && pool.workers.get() >= model.max_connections
+        && pool.backlog.borrow().len() >= model.max_backlog;
+    if ctx.measured(job.intended) {
+        let mut rec = ctx.rec.borrow_mut();
+        if full {
+            rec.dropped(1)
+        } else {
+            rec.queued(true)
+        }
+    }
+    if full {
+        return;
+    }
     loop {
         let Some(tx) = pool.idle.borrow_mut().pop() else {
             break;
@@ -53,13 +70,8 @@ fn dispatch(ctx: &Rc<Ctx>, pool: &Rc<Pool>, model: &Open, mut job: Job) {
         pool.workers.set(workers + 1);
         ctx.rec.borrow_mut().active = workers + 1;
         tokio::task::spawn_local(worker(ctx.clone(), pool.clone(), workers, job));
-    } else if pool.backlog.borrow().len() < model.max_backlog {
-        if ctx.measured(job.intended) {
-            ctx.rec.borrow_mut().queued(true);
-        }
+    } else {
         pool.backlog.borrow_mut().push_back(job);
-    } else if ctx.measured(job.intended) {
-        ctx.rec.borrow_mut().dropped(1);
     }
 }
 
@@ -67,11 +79,11 @@ async fn worker(ctx: Rc<Ctx>, pool: Rc<Pool>, id: usize, first: Job) {
     let mut client = Client::new(id);
     let mut job = first;
     loop {
-        client.send(&ctx, &job.req, job.intended).await;
-        let next = pool.backlog.borrow_mut().pop_front();
-        if next.as_ref().is_some_and(|j| ctx.measured(j.intended)) {
+        if ctx.measured(job.intended) {
             ctx.rec.borrow_mut().queued(false);
         }
+        client.send(&ctx, &job.req, job.intended).await;
+        let next = pool.backlog.borrow_mut().pop_front();
         job = match next {
             Some(j) => j,
             None => {

@@ -94,7 +94,9 @@ pub struct Summary {
     pub counts: Counts,
     /// Requests still outstanding when the run ended (neither completed nor failed).
     pub in_flight_at_end: u64,
-    /// Requests that were due but never sent (open model: backlog full or run over).
+    /// Requests that were due but never sent: open-model arrivals that found the backlog full
+    /// or were still waiting for a connection when the run ended, and partly-open session
+    /// arrivals that found `max_sessions` sessions. Open model: `sent + dropped` = arrivals.
     pub dropped: u64,
     /// Completed per second.
     pub throughput_per_s: f64,

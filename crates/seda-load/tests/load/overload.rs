@@ -1,7 +1,7 @@
 //! Rejections and backoff, the AIMD window, timeouts and failures.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use seda_control::AimdWindowConfig;
@@ -126,8 +126,11 @@ fn a_stateful_session_follows_the_previous_reply() {
 
 #[test]
 fn a_503_is_a_rejection_honoured_with_backoff() {
-    let t0 = Instant::now();
+    // The server rejects everything in the 300 ms after the first request it sees.
+    let first = Arc::new(OnceLock::new());
+    let f = first.clone();
     let server = TestServer::start(move |s| {
+        let t0: Instant = *f.get_or_init(|| s.at);
         if s.at.duration_since(t0) < MS(300) {
             Reply::status(503)
         } else {
@@ -143,13 +146,18 @@ fn a_503_is_a_rejection_honoured_with_backoff() {
     let c = r.summary.counts;
     assert_eq!((c.rejected, c.errors), (4, 0), "{c:?}");
     assert_eq!(restarts.load(Ordering::SeqCst), 4);
-    // Nobody asked during the backoff, and everyone came back on a new connection.
+    // Each user came back 500 ms after its rejection, on a new connection.
     let log = server.log();
-    let quiet = log.iter().filter(|s| {
-        let t = s.at.duration_since(t0);
-        t > MS(100) && t < MS(450)
-    });
-    assert_eq!(quiet.count(), 0);
+    let t0 = *first.get().unwrap();
+    let (rejected, served): (Vec<_>, Vec<_>) =
+        log.iter().partition(|s| s.at.duration_since(t0) < MS(300));
+    assert_eq!(rejected.len(), 4);
+    // Every user waits 500 ms after its own rejection, so nobody is back before the first
+    // rejection plus 500 ms.
+    let first_rejection = rejected.iter().map(|s| s.at).min().unwrap();
+    let first_back = served.iter().map(|s| s.at).min().unwrap();
+    let waited = first_back.duration_since(first_rejection);
+    assert!(waited >= MS(500), "came back after {waited:?}");
     assert_eq!(server.connections(), 8);
     assert!(
         r.clients
@@ -248,8 +256,13 @@ fn a_keep_alive_connection_closed_by_the_server_is_retried_once() {
     let c = r.summary.counts;
     assert_eq!(c.errors, 0, "{:?}", r.summary.error_kinds);
     assert!(c.completed > 20, "{c:?}");
-    // One connection per request: every reuse found the connection closed and retried.
-    assert_eq!(server.connections(), server.requests());
+    // One connection per request: every reuse found the connection closed and retried (a user
+    // may have just connected when the run ended).
+    let (conns, reqs) = (server.connections(), server.requests());
+    assert!(
+        reqs <= conns && conns <= reqs + 2,
+        "{conns} connections, {reqs} requests"
+    );
 }
 
 #[test]
