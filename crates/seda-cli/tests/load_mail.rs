@@ -66,5 +66,10 @@ fn the_mail_workload_drives_the_mail_service() {
     assert_eq!(summary["errors"], 0, "{text}");
     assert!(summary["completed"].as_u64().unwrap() > 20, "{text}");
     let statuses = summary["statuses"].as_object().unwrap();
-    assert!(statuses.keys().all(|s| s == "200" || s == "303" || s == "404"), "{text}");
+    assert!(
+        statuses
+            .keys()
+            .all(|s| s == "200" || s == "303" || s == "404"),
+        "{text}"
+    );
 }
