@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use seda_http::{HttpConfig, HttpRequest, HttpServer};
 use seda_mail::store::{self, Store};
 use seda_mail::user_model::{Mix, THINK_TIME};
-use seda_mail::{Corpus, MailService, RequestKind, ServiceOptions, http, load};
+use seda_mail::{Corpus, MailEvent, MailService, RequestKind, ServiceOptions, http, load};
 
 /// Where `seda serve mail` keeps its database when no `--db` is given.
 const DEFAULT_DB: &str = "seda-mail.db";
@@ -57,6 +58,13 @@ pub struct ServeArgs {
     /// Prefix of the table names.
     #[arg(long, default_value = "")]
     prefix: String,
+    /// Drop (503) requests not answered within this many ms, even inside the database.
+    #[arg(long)]
+    deadline_ms: Option<u64>,
+    /// HTTP front end: `seda-http` (the shared front end) or `builtin` (seda-mail's own
+    /// minimal hyper adapter).
+    #[arg(long, default_value = "seda-http", value_parser = ["seda-http", "builtin"])]
+    front: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -156,6 +164,85 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     };
     let service = MailService::start(&rt, store.clone(), &options)
         .map_err(|e| anyhow!("cannot build the mail stages: {e}"))?;
+    let deadline = args.deadline_ms.map(Duration::from_millis);
+    if args.front == "builtin" {
+        serve_builtin(args, &store, service, deadline)?;
+    } else {
+        serve_seda_http(args, &rt, &store, service, deadline)?;
+    }
+    print_stage_totals(&rt.stats());
+    let report = rt.shutdown();
+    println!(
+        "stopped: drained {}, abandoned {}",
+        report.drained, report.abandoned
+    );
+    Ok(())
+}
+
+/// Serves through the shared front end: an inline `mail.route` stage turns each
+/// [`HttpRequest`] into a [`MailEvent`] for its request type's stage, answering through the
+/// request's reply slot.
+fn serve_seda_http(
+    args: &ServeArgs,
+    rt: &seda::Runtime,
+    store: &Arc<dyn Store>,
+    service: Arc<MailService>,
+    deadline: Option<Duration>,
+) -> Result<()> {
+    let route = rt
+        .stage(
+            seda::Stage::builder("mail.route")
+                .inline()
+                .handler(seda::handler::each(move |req: HttpRequest, _cx| {
+                    let (mut meta, head, body, reply) = req.into_parts();
+                    if let Some(d) = deadline {
+                        meta.deadline = Some(meta.born + d);
+                    }
+                    match http::parse_head(&head, &body, meta) {
+                        Err(resp) => {
+                            reply.send(http::to_hyper(resp));
+                        }
+                        Ok(request) => {
+                            service.dispatch(MailEvent::with_callback(request, move |resp| {
+                                reply.send(http::to_hyper(resp));
+                            }));
+                        }
+                    }
+                })),
+        )
+        .map_err(|e| anyhow!("cannot build the route stage: {e}"))?;
+    let config = HttpConfig {
+        addr: args.addr,
+        retry_after_s: seda_mail::RETRY_AFTER_S,
+        max_body_bytes: seda_mail::MAX_FORM_BYTES,
+        ..HttpConfig::default()
+    };
+    let server = HttpServer::start(config, route, Some(rt.clone()))
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    println!(
+        "mail service ({}, seda-http) listening on http://{}/  (log in as user1 / pass1; \
+         Ctrl-C stops)",
+        store.backend(),
+        server.local_addr()
+    );
+    let waiter = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the signal runtime")?;
+    waiter.block_on(stop_signal());
+    println!("shutting down");
+    let done = server.shutdown(Duration::from_secs(5));
+    println!("front end stopped: {done:?}");
+    Ok(())
+}
+
+/// Serves through seda-mail's own minimal adapter.
+fn serve_builtin(
+    args: &ServeArgs,
+    store: &Arc<dyn Store>,
+    service: Arc<MailService>,
+    deadline: Option<Duration>,
+) -> Result<()> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -166,21 +253,59 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", args.addr))?;
         println!(
-            "mail service ({}) listening on http://{addr}/  (log in as user1 / pass1; Ctrl-C stops)",
+            "mail service ({}, builtin adapter) listening on http://{addr}/  (log in as user1 / \
+             pass1; Ctrl-C stops)",
             store.backend()
         );
-        http::serve(listener, service, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        http::serve(
+            listener,
+            service,
+            http::HttpOptions { deadline },
+            stop_signal(),
+        )
         .await;
+        println!("shutting down");
         anyhow::Ok(())
-    })?;
-    let report = rt.shutdown();
+    })
+}
+
+/// What each request-type stage did while the server ran (server-side response times:
+/// from the request's arrival to the end of its handler).
+fn print_stage_totals(stats: &seda::RuntimeSnapshot) {
     println!(
-        "stopped: drained {}, abandoned {}",
-        report.drained, report.abandoned
+        "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "stage", "completed", "rejected", "dropped", "p50 ms", "p90 ms", "p99 ms"
     );
-    Ok(())
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{:.1}", s * 1000.0));
+    for s in &stats.stages {
+        let t = &s.totals;
+        println!(
+            "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            s.name,
+            t.counters.completed,
+            t.counters.rejected_total,
+            t.counters.dropped_total,
+            ms(t.response.p50_s),
+            ms(t.response.p90_s),
+            ms(t.response.p99_s)
+        );
+    }
+}
+
+/// Completes on Ctrl-C (SIGINT) or SIGTERM.
+async fn stop_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
 }
 
 /// `seda mail load`.

@@ -17,7 +17,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -26,6 +26,17 @@ use crate::service::MailService;
 
 /// How long connections get to finish their request after shutdown starts.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long a client may take to send a request's header (slow clients hold no worker, but
+/// they hold a connection).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Settings of the adapter.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// Requests not answered this long after they arrived are dropped from their queue or
+    /// interrupted in the database, and answered 503 (nobody should wait longer).
+    pub deadline: Option<Duration>,
+}
 
 /// Cancels a request's token when dropped before [`disarm`](Self::disarm): the client left.
 struct CancelOnDrop(Option<seda::CancelToken>);
@@ -62,33 +73,48 @@ pub fn to_hyper(r: MailResponse) -> Response<Full<Bytes>> {
         })
 }
 
-/// Handles one HTTP request: parse, enqueue, await the stage's answer.
-pub async fn handle(
-    service: Arc<MailService>,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let born = Instant::now();
-    let method = req.method().as_str().to_string();
-    let target = req
-        .uri()
-        .path_and_query()
-        .map_or("/".to_string(), |pq| pq.as_str().to_string());
-    let cookies: Vec<&str> = req
-        .headers()
+/// Builds a [`MailRequest`] from a parsed HTTP head and body, keeping `meta` (its birth time,
+/// cancellation token and deadline) and setting its class from `x-seda-class` or the `class`
+/// cookie. Any HTTP front end can use it (this adapter, `seda-http`).
+pub fn parse_head(
+    head: &hyper::http::request::Parts,
+    body: &[u8],
+    meta: seda::Meta,
+) -> Result<MailRequest, MailResponse> {
+    let target = head.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let cookies: Vec<&str> = head
+        .headers
         .get_all("cookie")
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
     let cookie = (!cookies.is_empty()).then(|| cookies.join("; "));
-    let class = req
-        .headers()
+    let class = head
+        .headers
         .get("x-seda-class")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let body = match Limited::new(req.into_body(), MAX_FORM_BYTES)
-        .collect()
-        .await
-    {
+        .and_then(|v| v.to_str().ok());
+    let mut request = MailRequest::parse(
+        head.method.as_str(),
+        target,
+        cookie.as_deref(),
+        class,
+        body,
+        meta.born,
+    )?;
+    let class = request.meta.class;
+    request.meta = meta.with_class(class);
+    Ok(request)
+}
+
+/// Handles one HTTP request: parse, enqueue, await the stage's answer.
+pub async fn handle(
+    service: Arc<MailService>,
+    options: Arc<HttpOptions>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let born = Instant::now();
+    let (head, body) = req.into_parts();
+    let body = match Limited::new(body, MAX_FORM_BYTES).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
             return Ok(to_hyper(MailResponse::error(
@@ -97,17 +123,13 @@ pub async fn handle(
             )));
         }
     };
-    let request = match MailRequest::parse(
-        &method,
-        &target,
-        cookie.as_deref(),
-        class.as_deref(),
-        &body,
-        born,
-    ) {
+    let mut request = match parse_head(&head, &body, seda::Meta::born_at(born)) {
         Ok(r) => r,
         Err(resp) => return Ok(to_hyper(resp)),
     };
+    if let Some(d) = options.deadline {
+        request.meta.deadline = Some(born + d);
+    }
     let guard = CancelOnDrop(Some(request.meta.cancel.clone()));
     let response = match service.submit(request) {
         Err((_, resp)) => resp,
@@ -126,8 +148,10 @@ pub async fn handle(
 pub async fn serve(
     listener: TcpListener,
     service: Arc<MailService>,
+    options: HttpOptions,
     shutdown: impl Future<Output = ()>,
 ) {
+    let options = Arc::new(options);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
@@ -138,11 +162,16 @@ pub async fn serve(
                 let Ok((stream, _peer)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
                 let svc = service.clone();
+                let opts = options.clone();
                 let mut stop = stop_rx.clone();
                 conns.spawn(async move {
-                    let conn = http1::Builder::new().keep_alive(true).serve_connection(
+                    let conn = http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(HEADER_TIMEOUT)
+                        .keep_alive(true)
+                        .serve_connection(
                         TokioIo::new(stream),
-                        service_fn(move |req| handle(svc.clone(), req)),
+                        service_fn(move |req| handle(svc.clone(), opts.clone(), req)),
                     );
                     tokio::pin!(conn);
                     tokio::select! {

@@ -70,6 +70,6 @@ pub mod workload;
 pub use corpus::Corpus;
 pub use request::{
     MAX_CLASS, MAX_FIELDS, MAX_FORM_BYTES, MailEvent, MailRequest, MailResponse, RequestKind,
-    parse_cookies, parse_urlencoded, percent_decode, percent_encode,
+    Responder, parse_cookies, parse_urlencoded, percent_decode, percent_encode,
 };
 pub use service::{MAX_QUERY_CHARS, MailService, RETRY_AFTER_S, ServiceOptions};

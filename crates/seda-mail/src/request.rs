@@ -227,25 +227,67 @@ impl MailResponse {
     }
 }
 
+/// Where a request's response goes.
+pub enum Responder {
+    /// A channel whose receiver the caller awaits.
+    Channel(oneshot::Sender<MailResponse>),
+    /// A function called with the response (a front end converts and sends it).
+    Callback(Box<dyn FnOnce(MailResponse) + Send>),
+}
+
+impl fmt::Debug for Responder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Responder::Channel(_) => "Responder::Channel",
+            Responder::Callback(_) => "Responder::Callback",
+        })
+    }
+}
+
 /// The event a request-type stage handles: a request and where to send its response.
+///
+/// Exactly one response is sent: by the stage's handler, by its drop hook (503) when the stage
+/// drops the event, or by [`MailService::dispatch`](crate::MailService::dispatch) when it is not
+/// admitted. A channel's receiver sees an error only if a handler panicked.
 #[derive(Debug)]
 pub struct MailEvent {
     /// The request.
     pub request: MailRequest,
-    /// Receives the response exactly once (a dropped sender tells the waiter it failed).
-    pub reply: oneshot::Sender<MailResponse>,
+    reply: Responder,
 }
 
 impl MailEvent {
     /// An event and the receiver of its response.
     pub fn new(request: MailRequest) -> (MailEvent, oneshot::Receiver<MailResponse>) {
         let (reply, rx) = oneshot::channel();
-        (MailEvent { request, reply }, rx)
+        (
+            MailEvent {
+                request,
+                reply: Responder::Channel(reply),
+            },
+            rx,
+        )
+    }
+
+    /// An event whose response is handed to `f`.
+    pub fn with_callback(
+        request: MailRequest,
+        f: impl FnOnce(MailResponse) + Send + 'static,
+    ) -> MailEvent {
+        MailEvent {
+            request,
+            reply: Responder::Callback(Box::new(f)),
+        }
     }
 
     /// Sends the response (ignored if the waiter has gone).
     pub fn respond(self, response: MailResponse) {
-        let _ = self.reply.send(response);
+        match self.reply {
+            Responder::Channel(tx) => {
+                let _ = tx.send(response);
+            }
+            Responder::Callback(f) => f(response),
+        }
     }
 }
 

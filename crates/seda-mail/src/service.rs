@@ -124,22 +124,40 @@ impl MailService {
     ) -> Result<(RequestKind, oneshot::Receiver<MailResponse>), (Option<RequestKind>, MailResponse)>
     {
         let Some(kind) = RequestKind::route(&request.method, &request.path) else {
-            return Err((None, MailResponse::error(404, "No such page.")));
+            return Err((None, not_found()));
         };
         let (event, rx) = MailEvent::new(request);
         match self.sink(kind).enqueue(event) {
             Ok(()) => Ok((kind, rx)),
-            Err(rejected) => {
-                let status = match rejected.reason {
-                    RejectReason::Closed => "shutting down",
-                    _ => "overloaded",
-                };
-                let mut r = MailResponse::unavailable(RETRY_AFTER_S);
-                r.headers.push(("x-seda-reject".into(), status.into()));
-                Err((Some(kind), r))
-            }
+            Err(rejected) => Err((Some(kind), unadmitted(rejected.reason))),
         }
     }
+
+    /// Routes an event to its stage; when there is no such page (404) or the stage does not
+    /// admit it (503 with `Retry-After`), answers it at once. Returns its type, if routed.
+    pub fn dispatch(&self, event: MailEvent) -> Option<RequestKind> {
+        let Some(kind) = RequestKind::route(&event.request.method, &event.request.path) else {
+            event.respond(not_found());
+            return None;
+        };
+        if let Err(rejected) = self.sink(kind).enqueue(event) {
+            let response = unadmitted(rejected.reason);
+            rejected.event.respond(response);
+        }
+        Some(kind)
+    }
+}
+
+fn not_found() -> MailResponse {
+    MailResponse::error(404, "No such page.")
+}
+
+fn unadmitted(reason: RejectReason) -> MailResponse {
+    let why = match reason {
+        RejectReason::Closed => "shutting down",
+        _ => "overloaded",
+    };
+    MailResponse::unavailable(RETRY_AFTER_S).with_header("x-seda-reject", why.into())
 }
 
 fn store_error(e: StoreError) -> MailResponse {

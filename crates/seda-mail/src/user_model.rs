@@ -27,7 +27,9 @@
 //! (list -> list 17%). Acting on a message (delete 15%, refile 9%) happens only from the message
 //! view and is followed by reading again. Search is rare: 1 to 2% of the exits of the browsing
 //! states, so about 1.3% of all requests (the paper: "less than 1%"); a search usually leads to
-//! opening a hit. Logging out and in again (a new session) is 1%. The stationary mix, computed
+//! opening a hit. Logging out and in again (a new session) is 1%. A delete chosen while the
+//! user reads Trash restores the message to another folder instead (a refile), so the model
+//! never purges and mailboxes keep their size over long runs. The stationary mix, computed
 //! in the tests, is about 0.9% login, 6.6% folders, 32.9% list, 47.1% show, 7.1% delete, 4.2%
 //! refile, 1.3% search.
 
@@ -35,6 +37,7 @@ use std::time::Duration;
 
 use crate::corpus::{Rng, password, user_name};
 use crate::request::{RequestKind, percent_encode};
+use crate::store::TRASH;
 
 /// Think time between requests (002 Section 4.1: "aggressively set to 20 ms").
 pub const THINK_TIME: Duration = Duration::from_millis(20);
@@ -113,6 +116,12 @@ pub struct UserModel {
     folder: Option<i64>,
     messages: Vec<i64>,
     message: Option<i64>,
+    /// The last folder page listed no message: look elsewhere next time.
+    empty_list: bool,
+    /// The user's Trash folder, once seen in the folder list.
+    trash: Option<i64>,
+    /// The listed messages came from a folder page (not a search).
+    listed_from_folder: bool,
 }
 
 /// Numbers that follow `prefix` in `body`, in order, without repeats.
@@ -157,6 +166,9 @@ impl UserModel {
             folder: None,
             messages: Vec::new(),
             message: None,
+            empty_list: false,
+            trash: None,
+            listed_from_folder: false,
         }
     }
 
@@ -191,9 +203,15 @@ impl UserModel {
             match last {
                 RequestKind::ListFolders => {
                     self.folders = ids_after(body, "href=\"/folder?f=");
+                    self.trash =
+                        self.folders.iter().copied().find(|f| {
+                            body.contains(&format!("href=\"/folder?f={f}\">{TRASH}</a>"))
+                        });
                 }
                 RequestKind::ListMessages | RequestKind::Search => {
                     self.messages = ids_after(body, "href=\"/msg?id=");
+                    self.empty_list = self.messages.is_empty();
+                    self.listed_from_folder = last == RequestKind::ListMessages;
                 }
                 RequestKind::ShowMessage => {
                     let more = ids_after(body, "<option value=\"");
@@ -203,6 +221,8 @@ impl UserModel {
                         }
                     }
                 }
+                // A refiled message stays this user's: measuring refiles alone, move it again.
+                RequestKind::Refile if self.mix == Mix::Only(RequestKind::Refile) => {}
                 RequestKind::Delete | RequestKind::Refile => {
                     if let Some(m) = self.message.take() {
                         self.messages.retain(|&x| x != m);
@@ -251,6 +271,16 @@ impl UserModel {
         {
             kind = RequestKind::ListMessages;
         }
+        // In the Markov mix, "delete" in Trash restores the message (a refile) instead of
+        // purging it: mailboxes keep their size, so long runs stay stationary.
+        if kind == RequestKind::Delete
+            && self.mix == Mix::Markov
+            && self.listed_from_folder
+            && self.trash.is_some()
+            && self.folder == self.trash
+        {
+            kind = RequestKind::Refile;
+        }
         if kind == RequestKind::Refile && self.folders.len() < 2 {
             kind = RequestKind::ListFolders;
         }
@@ -277,7 +307,7 @@ impl UserModel {
             RequestKind::ListMessages => {
                 // Usually stay in the current folder (its first page, sorted by date);
                 // sometimes another folder, another sort or the next page.
-                let change = self.folder.is_none() || self.rng.below(4) == 0;
+                let change = self.folder.is_none() || self.empty_list || self.rng.below(4) == 0;
                 if change && !self.folders.is_empty() {
                     let i = self.rng.below(self.folders.len() as u64) as usize;
                     self.folder = Some(self.folders[i]);
@@ -285,7 +315,11 @@ impl UserModel {
                 let f = self.folder.unwrap_or(0);
                 let sort =
                     ["date", "date", "date", "sender", "subject"][self.rng.below(5) as usize];
-                let page = if self.rng.below(5) == 0 { 1 } else { 0 };
+                let page = if !self.empty_list && self.rng.below(5) == 0 {
+                    1
+                } else {
+                    0
+                };
                 (
                     "GET",
                     format!("/folder?f={f}&sort={sort}&page={page}"),
@@ -304,8 +338,22 @@ impl UserModel {
             }
             RequestKind::Refile => {
                 let m = self.pick_message();
-                let i = self.rng.below(self.folders.len() as u64) as usize;
-                let to = self.folders[i];
+                // Any folder but Trash (moving there is what delete is for) and, if possible,
+                // not the one it is in.
+                let not_trash = |f: &i64| Some(*f) != self.trash;
+                let mut targets: Vec<i64> = self
+                    .folders
+                    .iter()
+                    .copied()
+                    .filter(|f| not_trash(f) && Some(*f) != self.folder)
+                    .collect();
+                if targets.is_empty() {
+                    targets = self.folders.iter().copied().filter(not_trash).collect();
+                }
+                if targets.is_empty() {
+                    targets = self.folders.clone();
+                }
+                let to = targets[self.rng.below(targets.len() as u64) as usize];
                 (
                     "POST",
                     "/refile".to_string(),
@@ -416,6 +464,40 @@ mod tests {
         ));
         let s = u.next(Some(Outcome::Rejected));
         assert_eq!((s.kind, s.delay), (RequestKind::Login, REJECT_BACKOFF));
+    }
+
+    #[test]
+    fn never_purges_from_trash() {
+        let mut u = UserModel::new(1, 9, Duration::ZERO, Mix::Markov);
+        let mut s = u.next(None);
+        for _ in 0..2000 {
+            let body = match s.kind {
+                RequestKind::ListFolders => {
+                    "<a href=\"/folder?f=4\">Trash</a><a href=\"/folder?f=5\">Inbox</a>"
+                }
+                // Every folder page lists the same messages; only Trash's may not be deleted.
+                RequestKind::ListMessages => "<a href=\"/msg?id=11\"><a href=\"/msg?id=12\">",
+                _ => "",
+            };
+            let cookie = (s.kind == RequestKind::Login).then_some("sid=x");
+            let in_trash = u.folder == Some(4) && u.listed_from_folder;
+            s = u.next(Some(Outcome::Response {
+                status: if s.kind == RequestKind::Login {
+                    303
+                } else {
+                    200
+                },
+                location: None,
+                set_cookie: cookie,
+                body,
+            }));
+            if s.kind == RequestKind::Delete {
+                assert!(!(in_trash && u.folder == Some(4)), "a delete in Trash");
+            }
+            if s.kind == RequestKind::Refile {
+                assert!(!s.form.as_deref().unwrap_or("").ends_with("to=4"));
+            }
+        }
     }
 
     #[test]

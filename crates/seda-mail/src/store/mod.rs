@@ -286,6 +286,12 @@ impl<C> ConnPool<C> {
         self.idle.lock().pop()
     }
 
+    /// Closes every idle connection (after a schema change, their prepared statements are
+    /// stale).
+    pub(crate) fn clear(&self) {
+        self.idle.lock().clear();
+    }
+
     pub(crate) fn put(&self, conn: C) {
         let mut idle = self.idle.lock();
         if idle.len() < self.max_idle {

@@ -1,10 +1,11 @@
 //! PostgreSQL through the synchronous `postgres` crate: pooled clients, cancellation by the
 //! server's cancel request.
 
+use std::collections::HashMap;
 use std::io::Write;
 
 use postgres::error::SqlState;
-use postgres::{Client, GenericClient, NoTls, Row};
+use postgres::{Client, GenericClient, NoTls, Row, Statement};
 use seda::Meta;
 
 use super::{
@@ -13,11 +14,40 @@ use super::{
 };
 use crate::corpus::Corpus;
 
+/// Most prepared statements kept per connection (the service uses about twenty).
+const MAX_STATEMENTS: usize = 64;
+
+/// A client and the statements prepared on it: each query is parsed once per connection, so
+/// a call costs one round trip instead of two.
+struct PgConn {
+    client: Client,
+    stmts: HashMap<String, Statement>,
+}
+
+/// The prepared statement for `sql` on this connection.
+fn prep(
+    stmts: &mut HashMap<String, Statement>,
+    c: &mut impl GenericClient,
+    sql: &str,
+) -> std::result::Result<Statement, postgres::Error> {
+    if let Some(s) = stmts.get(sql) {
+        return Ok(s.clone());
+    }
+    let s = c.prepare(sql)?;
+    if stmts.len() >= MAX_STATEMENTS {
+        stmts.clear();
+    }
+    stmts.insert(sql.to_string(), s.clone());
+    Ok(s)
+}
+
+type Stmts = HashMap<String, Statement>;
+
 /// The PostgreSQL backend.
 pub struct PostgresStore {
     url: String,
     p: String,
-    pool: ConnPool<Client>,
+    pool: ConnPool<PgConn>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -84,33 +114,37 @@ impl PostgresStore {
         Ok(store)
     }
 
-    fn connect(&self) -> Result<Client> {
-        Client::connect(&self.url, NoTls)
-            .map_err(|e| StoreError::Db(format!("cannot connect to {}: {e}", self.url)))
+    fn connect(&self) -> Result<PgConn> {
+        let client = Client::connect(&self.url, NoTls)
+            .map_err(|e| StoreError::Db(format!("cannot connect to {}: {e}", self.url)))?;
+        Ok(PgConn {
+            client,
+            stmts: HashMap::new(),
+        })
     }
 
     fn with<T>(
         &self,
         meta: Option<&Meta>,
-        f: impl FnOnce(&mut Client, &str) -> std::result::Result<T, postgres::Error>,
+        f: impl FnOnce(&mut Client, &mut Stmts, &str) -> std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
         if let Some(m) = meta {
             check(m)?;
         }
         let mut conn = match self.pool.take() {
-            Some(c) if !c.is_closed() => c,
+            Some(c) if !c.client.is_closed() => c,
             _ => self.connect()?,
         };
         let mut guard = meta.map(|m| {
-            let token = conn.cancel_token();
+            let token = conn.client.cancel_token();
             watch::watch(m, move || {
                 let _ = token.cancel_query(NoTls);
             })
         });
-        let out = f(&mut conn, &self.p);
+        let out = f(&mut conn.client, &mut conn.stmts, &self.p);
         let fired = guard.as_mut().is_some_and(|g| g.fired());
         drop(guard);
-        if !conn.is_closed() {
+        if !conn.client.is_closed() {
             self.pool.put(conn);
         }
         match out {
@@ -123,6 +157,7 @@ impl PostgresStore {
 
 fn move_message(
     tx: &mut postgres::Transaction<'_>,
+    st: &mut Stmts,
     p: &str,
     id: i64,
     from: i64,
@@ -134,22 +169,30 @@ fn move_message(
     } else {
         (to, 1, from, -1)
     };
-    let upd = format!("UPDATE {p}folders SET msg_count = msg_count + $1 WHERE id = $2");
+    let upd = prep(
+        st,
+        tx,
+        &format!("UPDATE {p}folders SET msg_count = msg_count + $1 WHERE id = $2"),
+    )?;
     tx.execute(&upd, &[&da, &a])?;
     tx.execute(&upd, &[&db, &b])?;
-    tx.execute(
+    let mv = prep(
+        st,
+        tx,
         &format!("UPDATE {p}messages SET folder_id = $1 WHERE id = $2"),
-        &[&to, &id],
     )?;
+    tx.execute(&mv, &[&to, &id])?;
     Ok(())
 }
 
 fn one_i64(
     c: &mut impl GenericClient,
+    st: &mut Stmts,
     sql: &str,
     params: &[&(dyn postgres::types::ToSql + Sync)],
 ) -> std::result::Result<Option<i64>, postgres::Error> {
-    Ok(c.query_opt(sql, params)?.map(|r| r.get(0)))
+    let s = prep(st, c, sql)?;
+    Ok(c.query_opt(&s, params)?.map(|r| r.get(0)))
 }
 
 impl Store for PostgresStore {
@@ -158,7 +201,9 @@ impl Store for PostgresStore {
     }
 
     fn reset(&self) -> Result<()> {
-        self.with(None, |c, p| {
+        // Statements prepared against the old tables are stale: start with fresh connections.
+        self.pool.clear();
+        let out = self.with(None, |c, _, p| {
             c.batch_execute(&format!(
                 "DROP TABLE IF EXISTS {p}messages; DROP TABLE IF EXISTS {p}folders;
                  DROP TABLE IF EXISTS {p}users;
@@ -175,13 +220,15 @@ impl Store for PostgresStore {
                  CREATE INDEX {p}m_subject ON {p}messages (folder_id, subject, sent);
                  CREATE INDEX {p}m_user ON {p}messages (user_id, sent);"
             ))
-        })
+        });
+        self.pool.clear();
+        out
     }
 
     fn load(&self, corpus: &Corpus) -> Result<Loaded> {
         let mut n = Loaded::default();
         let mut io_error = None;
-        let out = self.with(None, |c, p| {
+        let out = self.with(None, |c, _, p| {
             let mut tx = c.transaction()?;
             for u in corpus.users() {
                 tx.execute(
@@ -247,7 +294,9 @@ impl Store for PostgresStore {
                 return Ok(());
             }
             w.finish()?;
-            tx.commit()
+            tx.commit()?;
+            // Fresh statistics, so the planner uses the indexes from the first query on.
+            c.batch_execute(&format!("ANALYZE {p}users, {p}folders, {p}messages"))
         });
         out?;
         match io_error {
@@ -257,7 +306,7 @@ impl Store for PostgresStore {
     }
 
     fn audit(&self) -> Result<Audit> {
-        self.with(None, |c, p| {
+        self.with(None, |c, _, p| {
             let q = |c: &mut Client, sql: String| -> std::result::Result<i64, postgres::Error> {
                 Ok(c.query_one(&sql, &[])?.get(0))
             };
@@ -280,9 +329,10 @@ impl Store for PostgresStore {
     }
 
     fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>> {
-        self.with(Some(meta), |c, p| {
+        self.with(Some(meta), |c, st, p| {
             one_i64(
                 c,
+                st,
                 &format!("SELECT id FROM {p}users WHERE name = $1 AND password = $2"),
                 &[&name, &password],
             )
@@ -290,13 +340,15 @@ impl Store for PostgresStore {
     }
 
     fn folders(&self, user: i64, meta: &Meta) -> Result<Vec<Folder>> {
-        self.with(Some(meta), |c, p| {
-            let rows = c.query(
+        self.with(Some(meta), |c, st, p| {
+            let stmt = prep(
+                st,
+                c,
                 &format!(
                     "SELECT id, name, msg_count FROM {p}folders WHERE user_id = $1 ORDER BY name"
                 ),
-                &[&user],
             )?;
+            let rows = c.query(&stmt, &[&user])?;
             Ok(rows.iter().map(folder).collect())
         })
     }
@@ -310,22 +362,29 @@ impl Store for PostgresStore {
         limit: u32,
         meta: &Meta,
     ) -> Result<Option<(Folder, Vec<Summary>)>> {
-        self.with(Some(meta), |c, p| {
-            let f = c.query_opt(
+        self.with(Some(meta), |c, st, p| {
+            let stmt = prep(
+                st,
+                c,
                 &format!(
                     "SELECT id, name, msg_count FROM {p}folders WHERE id = $1 AND user_id = $2"
                 ),
-                &[&folder_id, &user],
             )?;
+            let f = c.query_opt(&stmt, &[&folder_id, &user])?;
             let Some(f) = f.as_ref().map(folder) else {
                 return Ok(None);
             };
-            let rows = c.query(
+            let stmt = prep(
+                st,
+                c,
                 &format!(
                     "SELECT {SUMMARY} FROM {p}messages WHERE folder_id = $1 ORDER BY {} \
                      LIMIT $2 OFFSET $3",
                     sort.order_by()
                 ),
+            )?;
+            let rows = c.query(
+                &stmt,
                 &[
                     &folder_id,
                     &i64::from(limit.min(MAX_PAGE)),
@@ -337,14 +396,16 @@ impl Store for PostgresStore {
     }
 
     fn message(&self, user: i64, id: i64, meta: &Meta) -> Result<Option<Message>> {
-        self.with(Some(meta), |c, p| {
-            let r = c.query_opt(
+        self.with(Some(meta), |c, st, p| {
+            let stmt = prep(
+                st,
+                c,
                 &format!(
                     "SELECT {SUMMARY}, recipient, headers, body FROM {p}messages \
                      WHERE id = $1 AND user_id = $2"
                 ),
-                &[&id, &user],
             )?;
+            let r = c.query_opt(&stmt, &[&id, &user])?;
             let m = r.map(|r| Message {
                 summary: summary(&r),
                 recipient: r.get(7),
@@ -354,20 +415,23 @@ impl Store for PostgresStore {
             if let Some(m) = &m
                 && m.summary.flags & 1 == 0
             {
-                c.execute(
+                let stmt = prep(
+                    st,
+                    c,
                     &format!("UPDATE {p}messages SET flags = flags | 1 WHERE id = $1"),
-                    &[&id],
                 )?;
+                c.execute(&stmt, &[&id])?;
             }
             Ok(m)
         })
     }
 
     fn delete(&self, user: i64, id: i64, meta: &Meta) -> Result<Moved> {
-        self.with(Some(meta), |c, p| {
+        self.with(Some(meta), |c, st, p| {
             let mut tx = c.transaction()?;
             let trash = one_i64(
                 &mut tx,
+                st,
                 &format!("SELECT id FROM {p}folders WHERE user_id = $1 AND name = $2"),
                 &[&user, &TRASH],
             )?;
@@ -376,6 +440,7 @@ impl Store for PostgresStore {
             };
             let from = one_i64(
                 &mut tx,
+                st,
                 &format!(
                     "SELECT folder_id FROM {p}messages WHERE id = $1 AND user_id = $2 FOR UPDATE"
                 ),
@@ -385,14 +450,21 @@ impl Store for PostgresStore {
                 return Ok(Moved::NoMessage);
             };
             let done = if from == trash {
-                tx.execute(
+                let stmt = prep(
+                    st,
+                    &mut tx,
                     &format!("UPDATE {p}folders SET msg_count = msg_count - 1 WHERE id = $1"),
-                    &[&from],
                 )?;
-                tx.execute(&format!("DELETE FROM {p}messages WHERE id = $1"), &[&id])?;
+                tx.execute(&stmt, &[&from])?;
+                let stmt = prep(
+                    st,
+                    &mut tx,
+                    &format!("DELETE FROM {p}messages WHERE id = $1"),
+                )?;
+                tx.execute(&stmt, &[&id])?;
                 Moved::Purged { from }
             } else {
-                move_message(&mut tx, p, id, from, trash)?;
+                move_message(&mut tx, st, p, id, from, trash)?;
                 Moved::Moved { from, to: trash }
             };
             tx.commit()?;
@@ -401,10 +473,11 @@ impl Store for PostgresStore {
     }
 
     fn refile(&self, user: i64, id: i64, to: i64, meta: &Meta) -> Result<Moved> {
-        self.with(Some(meta), |c, p| {
+        self.with(Some(meta), |c, st, p| {
             let mut tx = c.transaction()?;
             let owns = one_i64(
                 &mut tx,
+                st,
                 &format!("SELECT id FROM {p}folders WHERE id = $1 AND user_id = $2"),
                 &[&to, &user],
             )?;
@@ -413,6 +486,7 @@ impl Store for PostgresStore {
             }
             let from = one_i64(
                 &mut tx,
+                st,
                 &format!(
                     "SELECT folder_id FROM {p}messages WHERE id = $1 AND user_id = $2 FOR UPDATE"
                 ),
@@ -422,7 +496,7 @@ impl Store for PostgresStore {
                 return Ok(Moved::NoMessage);
             };
             if from != to {
-                move_message(&mut tx, p, id, from, to)?;
+                move_message(&mut tx, st, p, id, from, to)?;
             }
             tx.commit()?;
             Ok(Moved::Moved { from, to })
@@ -438,18 +512,23 @@ impl Store for PostgresStore {
         meta: &Meta,
     ) -> Result<Vec<Summary>> {
         let pattern = like_pattern(text);
-        self.with(Some(meta), |c, p| {
+        self.with(Some(meta), |c, st, p| {
             let filter = match field {
                 SearchField::Headers => {
                     "(subject ILIKE $2 ESCAPE '\\' OR sender ILIKE $2 ESCAPE '\\')"
                 }
                 SearchField::Body => "body ILIKE $2 ESCAPE '\\'",
             };
-            let rows = c.query(
+            let stmt = prep(
+                st,
+                c,
                 &format!(
                     "SELECT {SUMMARY} FROM {p}messages WHERE user_id = $1 AND {filter} \
                      ORDER BY sent DESC LIMIT $3"
                 ),
+            )?;
+            let rows = c.query(
+                &stmt,
                 &[&user, &pattern, &i64::from(limit.min(MAX_RESULTS))],
             )?;
             Ok(rows.iter().map(summary).collect())

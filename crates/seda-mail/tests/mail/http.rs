@@ -33,9 +33,14 @@ fn serves_pages_over_http() {
     let (listener, addr) = tokio
         .block_on(http::bind("127.0.0.1:0".parse().unwrap()))
         .unwrap();
-    let server = tokio.spawn(http::serve(listener, svc, async {
-        let _ = stop_rx.await;
-    }));
+    let server = tokio.spawn(http::serve(
+        listener,
+        svc,
+        http::HttpOptions::default(),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
 
     let r = exchange(
         addr,
@@ -97,11 +102,110 @@ fn rejection_is_503_with_retry_after() {
     store.load(&corpus).unwrap();
     let rt = seda::Runtime::start().unwrap();
     let svc = seda_mail::MailService::start(&rt, store, &ServiceOptions::default()).unwrap();
+    // A request whose deadline has passed is not served.
+    let mut late = req("GET", "/login", None, "");
+    late.meta.deadline = Some(std::time::Instant::now());
+    let r = call(&svc, late);
+    assert_eq!(r.status, 503);
+    // Dispatch answers through the event's callback, whatever happens to it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let answer = move |r: seda_mail::MailResponse| {
+        let _ = tx.send(r.status);
+    };
+    let t2 = answer.clone();
+    assert_eq!(
+        svc.dispatch(seda_mail::MailEvent::with_callback(
+            req("GET", "/nope", None, ""),
+            answer
+        )),
+        None
+    );
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 404);
+    svc.dispatch(seda_mail::MailEvent::with_callback(
+        req("GET", "/login", None, ""),
+        t2,
+    ));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 200);
     // Stop admitting: every stage now rejects at enqueue.
     svc.sink(seda_mail::RequestKind::Login)
         .set_threshold(Some(0));
     let r = call(&svc, req("GET", "/login", None, ""));
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("5"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    svc.dispatch(seda_mail::MailEvent::with_callback(
+        req("GET", "/login", None, ""),
+        move |r| {
+            let _ = tx.send(r.status);
+        },
+    ));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 503);
     rt.shutdown();
+}
+
+#[test]
+fn emulated_users_drive_every_page_over_http() {
+    let corpus = seda_mail::Corpus::with_max_folder(4, 5, 60);
+    let store = seda_mail::store::open(&temp_db("users"), "").unwrap();
+    store.reset().unwrap();
+    store.load(&corpus).unwrap();
+    let (rt, svc) = service(store.clone(), ServiceOptions::default());
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (listener, addr) = tokio
+        .block_on(http::bind("127.0.0.1:0".parse().unwrap()))
+        .unwrap();
+    let server = tokio.spawn(http::serve(
+        listener,
+        svc,
+        http::HttpOptions::default(),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    let report = tokio.block_on(seda_mail::load::run(seda_mail::load::LoadOptions {
+        addr,
+        users: 4,
+        corpus_users: 4,
+        duration: Duration::from_secs(2),
+        warmup: Duration::ZERO,
+        think: Duration::from_millis(1),
+        mix: seda_mail::user_model::Mix::Markov,
+        seed: 3,
+        class: Some(1),
+    }));
+    let _ = stop_tx.send(());
+    tokio.block_on(server).unwrap();
+    rt.shutdown();
+    eprint!("{}", report.table());
+    let total: u64 = report.kinds.iter().map(|(_, s)| s.ok).sum();
+    assert!(total > 20, "{}", report.table());
+    for (kind, s) in &report.kinds {
+        assert_eq!(
+            (s.server_errors, s.failed, s.client_errors),
+            (0, 0, 0),
+            "{kind}: {}",
+            report.table()
+        );
+    }
+    // Every page the model reads exists: logins, folder lists and message lists at least.
+    for k in [
+        seda_mail::RequestKind::Login,
+        seda_mail::RequestKind::ListFolders,
+        seda_mail::RequestKind::ListMessages,
+        seda_mail::RequestKind::ShowMessage,
+    ] {
+        assert!(report.kinds[k.index()].1.ok > 0, "{k}: {}", report.table());
+    }
+    let a = store.audit().unwrap();
+    assert_eq!((a.bad_folders, a.folder_counts), (0, a.messages));
+    assert_eq!(
+        a.messages,
+        corpus.total_messages(),
+        "the Markov users never purge"
+    );
 }
