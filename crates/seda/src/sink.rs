@@ -9,6 +9,11 @@ use seda_control::RejectReason;
 use crate::Event;
 use crate::stage::{StageCore, current_stage};
 
+/// `enqueue_timeout` spins for this many rounds (2^round spins each) before yielding...
+const BACKOFF_SPIN_ROUNDS: u32 = 6;
+/// ...and yields until this many rounds before it sleeps waiting for room.
+const BACKOFF_ROUNDS: u32 = 10;
+
 /// An enqueue that was turned away: the event(s) come back with the reason.
 ///
 /// Like crossbeam's `SendError<T>`, nothing is lost: the caller decides what to do (answer 503,
@@ -114,6 +119,7 @@ impl<E: Event> Sink<E> {
     pub fn enqueue_timeout(&self, event: E, timeout: Duration) -> Result<(), Rejected<E>> {
         let mut deadline = None;
         let mut event = event;
+        let mut round = 0u32;
         loop {
             match self.core.try_enqueue_one(event) {
                 Ok(()) => return Ok(()),
@@ -129,7 +135,18 @@ impl<E: Event> Sink<E> {
                         return Err(rejected);
                     }
                     event = rejected.event;
-                    self.core.wait_for_space(deadline);
+                    // A worker usually frees room within microseconds: spin, then yield, and
+                    // only then sleep (a sleep and wake-up costs more than the wait itself).
+                    if round < BACKOFF_SPIN_ROUNDS {
+                        for _ in 0..(1u32 << round) {
+                            std::hint::spin_loop();
+                        }
+                    } else if round < BACKOFF_ROUNDS {
+                        std::thread::yield_now();
+                    } else {
+                        self.core.wait_for_space(deadline);
+                    }
+                    round = round.saturating_add(1);
                 }
             }
         }
