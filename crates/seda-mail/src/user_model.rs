@@ -272,12 +272,11 @@ impl UserModel {
             kind = RequestKind::ListMessages;
         }
         // In the Markov mix, "delete" in Trash restores the message (a refile) instead of
-        // purging it: mailboxes keep their size, so long runs stay stationary.
+        // purging it: mailboxes keep their size, so long runs stay stationary. A search hit may
+        // sit in Trash too, and the user does not know its folder: restore it the same way.
         if kind == RequestKind::Delete
             && self.mix == Mix::Markov
-            && self.listed_from_folder
-            && self.trash.is_some()
-            && self.folder == self.trash
+            && (!self.listed_from_folder || self.folder == self.trash)
         {
             kind = RequestKind::Refile;
         }
