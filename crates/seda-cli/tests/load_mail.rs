@@ -1,37 +1,26 @@
 //! `seda load --workload mail` against a real `seda serve mail`: every request type is sent and
 //! answered.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Command;
 
 #[test]
 fn the_mail_workload_drives_the_mail_service() {
     let dir = std::env::temp_dir().join(format!("seda-load-mail-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("mail.db");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_seda"))
-        .args([
-            "serve",
-            "mail",
-            "--addr",
-            "127.0.0.1:0",
-            "--seed-users",
-            "5",
-            "--db",
-        ])
-        .arg(&db)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    // The server prints the address it listens on.
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("server output").unwrap();
-        if let Some(i) = line.find("http://") {
-            break line[i..].split_whitespace().next().unwrap().to_string();
-        }
-    };
+    let mut server = common::start(&[
+        "serve".as_ref(),
+        "mail".as_ref(),
+        "--addr".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--seed-users".as_ref(),
+        "5".as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+    ]);
+    let url = format!("http://{}/", server.addr);
     let out = Command::new(env!("CARGO_BIN_EXE_seda"))
         .args([
             "load",
@@ -46,8 +35,9 @@ fn the_mail_workload_drives_the_mail_service() {
         .args(["--duration", "2s", "--json"])
         .output()
         .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    drop(server.stdout);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         out.status.success(),

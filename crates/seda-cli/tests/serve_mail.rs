@@ -1,9 +1,11 @@
 //! `seda mail corpus` and `seda serve mail` as a user runs them: the binary, a real socket, a
 //! login, a page, SIGINT; through the shared front end and through the built-in adapter.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn exchange(addr: &str, raw: &str) -> String {
@@ -41,29 +43,20 @@ fn corpus_then_serve_mail_then_sigint() {
     assert!(text.contains("inconsistent folders 0"), "{text}");
 
     for front in ["seda-http", "builtin"] {
-        let mut child = Command::new(seda)
-            .args([
-                "serve",
-                "mail",
-                "--addr",
-                "127.0.0.1:0",
-                "--front",
-                front,
-                "--db",
-            ])
-            .arg(&db)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run seda serve mail");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("first line");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
+        let common::Server {
+            mut child,
+            mut stdout,
+            addr,
+        } = common::start(&[
+            "serve".as_ref(),
+            "mail".as_ref(),
+            "--addr".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--front".as_ref(),
+            front.as_ref(),
+            "--db".as_ref(),
+            db.as_os_str(),
+        ]);
 
         let body = "user=user2&password=pass2";
         let r = exchange(

@@ -1,10 +1,12 @@
 //! `seda fileset specweb99` and `seda serve static` as a user runs them: the binary, a real
 //! socket, SIGINT.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -42,21 +44,18 @@ fn fileset_then_serve_then_sigint() {
         921_600
     );
 
-    let mut child = Command::new(seda)
-        .args(["serve", "static", "--addr", "127.0.0.1:0", "--root"])
-        .arg(&root)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run seda serve static");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("first line");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let common::Server {
+        mut child,
+        mut stdout,
+        addr,
+    } = common::start(&[
+        "serve".as_ref(),
+        "static".as_ref(),
+        "--addr".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--root".as_ref(),
+        root.as_os_str(),
+    ]);
 
     let mut s = TcpStream::connect(&addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10)))
