@@ -229,7 +229,7 @@ fn plots(lab: &Lab, runs: &[(&str, SpikeRun)], spike: &Spike) -> Result<()> {
 fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64, skipped: &[&str]) -> String {
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
-         --slowdown {}`, see below); its measured capacity is {capacity:.0} requests/s (256 \
+         --slowdown {}`, see below); its measured capacity is {capacity:.0} requests/s (32 \
          closed users, no think time). 002 spiked from 3 to 1000 users with a 1 s p90 target, \
          20 ms think time and a 5 s wait after a rejection. Here: {} users, target {} s, think \
          time {:.0} ms, wait {:.1} s (the quick form halves the time scale); without control \
