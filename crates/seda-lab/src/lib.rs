@@ -27,6 +27,7 @@ mod lab;
 mod machine;
 pub mod mail;
 mod outcome;
+pub mod peers;
 pub mod plot;
 pub mod poll;
 pub mod scenario;
