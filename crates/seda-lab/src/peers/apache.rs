@@ -8,7 +8,6 @@
 //! configuration: a process stays with its connection between requests (the client's think
 //! time), which is what bounds a thread-per-connection server.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -30,7 +29,7 @@ Listen 127.0.0.1:{port}
 ListenBacklog 4096
 PidFile "{work_dir}/httpd.pid"
 DefaultRuntimeDir "{work_dir}"
-Mutex file:"{work_dir}" default
+Mutex "file:{work_dir}" default
 ErrorLog "{work_dir}/logs/error.log"
 LogLevel warn
 # Ignored unless started as root; Apache will not serve as root.
@@ -75,9 +74,17 @@ pub fn command(root: &Path, port: u16, work_dir: &Path) -> Result<Command, PeerE
     check_others_can_read("apache2", root)?;
     let (root_s, work_s) = (config_path(root)?, config_path(work_dir)?);
     let conf = write_config(work_dir, "httpd.conf", &config(&root_s, port, &work_s))?;
-    let mut cmd = Command::new(bin);
+    // At shutdown prefork signals its whole process group (`killpg(getpgrp(), SIGTERM)`),
+    // which would stop whoever started it too: `setsid` gives it a session and group of its
+    // own (it execs in place, so the pid stays Apache's). Out of our group, a Ctrl-C would no
+    // longer reach it, so `setpriv --pdeathsig TERM` stops it when the thread that started it
+    // dies.
+    let setsid = require("setsid", "setsid", "util-linux")?;
+    let setpriv = require("setpriv", "setpriv", "util-linux")?;
+    let mut cmd = Command::new(setsid);
+    cmd.arg(setpriv).args(["--pdeathsig", "TERM"]).arg(bin);
     // -DFOREGROUND: the parent stays in the foreground (and is the pid to stop).
-    cmd.arg("-f").arg(conf).arg("-DFOREGROUND").process_group(0);
+    cmd.arg("-f").arg(conf).arg("-DFOREGROUND");
     Ok(cmd)
 }
 

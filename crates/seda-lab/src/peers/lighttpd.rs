@@ -4,7 +4,6 @@
 //! It runs as the invoking user: lighttpd opens its error log after dropping privileges, so as
 //! `www-data` it could not write into the work directory.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -37,7 +36,7 @@ pub fn command(root: &Path, port: u16, work_dir: &Path) -> Result<Command, PeerE
     let conf = write_config(work_dir, "lighttpd.conf", &config(&root_s, port, &work_s))?;
     let mut cmd = Command::new(bin);
     // -D: do not daemonize.
-    cmd.arg("-D").arg("-f").arg(conf).process_group(0);
+    cmd.arg("-D").arg("-f").arg(conf);
     Ok(cmd)
 }
 

@@ -19,10 +19,10 @@
 //!
 //! # Stopping
 //!
-//! nginx and Apache fork workers. Killing only the parent with SIGKILL leaves the workers
-//! serving on the port (both were seen to do so), so every command is put in a process group of
-//! its own (`process_group(0)`): stop a server with SIGTERM to its pid (the parent stops its
-//! workers) or with a signal to the whole group.
+//! Stop a server with SIGTERM to the spawned pid (what [`crate::Child`] does): the parent stops
+//! its workers. Not SIGKILL: nginx's worker and Apache's 150 processes were seen to go on
+//! serving on the port after their parent was killed. Apache's parent signals its whole process
+//! group when it stops, so its command gives it a session of its own (see [`apache`]).
 //!
 //! # Privileges
 //!
@@ -109,7 +109,10 @@ pub fn find_binary(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .chain(sbin)
         .map(|dir| dir.join(name))
-        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+        })
 }
 
 /// The binary of `server`, or [`PeerError::NotInstalled`].

@@ -4,7 +4,6 @@
 //! one event-driven process. The listen backlog is 4096, the same as `seda serve static`'s, so
 //! the kernel's accept queue is not what differs between the servers.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -66,8 +65,7 @@ pub fn command(root: &Path, port: u16, work_dir: &Path) -> Result<Command, PeerE
         .arg("-p")
         .arg(format!("{work_s}/"))
         .arg("-e")
-        .arg(format!("{work_s}/logs/error.log"))
-        .process_group(0);
+        .arg(format!("{work_s}/logs/error.log"));
     Ok(cmd)
 }
 

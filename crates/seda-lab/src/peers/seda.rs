@@ -5,7 +5,6 @@
 //! nginx's one worker: the server is pinned to one core, and a second thread there would only
 //! add switches. Its listen backlog is its default, 4096.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -60,8 +59,7 @@ pub fn command(
         .arg("--addr")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--config")
-        .arg(conf)
-        .process_group(0);
+        .arg(conf);
     Ok(cmd)
 }
 
@@ -83,7 +81,13 @@ mod tests {
     #[test]
     fn a_missing_binary_is_an_error() {
         let dir = std::env::temp_dir();
-        let e = command(Path::new("/no/such/seda"), &dir, 1, &dir, &SedaSettings::default());
+        let e = command(
+            Path::new("/no/such/seda"),
+            &dir,
+            1,
+            &dir,
+            &SedaSettings::default(),
+        );
         assert!(e.unwrap_err().to_string().contains("/no/such/seda"));
     }
 }

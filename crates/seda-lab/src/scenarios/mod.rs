@@ -4,6 +4,11 @@ use crate::scenario::Scenario;
 
 mod controllers;
 pub(crate) mod mail_spike;
+mod static_sweep;
 
 /// Every scenario.
-pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike, &controllers::Controllers];
+pub(crate) static ALL: &[&dyn Scenario] = &[
+    &mail_spike::MailSpike,
+    &controllers::Controllers,
+    &static_sweep::StaticSweep,
+];
