@@ -9,13 +9,14 @@
 //! round warms up longer to fill the caches. At each client count the servers take their turn
 //! one after the other (an idle server costs nothing), so that a burst of other work on this
 //! shared machine falls on one point rather than on one server's whole sweep. A point during
-//! which other programs took more than a fifth of either core is run again once, time
-//! permitting, and the less disturbed try is kept (both are reported). Servers run on one core
+//! which the server or the generator lost more than a fifth of a core to other programs is
+//! run again once, time permitting, and the less disturbed try is kept (both are reported). Servers run on one core
 //! (CPU 0) and the load generator on the other.
 
 mod checks;
 mod cpu;
 mod fileset;
+mod paper;
 mod point;
 mod report;
 mod servers;
@@ -51,7 +52,8 @@ pub(crate) struct Plan {
     pub budget: Duration,
 }
 
-/// A point is disturbed when other programs took more than this share of either core.
+/// A point is disturbed when the server or the generator lost more than this share of a core to
+/// other programs.
 const DISTURBED: f64 = 0.2;
 
 impl Plan {
@@ -120,7 +122,7 @@ impl Scenario for StaticSweep {
                 let room = started.elapsed() + t.warmup + t.run + to_come < plan.budget;
                 if p.disturbance() > DISTURBED && room {
                     lab.log(format!(
-                        "other programs took {:.0}% of a core: running the point again",
+                        "lost {:.0}% of a core to other programs: running the point again",
                         p.disturbance() * 100.0
                     ));
                     let mut again = point::run(lab, server.name(), target, clients, plan.dirs, t)?;

@@ -77,14 +77,23 @@ pub struct Point {
     pub max_response_s: f64,
     /// Jain's index over the clients' completed requests.
     pub fairness: f64,
-    /// Fraction of a core the server's processes used over the point (warm-up and run).
+    /// Share of a core the server's processes used over the point (warm-up and run).
     pub server_cpu: f64,
-    /// Fraction of its core the load generator used (near 1: the figures may be its limit).
+    /// Share of its core the load generator used (near 1: the figures may be its limit).
     pub load_generator_cpu: f64,
-    /// Fraction of the server's core other programs took (a loaded machine disturbs points).
+    /// Share of the point the server's threads were ready but waiting for a core (summed).
+    pub server_waited: f64,
+    /// Share of the point the generator was ready but waiting for its core.
+    pub generator_waited: f64,
+    /// Share of the server's core other programs used.
     pub others_on_server_core: f64,
-    /// Fraction of the generator's core other programs took.
+    /// Share of the generator's core other programs used.
     pub others_on_load_core: f64,
+    /// Share of the point every runnable task of the machine was stalled on I/O.
+    pub io_stalled: f64,
+    /// Share of a core the server or the generator lost to other programs
+    /// ([`Usage::lost_to_others`]): a loaded machine disturbs the point.
+    pub lost_to_others: f64,
     /// Whether this is a second try, after the first was disturbed by other programs.
     pub repeated: bool,
 }
@@ -115,15 +124,19 @@ impl Point {
             fairness: s.jain_completed.unwrap_or(f64::NAN),
             server_cpu: cpu.server,
             load_generator_cpu: cpu.generator,
+            server_waited: cpu.server_waited,
+            generator_waited: cpu.generator_waited,
             others_on_server_core: cpu.others_on_server_core,
             others_on_load_core: cpu.others_on_load_core,
+            io_stalled: cpu.io_stalled,
+            lost_to_others: cpu.lost_to_others(),
             repeated: false,
         }
     }
 
-    /// How much of either core other programs took (the larger share).
+    /// How much of a core other programs took from the server or the generator.
     pub fn disturbance(&self) -> f64 {
-        self.others_on_server_core.max(self.others_on_load_core)
+        self.lost_to_others
     }
 
     /// Whether every request sent was answered (none failed or timed out).
@@ -173,7 +186,7 @@ pub fn run(
     lab.log(format!(
         "{server:>8} {clients:>5} clients: {:>6.0} req/s {:>6.0} Mbit/s  mean {:>6.1} ms  max \
          {:>7.1} ms  fairness {:.3}  err {} to {} open {}  cpu: server {:.0}% generator {:.0}% \
-         others {:.0}%/{:.0}%",
+         lost to others {:.0}%",
         p.throughput_per_s,
         p.mbit_per_s,
         p.mean_response_s * 1e3,
@@ -184,8 +197,7 @@ pub fn run(
         p.in_flight_at_end,
         p.server_cpu * 100.0,
         p.load_generator_cpu * 100.0,
-        p.others_on_server_core * 100.0,
-        p.others_on_load_core * 100.0
+        p.lost_to_others * 100.0
     ));
     Ok(p)
 }

@@ -5,70 +5,9 @@ use std::fmt::Write as _;
 use super::Plan;
 use super::checks::at;
 use super::fileset;
+use super::paper::PAPER;
 use super::point::{Point, REQUESTS_PER_CONNECTION, THINK};
 use super::servers::Server;
-
-/// One row of the SOSP'01 table (`reference/sandstorm.md` §7; the slides of seed 000 give the
-/// response times at 1024 clients).
-struct PaperRow {
-    clients: usize,
-    server: &'static str,
-    mbit_per_s: f64,
-    mean_ms: f64,
-    max_ms: f64,
-    fairness: f64,
-}
-
-const PAPER: [PaperRow; 6] = [
-    PaperRow {
-        clients: 256,
-        server: "Haboob",
-        mbit_per_s: 208.09,
-        mean_ms: 112.44,
-        max_ms: 1_220.0,
-        fairness: 0.99,
-    },
-    PaperRow {
-        clients: 256,
-        server: "Flash",
-        mbit_per_s: 180.83,
-        mean_ms: 141.39,
-        max_ms: 10_803.0,
-        fairness: 0.99,
-    },
-    PaperRow {
-        clients: 256,
-        server: "Apache",
-        mbit_per_s: 173.36,
-        mean_ms: 143.91,
-        max_ms: 27_953.0,
-        fairness: 0.98,
-    },
-    PaperRow {
-        clients: 1024,
-        server: "Haboob",
-        mbit_per_s: 201.42,
-        mean_ms: 547.23,
-        max_ms: 3_886.0,
-        fairness: 0.98,
-    },
-    PaperRow {
-        clients: 1024,
-        server: "Flash",
-        mbit_per_s: 172.65,
-        mean_ms: 665.32,
-        max_ms: 37_388.0,
-        fairness: 0.99,
-    },
-    PaperRow {
-        clients: 1024,
-        server: "Apache",
-        mbit_per_s: 173.09,
-        mean_ms: 475.47,
-        max_ms: 93_691.0,
-        fairness: 0.80,
-    },
-];
 
 fn ms(s: f64) -> String {
     if !s.is_finite() {
@@ -110,8 +49,8 @@ pub(crate) fn report(
           says 93.7 s for Apache's maximum).\n";
     s += "\n## Ours, on this machine\n\n";
     s += "| clients | server | req/s | Mbit/s | mean response | p99 | max response | Jain's \
-          fairness | errors / timeouts / unanswered at end | CPU: server / generator / others \
-          on server core / others on generator core |\n";
+          fairness | errors / timeouts / unanswered at end | CPU: server / generator / lost to \
+          other programs |\n";
     s += "|---|---|---|---|---|---|---|---|---|---|\n";
     for &n in &plan.clients {
         for server in ran {
@@ -119,7 +58,7 @@ pub(crate) fn report(
                 let _ = writeln!(
                     s,
                     "| {n} | {} | {:.0} | {:.1} | {} | {} | {} | {:.3} | {} / {} / {} | {:.0}% / \
-                     {:.0}% / {:.0}% / {:.0}%{} |",
+                     {:.0}% / {:.0}%{} |",
                     p.server,
                     p.throughput_per_s,
                     p.mbit_per_s,
@@ -132,8 +71,7 @@ pub(crate) fn report(
                     p.in_flight_at_end,
                     p.server_cpu * 100.0,
                     p.load_generator_cpu * 100.0,
-                    p.others_on_server_core * 100.0,
-                    p.others_on_load_core * 100.0,
+                    p.lost_to_others * 100.0,
                     if p.repeated { " (second try)" } else { "" }
                 );
             }
@@ -232,18 +170,19 @@ fn differences(s: &mut String, points: &[Point], plan: &Plan, quick: bool) {
         .fold(0.0f64, f64::max);
     let _ = writeln!(
         s,
-        "- **Maximum response times are far shorter.** The paper's peers reached 10 to 94 s \
-         because connections beyond their limits were dropped and clients waited out TCP's \
+        "- **Maximum response times.** The paper's peers reached 10 to 94 s because \
+         connections beyond their limits were dropped and clients waited out TCP's \
          retransmission backoff (the slides: \"long TCP retransmit backoff times\"). Here every \
-         server has a 4096-connection listen backlog on a kernel that accepts 4096, so no \
-         connection attempt of {n} clients is dropped; the longest response of any server at \
-         {n} clients was {}{}. Runs are also {:.1} s, not 200 s, which bounds what a maximum \
-         can reach.",
+         server has a 4096-connection listen backlog on a kernel that accepts 4096, so \
+         connection attempts of {n} clients should not be dropped; the longest response of any \
+         server at {n} clients was {}{}. Runs are also {:.1} s, not 200 s, which bounds what a \
+         maximum can reach.",
         ms(worst),
         if worst < 1.0 {
             ", under the 1 s of a first SYN retransmission"
         } else {
-            ""
+            " (a response over 1 s here can come from a SYN retransmission, or from other \
+             programs holding the cores or the disk: see Disturbance)"
         },
         plan.each.run.as_secs_f64()
     );
@@ -321,12 +260,14 @@ pub(crate) fn disturbance(points: &[Point], repeated: usize, kept: usize, above:
         .filter(|d| d.is_finite())
         .fold(0.0f64, f64::max);
     format!(
-        "\n**Disturbance.** The last columns above give the share of each core the server, the \
-         generator and every other program on the machine used during each point (from \
-         `/proc`). {repeated} point(s) were run a second time because other programs took more \
-         than {:.0}% of a core; {kept} of the points kept still exceed that; the worst kept point \
-         lost {:.0}% of a core to other programs. Points set aside are in `result.json` \
-         (`data.set_aside`).\n",
+        "\n**Disturbance.** The last column above gives the share of a core the server and the \
+         generator used during each point, and the share of a core they lost to other programs \
+         on this shared machine: time they were ready to run but waited for a core other \
+         programs held, or time the whole machine stalled on I/O (from `/proc/*/schedstat`, \
+         `/proc/stat` and `/proc/pressure/io`; `result.json` has each part). \
+         {repeated} point(s) were run a second time because they lost more than {:.0}% of a \
+         core; {kept} of the points kept still did; the worst kept point lost {:.0}%. Points set \
+         aside are in `result.json` (`data.set_aside`).\n",
         above * 100.0,
         worst * 100.0
     )
