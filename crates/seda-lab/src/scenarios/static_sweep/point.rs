@@ -134,6 +134,16 @@ impl Point {
         }
     }
 
+    /// Requests per CPU-second the server's processes used: its throughput with the share of
+    /// the core other programs took factored out (NaN when it used under 1% of a core).
+    pub fn throughput_per_cpu_s(&self) -> f64 {
+        if self.server_cpu >= 0.01 {
+            self.throughput_per_s / self.server_cpu
+        } else {
+            f64::NAN
+        }
+    }
+
     /// How much of a core other programs took from the server or the generator.
     pub fn disturbance(&self) -> f64 {
         self.lost_to_others
