@@ -223,20 +223,31 @@ fn differences(s: &mut String, points: &[Point], plan: &Plan, quick: bool) {
             o.mbit_per_s
         );
     }
-    let busiest = points
-        .iter()
-        .map(|p| p.load_generator_cpu)
-        .filter(|c| c.is_finite())
-        .fold(0.0f64, f64::max);
+    let most = |f: fn(&Point) -> f64| {
+        points
+            .iter()
+            .map(f)
+            .filter(|c| c.is_finite())
+            .fold(0.0f64, f64::max)
+    };
+    let busiest = most(|p| p.load_generator_cpu);
+    let waited = most(|p| p.generator_waited);
+    let verdict = if busiest > 0.9 {
+        "; at such points the figures may be the generator's limit as much as the server's"
+            .to_string()
+    } else if waited > 0.2 {
+        format!(
+            ", but it waited for its core up to {:.0}% of a point while other programs held it, \
+             so on this machine other programs slowed the clients as well as the servers",
+            waited * 100.0
+        )
+    } else {
+        ", and seldom waited for it, so the servers, not the generator, set the figures".into()
+    };
     let _ = writeln!(
         s,
-        "- **One core drives the load.** The generator used at most {:.0}% of its core{}.",
-        busiest * 100.0,
-        if busiest > 0.9 {
-            "; at such points the figures may be the generator's limit as much as the server's"
-        } else {
-            ", so the servers, not the generator, set the figures"
-        }
+        "- **One core drives the load.** The generator used at most {:.0}% of its core{verdict}.",
+        busiest * 100.0
     );
     let _ = writeln!(
         s,
