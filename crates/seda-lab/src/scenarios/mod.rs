@@ -3,6 +3,7 @@
 use crate::scenario::Scenario;
 
 mod mail_spike;
+mod mail_users;
 
 /// Every scenario.
-pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike];
+pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike, &mail_users::MailUsers];
