@@ -4,6 +4,11 @@ use crate::scenario::Scenario;
 
 mod mail_spike;
 mod mail_users;
+mod per_stage;
 
 /// Every scenario.
-pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike, &mail_users::MailUsers];
+pub(crate) static ALL: &[&dyn Scenario] = &[
+    &mail_spike::MailSpike,
+    &mail_users::MailUsers,
+    &per_stage::PerStage,
+];
