@@ -2,6 +2,7 @@
 
 use crate::scenario::Scenario;
 
+mod classes;
 mod mail_spike;
 mod mail_users;
 mod per_stage;
@@ -11,4 +12,5 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &mail_spike::MailSpike,
     &mail_users::MailUsers,
     &per_stage::PerStage,
+    &classes::Classes,
 ];
