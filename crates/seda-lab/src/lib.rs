@@ -33,6 +33,7 @@ pub mod poll;
 pub mod scenario;
 mod scenarios;
 pub mod spike;
+pub mod steady;
 
 pub use child::{Child, free_port};
 pub use lab::Lab;

@@ -2,13 +2,19 @@
 
 use crate::scenario::Scenario;
 
+mod classes;
 mod controllers;
 pub(crate) mod mail_spike;
+mod mail_users;
+mod per_stage;
 mod static_sweep;
 
 /// Every scenario.
 pub(crate) static ALL: &[&dyn Scenario] = &[
     &mail_spike::MailSpike,
+    &mail_users::MailUsers,
+    &per_stage::PerStage,
+    &classes::Classes,
     &controllers::Controllers,
     &static_sweep::StaticSweep,
 ];
