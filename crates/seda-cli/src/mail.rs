@@ -65,6 +65,10 @@ pub struct ServeArgs {
     /// minimal hyper adapter).
     #[arg(long, default_value = "seda-http", value_parser = ["seda-http", "builtin"])]
     front: String,
+    /// Most open connections (seda-http front end); past it a new connection gets 503 and is
+    /// closed: the fixed connection limit that 002 compares adaptive control against.
+    #[arg(long, default_value_t = HttpConfig::default().max_connections)]
+    max_connections: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -215,6 +219,7 @@ fn serve_seda_http(
         addr: args.addr,
         retry_after_s: seda_mail::RETRY_AFTER_S,
         max_body_bytes: seda_mail::MAX_FORM_BYTES,
+        max_connections: args.max_connections,
         ..HttpConfig::default()
     };
     let server = HttpServer::start(config, route, Some(rt.clone()))

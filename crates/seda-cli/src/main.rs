@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod demo;
 mod fileset;
+mod lab;
 mod load;
 mod mail;
 mod serve;
@@ -42,6 +43,9 @@ enum Command {
     /// Micro-benchmarks of the runtime against a baseline, measured in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The seeds' experiments on the real system, beside real peers: plots and reports.
+    #[command(subcommand)]
+    Lab(lab::LabCommand),
 }
 
 #[derive(Subcommand)]
@@ -87,5 +91,6 @@ fn main() -> anyhow::Result<()> {
         Command::Mail(MailCommand::Load(args)) => mail::load(&args),
         Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
+        Command::Lab(cmd) => lab::run(&cmd),
     }
 }

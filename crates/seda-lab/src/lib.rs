@@ -1,21 +1,40 @@
-//! The lab: experiments on the real system, with plots and reports.
+//! The lab: the seeds' experiments, run on the real system beside real peers, with plots and
+//! reports.
 //!
-//! So far it holds the plotting every experiment shares: line charts written as PNG and SVG
-//! with a bundled font (DejaVu Sans), so no system font or library is needed.
+//! A [`Scenario`] is one named experiment. [`scenario::run`] gives it a [`Lab`] (its output
+//! directory, the cores to pin servers and the load generator to, the `seda` binary to start
+//! servers with) and writes what it returns ([`Outcome`]) as `result.json` and `report.md`
+//! beside its plots (PNG and SVG, drawn with a bundled font).
+//!
+//! Servers run as child processes ([`Child`]) pinned to one core, the load generator
+//! (`seda-load`) on the other; loads are multiples of a capacity measured first, so a result
+//! keeps its meaning on any machine.
 //!
 //! ```no_run
-//! use seda_lab::plot::{LineChart, Series};
+//! use seda_lab::scenario;
 //!
-//! let chart = LineChart {
-//!     title: "p90 response time".into(),
-//!     x_label: "time (s)".into(),
-//!     y_label: "ms".into(),
-//!     series: vec![Series { name: "queue threshold".into(), points: vec![(1.0, 40.0), (2.0, 38.0)] }],
-//! };
-//! let files = chart.write("out/p90")?; // out/p90.png and out/p90.svg
-//! # Ok::<(), seda_lab::plot::PlotError>(())
+//! let mail_spike = scenario::find("mail-spike")?;
+//! let ran = scenario::run(mail_spike, "lab-out".as_ref(), "target/release/seda".as_ref(), true);
+//! println!("{} took {:.0} s", ran.name, ran.elapsed_s);
+//! # Ok::<(), anyhow::Error>(())
 //! ```
 
 #![warn(missing_docs)]
 
+mod child;
+pub mod haproxy;
+mod lab;
+mod machine;
+pub mod mail;
+mod outcome;
 pub mod plot;
+pub mod poll;
+pub mod scenario;
+mod scenarios;
+pub mod spike;
+
+pub use child::{Child, free_port};
+pub use lab::Lab;
+pub use machine::Machine;
+pub use outcome::{Check, Outcome};
+pub use scenario::Scenario;

@@ -141,6 +141,10 @@ pub struct LoadConfig {
     /// of microseconds (at most once per 100 µs, so an arrival may leave up to ~100 µs late). Off: sleep on the tokio timer, whose 1 ms ticks make arrivals up to
     /// ~2 ms late, a lateness counted in the latency (measured from the intended time).
     pub precise_pacing: bool,
+    /// Keep each interval's latency histogram (about 180 KB each) for
+    /// [`Report::latency_between`](crate::Report::latency_between): percentiles over a span of
+    /// the run, such as "after the controller settled".
+    pub keep_interval_histograms: bool,
 }
 
 impl LoadConfig {
@@ -161,6 +165,7 @@ impl LoadConfig {
             cpu: None,
             seed: 1,
             precise_pacing: true,
+            keep_interval_histograms: false,
         })
     }
 

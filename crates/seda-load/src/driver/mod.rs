@@ -68,7 +68,8 @@ pub fn run(config: LoadConfig) -> Result<Report, LoadError> {
 
 async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
     let schedule = cfg.effective_schedule()?;
-    let rec = Recorder::new(cfg.workload.classes(), cfg.goodput_target);
+    let rec = Recorder::new(cfg.workload.classes(), cfg.goodput_target)
+        .keep_interval_histograms(cfg.keep_interval_histograms);
     let gate = cfg
         .client
         .aimd

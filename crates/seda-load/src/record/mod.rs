@@ -100,6 +100,8 @@ pub(crate) struct Recorder {
     pub level: f64,
     /// Users, sessions or connections active now, for the series.
     pub active: usize,
+    /// Each closed interval's histogram, when asked for ([`Recorder::keep_interval_histograms`]).
+    kept: Option<Vec<Histogram<u64>>>,
 }
 
 impl Recorder {
@@ -119,7 +121,15 @@ impl Recorder {
             queued: 0,
             level: 0.0,
             active: 0,
+            kept: None,
         }
+    }
+
+    /// Keeps every interval's latency histogram (about 180 KB each) so the report can give
+    /// percentiles over any span of intervals ([`Report::latency_between`]).
+    pub(crate) fn keep_interval_histograms(mut self, keep: bool) -> Recorder {
+        self.kept = keep.then(Vec::new);
+        self
     }
 
     fn client(&mut self, id: usize) -> &mut ClientStats {
@@ -195,6 +205,9 @@ impl Recorder {
     pub(crate) fn close_interval(&mut self, now: Duration) -> &IntervalStats {
         let span = now.saturating_sub(self.current_start);
         let w = std::mem::replace(&mut self.current, Window::new());
+        if let Some(kept) = &mut self.kept {
+            kept.push(w.hist.clone());
+        }
         let secs = span.as_secs_f64().max(1e-9);
         self.series.push(IntervalStats {
             t_s: self.current_start.as_secs_f64(),
@@ -256,6 +269,7 @@ impl Recorder {
             series: self.series,
             classes,
             clients: self.clients,
+            interval_histograms: self.kept.unwrap_or_default(),
         }
     }
 }

@@ -156,6 +156,27 @@ pub struct Report {
     pub classes: Vec<ClassStats>,
     /// Per-client counts.
     pub clients: Vec<ClientStats>,
+    /// Each interval's latency histogram, in the order of `series`, when
+    /// [`LoadConfig::keep_interval_histograms`](crate::LoadConfig) asked for them.
+    #[serde(skip)]
+    pub interval_histograms: Vec<Histogram<u64>>,
+}
+
+impl Report {
+    /// Latency of the requests completed in the intervals that start in `[from_s, to_s)`;
+    /// `None` when the histograms were not kept or nothing completed there.
+    pub fn latency_between(&self, from_s: f64, to_s: f64) -> Option<Latency> {
+        let mut merged: Option<Histogram<u64>> = None;
+        for (i, h) in self.series.iter().zip(&self.interval_histograms) {
+            if i.t_s >= from_s && i.t_s < to_s {
+                match &mut merged {
+                    None => merged = Some(h.clone()),
+                    Some(m) => m.add(h).ok()?,
+                }
+            }
+        }
+        merged.filter(|h| !h.is_empty()).map(|h| Latency::of(&h))
+    }
 }
 
 impl IntervalStats {

@@ -1,0 +1,94 @@
+//! `seda lab`: the seeds' experiments on the real system, with plots and reports.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use seda_lab::scenario;
+
+/// `seda lab` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum LabCommand {
+    /// List the scenarios.
+    List,
+    /// Run a scenario (or `all`) and write result.json, report.md and plots.
+    Run(RunArgs),
+}
+
+/// Arguments of `seda lab run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// A scenario from `seda lab list`, or `all`.
+    name: String,
+    /// The quick form (each scenario under a minute), as CI runs it.
+    #[arg(long)]
+    quick: bool,
+    /// Where to write: one directory per scenario.
+    #[arg(long, default_value = "target/seda-lab")]
+    out: PathBuf,
+}
+
+/// Runs a `seda lab` command.
+pub fn run(cmd: &LabCommand) -> Result<()> {
+    match cmd {
+        LabCommand::List => {
+            for s in scenario::all() {
+                println!("{:<14} {}", s.name(), s.about());
+            }
+            Ok(())
+        }
+        LabCommand::Run(args) => run_scenarios(args),
+    }
+}
+
+fn run_scenarios(args: &RunArgs) -> Result<()> {
+    let chosen = if args.name == "all" {
+        scenario::all().to_vec()
+    } else {
+        vec![scenario::find(&args.name)?]
+    };
+    let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
+    let mut failed = Vec::new();
+    for s in chosen {
+        eprintln!(
+            "== {} ({})",
+            s.name(),
+            if args.quick { "quick" } else { "full" }
+        );
+        let ran = scenario::run(s, &args.out, &seda_bin, args.quick);
+        let dir = args.out.join(ran.name);
+        match &ran.outcome {
+            Ok(outcome) => {
+                for c in &outcome.checks {
+                    let mark = if c.passed { "ok  " } else { "FAIL" };
+                    println!("{} {mark} {}: {}", ran.name, c.claim, c.detail);
+                }
+                println!(
+                    "{}: {} in {:.0} s; report {}",
+                    ran.name,
+                    if outcome.passed() {
+                        "all claims hold"
+                    } else {
+                        "some claims do not hold"
+                    },
+                    ran.elapsed_s,
+                    dir.join("report.md").display()
+                );
+                if !outcome.passed() {
+                    failed.push(ran.name);
+                }
+            }
+            Err(e) => {
+                println!("{}: could not run: {e:#}", ran.name);
+                failed.push(ran.name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} did not hold or could not run: {}",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}

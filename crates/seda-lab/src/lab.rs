@@ -1,0 +1,107 @@
+//! The context a scenario runs in: where it writes, which cores it uses, how it starts servers,
+//! drives load and draws plots.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, anyhow};
+use seda_load::{LoadConfig, Report};
+
+use crate::child::Child;
+use crate::plot::LineChart;
+
+/// A scenario's run: its options and output directory.
+#[derive(Debug)]
+pub struct Lab {
+    /// The quick form (under a minute, for CI) rather than the full one.
+    pub quick: bool,
+    /// This scenario's output directory (exists).
+    pub dir: PathBuf,
+    /// The `seda` binary that starts our servers.
+    pub seda_bin: PathBuf,
+    /// The core servers are pinned to (none on a one-core machine).
+    pub server_cpu: Option<usize>,
+    /// The core the load generator is pinned to.
+    pub load_cpu: Option<usize>,
+    name: String,
+    plots: Mutex<Vec<String>>,
+}
+
+impl Lab {
+    /// A run of scenario `name` writing into `dir` (created). Servers go on CPU 0 and the
+    /// load generator on CPU 1 when there are two CPUs or more.
+    pub fn new(name: &str, dir: &Path, seda_bin: &Path, quick: bool) -> Result<Lab> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let two = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+        Ok(Lab {
+            quick,
+            dir: dir.to_path_buf(),
+            seda_bin: seda_bin.to_path_buf(),
+            server_cpu: two.then_some(0),
+            load_cpu: two.then_some(1),
+            name: name.to_string(),
+            plots: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Picks the quick or the full value.
+    pub fn pick<T>(&self, quick: T, full: T) -> T {
+        if self.quick { quick } else { full }
+    }
+
+    /// Prints a progress line on stderr.
+    pub fn log(&self, msg: impl std::fmt::Display) {
+        eprintln!("[{}] {msg}", self.name);
+    }
+
+    /// A path in the output directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// A directory shared by the scenarios of one `seda lab run` (corpora, file sets), so each
+    /// is built once.
+    pub fn cache_dir(&self) -> Result<PathBuf> {
+        let dir = self.dir.parent().unwrap_or(&self.dir).join(".cache");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(dir)
+    }
+
+    /// A command running our `seda` binary with `args`.
+    pub fn seda(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.seda_bin);
+        c.args(args);
+        c
+    }
+
+    /// Starts a server process pinned to the server core, logging to `<name>.log`.
+    pub fn spawn(&self, name: &str, cmd: &Command) -> Result<Child> {
+        self.log(format!("starting {name}"));
+        Child::spawn(name, cmd, self.server_cpu, &self.dir)
+    }
+
+    /// Runs the load generator on the load core and returns its report.
+    pub fn load(&self, mut config: LoadConfig) -> Result<Report> {
+        config.cpu = self.load_cpu;
+        config.progress = false;
+        seda_load::run(config).map_err(|e| anyhow!("load generator: {e}"))
+    }
+
+    /// Writes `<stem>.png` and `<stem>.svg` and lists them in the result.
+    pub fn plot(&self, stem: &str, chart: &LineChart) -> Result<()> {
+        chart
+            .write(self.dir.join(stem))
+            .map_err(|e| anyhow!("plot {stem}: {e}"))?;
+        self.plots
+            .lock()
+            .map_err(|_| anyhow!("plot list poisoned"))?
+            .push(stem.to_string());
+        Ok(())
+    }
+
+    pub(crate) fn plots(&self) -> Vec<String> {
+        self.plots.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+}

@@ -1,0 +1,191 @@
+//! The e-mail service (Arashi) as the scenarios run it: a seeded SQLite corpus, `seda serve
+//! mail` as a pinned child process with a chosen overload control, and the emulated users.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
+use seda_mail::RequestKind;
+use seda_mail::workload::MailWorkload;
+use serde_json::{Value, json};
+
+use crate::child::{Child, free_port};
+use crate::lab::Lab;
+
+/// Accounts in the lab's corpus (002's users each read one account's folders).
+pub const CORPUS_USERS: u64 = 100;
+/// 002's think time between requests ("aggressively set to 20 ms").
+pub const THINK: Duration = Duration::from_millis(20);
+/// 002's wait after a rejection before logging in again.
+pub const REJECT_WAIT: Duration = Duration::from_secs(5);
+
+/// How the service protects itself.
+#[derive(Debug, Clone)]
+pub enum Control {
+    /// No admission control: unbounded queues.
+    None,
+    /// One admission controller per request-type stage (002's per-stage control).
+    PerStage {
+        /// A `seda_control::build_admission` kind, e.g. `response_time_tuned`.
+        kind: String,
+        /// Its parameters, e.g. `target_s`.
+        params: Vec<(String, f64)>,
+    },
+    /// No admission control, but at most this many open connections (new ones get 503).
+    ConnectionCap(usize),
+}
+
+impl Control {
+    /// Our response-time controller toward a p90 target.
+    pub fn ours(target_s: f64) -> Control {
+        Control::PerStage {
+            kind: "response_time_tuned".into(),
+            params: vec![("target_s".into(), target_s)],
+        }
+    }
+
+    /// As JSON for `result.json`.
+    pub fn describe(&self) -> Value {
+        match self {
+            Control::None => json!({"kind": "none"}),
+            Control::PerStage { kind, params } => {
+                let p: serde_json::Map<String, Value> =
+                    params.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                json!({"kind": kind, "per_stage": true, "params": p})
+            }
+            Control::ConnectionCap(n) => json!({"kind": "connection_cap", "max_connections": n}),
+        }
+    }
+}
+
+/// The runtime configuration for `control`: per-stage admission, and queues left unbounded
+/// so the controller (or nothing) is what limits them.
+fn stage_config(control: &Control) -> String {
+    let mut toml = String::new();
+    for kind in RequestKind::ALL {
+        let _ = writeln!(
+            toml,
+            "[stages.\"{}\"]\nthreshold = 1000000",
+            kind.stage_name()
+        );
+        if let Control::PerStage { kind: k, params } = control {
+            let _ = write!(toml, "admission = {{ kind = \"{k}\"");
+            for (name, v) in params {
+                let _ = write!(toml, ", {name} = {v:?}");
+            }
+            toml += " }\n";
+        }
+    }
+    toml
+}
+
+/// A seeded corpus, built once per `seda lab run` and copied for each server so that every
+/// run starts from the same mailboxes.
+fn corpus(lab: &Lab) -> Result<PathBuf> {
+    let template = lab.cache_dir()?.join(format!("mail-{CORPUS_USERS}.db"));
+    if !template.exists() {
+        let partial = template.with_extension("partial");
+        let _ = std::fs::remove_file(&partial);
+        lab.log(format!("seeding a corpus of {CORPUS_USERS} users"));
+        let status = lab
+            .seda(&[
+                "mail",
+                "corpus",
+                "--users",
+                &CORPUS_USERS.to_string(),
+                "--db",
+            ])
+            .arg(&partial)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .context("cannot run `seda mail corpus`")?;
+        if !status.success() {
+            bail!("`seda mail corpus` failed ({status})");
+        }
+        std::fs::rename(&partial, &template)?;
+    }
+    Ok(template)
+}
+
+/// A running `seda serve mail`.
+#[derive(Debug)]
+pub struct MailServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    child: Child,
+}
+
+impl MailServer {
+    /// Starts the service named `name` (its log is `<name>.log`) on a fresh copy of the corpus.
+    pub fn start(lab: &Lab, name: &str, control: &Control) -> Result<MailServer> {
+        let db = lab.file(&format!("{name}.db"));
+        std::fs::copy(corpus(lab)?, &db).context("cannot copy the corpus")?;
+        let config = lab.file(&format!("{name}.toml"));
+        std::fs::write(&config, stage_config(control))?;
+        let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
+        let mut cmd = lab.seda(&["serve", "mail", "--addr", &addr.to_string(), "--db"]);
+        cmd.arg(&db).arg("--config").arg(&config);
+        if let Control::ConnectionCap(n) = control {
+            cmd.args(["--max-connections", &n.to_string()]);
+        }
+        let mut child = lab.spawn(name, &cmd)?;
+        child.wait_port(addr, Duration::from_secs(30))?;
+        Ok(MailServer { addr, child })
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL) and removes its database copy.
+    pub fn stop(self, lab: &Lab, name: &str) {
+        self.child.stop();
+        let _ = std::fs::remove_file(lab.file(&format!("{name}.db")));
+    }
+}
+
+/// A load of emulated e-mail users against `addr`: 002's think time and wait after a
+/// rejection, 1 s intervals, and a 30 s client deadline (a request unanswered by then counts as
+/// a timeout, as the paper's connection timeouts did).
+pub fn users(addr: SocketAddr, users: usize, duration: Duration) -> Result<LoadConfig> {
+    let target = Target::parse(&format!("http://{addr}/"))?;
+    let model = Model::Closed(Closed {
+        users,
+        think: THINK,
+        think_exponential: true,
+        ramp: Duration::ZERO,
+    });
+    let mut cfg = LoadConfig::new(target, model)?;
+    cfg.workload = Arc::new(MailWorkload::new(CORPUS_USERS));
+    cfg.duration = duration;
+    cfg.client = ClientConfig {
+        backoff_on_503: Some(REJECT_WAIT),
+        deadline: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(3),
+        error_pause: Duration::from_secs(1),
+        ..ClientConfig::default()
+    };
+    cfg.keep_interval_histograms = true;
+    Ok(cfg)
+}
+
+/// The service's capacity in requests per second: closed users with no think time against an
+/// uncontrolled server, after a warm-up.
+pub fn capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
+    let mut cfg = users(
+        addr,
+        32,
+        lab.pick(Duration::from_secs(3), Duration::from_secs(10)),
+    )?;
+    if let Model::Closed(c) = &mut cfg.model {
+        c.think = Duration::ZERO;
+    }
+    cfg.warmup = lab.pick(Duration::from_secs(1), Duration::from_secs(3));
+    let r = lab.load(cfg)?;
+    let c = r.summary.throughput_per_s;
+    if c.is_nan() || c <= 1.0 {
+        bail!("the mail service completed {c:.1} requests/s while calibrating: is it working?");
+    }
+    lab.log(format!("capacity {c:.0} requests/s"));
+    Ok(c)
+}

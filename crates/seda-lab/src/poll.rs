@@ -1,0 +1,93 @@
+//! Samples a seda server's `/_seda/stats` in the background, so a scenario can plot what its
+//! controllers did (a token bucket's rate, a quality knob) beside what the clients saw.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Largest stats document read (a runtime with a few dozen stages is well under this).
+const MAX_BYTES: u64 = 4 << 20;
+
+/// One sample: seconds since the poller started, and the stats document.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Seconds since [`StatsPoller::start`].
+    pub t_s: f64,
+    /// The parsed `/_seda/stats` JSON.
+    pub stats: Value,
+}
+
+/// A background thread that GETs `/_seda/stats` every period until stopped.
+#[derive(Debug)]
+pub struct StatsPoller {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Vec<Sample>>,
+}
+
+impl StatsPoller {
+    /// Starts polling `addr` every `period`. Failed polls (a busy server, say) are skipped.
+    pub fn start(addr: SocketAddr, period: Duration) -> StatsPoller {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut samples = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let due = Instant::now() + period;
+                if let Some(stats) = fetch(addr) {
+                    samples.push(Sample {
+                        t_s: start.elapsed().as_secs_f64(),
+                        stats,
+                    });
+                }
+                while Instant::now() < due && !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            samples
+        });
+        StatsPoller { stop, thread }
+    }
+
+    /// Stops and returns the samples.
+    pub fn stop(self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+fn fetch(addr: SocketAddr) -> Option<Value> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.write_all(b"GET /_seda/stats HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut raw = Vec::new();
+    s.take(MAX_BYTES).read_to_end(&mut raw).ok()?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    serde_json::from_slice(&raw[split + 4..]).ok()
+}
+
+/// The value `key` of the controller on stage `stage` in each sample: `(t_s, value)`.
+pub fn controller_series(samples: &[Sample], stage: &str, key: &str) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|s| {
+            let stages = s
+                .stats
+                .pointer("/runtime/stages")
+                .or(s.stats.get("stages"))?;
+            let st = stages
+                .as_array()?
+                .iter()
+                .find(|x| x.get("name").and_then(Value::as_str) == Some(stage))?;
+            let v = st.pointer(&format!("/controller/state/{key}"))?.as_f64()?;
+            Some((s.t_s, v))
+        })
+        .collect()
+}

@@ -1,0 +1,8 @@
+//! The experiments. Each file is one scenario; [`ALL`] lists them in the order `run all` takes.
+
+use crate::scenario::Scenario;
+
+mod mail_spike;
+
+/// Every scenario.
+pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike];
