@@ -1,0 +1,137 @@
+//! The CPU-bound bottleneck service (002 Section 4.5) as the scenarios run it: `seda serve
+//! bottleneck` as a pinned child process with a chosen control, and its users.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use seda_http::bottleneck::Control;
+use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
+
+use crate::child::{Child, free_port};
+use crate::lab::Lab;
+
+/// Think time between a reply and the next request. 002 Section 4.5 does not give one; this
+/// is the 20 ms of its e-mail users ("aggressively set"), for users as eager.
+pub const THINK: Duration = Duration::from_millis(20);
+/// Wait after a 503 before starting over (002's e-mail users wait 5 s).
+pub const REJECT_WAIT: Duration = Duration::from_secs(5);
+
+/// A running `seda serve bottleneck`.
+#[derive(Debug)]
+pub struct BottleneckServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    child: Child,
+}
+
+impl BottleneckServer {
+    /// Starts the service named `name` (its log is `<name>.log`) with `control` toward a p90
+    /// target of `target_s`, with the service's default (measured) work per request.
+    pub fn start(lab: &Lab, name: &str, control: Control, target_s: f64) -> Result<Self> {
+        let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
+        let cmd = lab.seda(&[
+            "serve",
+            "bottleneck",
+            "--addr",
+            &addr.to_string(),
+            "--control",
+            control.name(),
+            "--target-s",
+            &target_s.to_string(),
+        ]);
+        let mut child = lab.spawn(name, &cmd)?;
+        child.wait_port(addr, Duration::from_secs(30))?;
+        Ok(BottleneckServer { addr, child })
+    }
+
+    /// CPU seconds (user + system) the server has used so far, from `/proc/PID/stat`: on a
+    /// shared machine, the share of its core it actually got.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.pid())).ok()?;
+        // Fields after the command name (which may hold spaces) in parentheses; utime and
+        // stime are the 14th and 15th fields, in clock ticks (USER_HZ, 100 on Linux).
+        let rest = stat.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+        Some(ticks / 100.0)
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL).
+    pub fn stop(self) {
+        self.child.stop();
+    }
+}
+
+/// CPU seconds core `cpu` has spent busy since boot (user, nice, system, irq, softirq and
+/// steal, from `/proc/stat`), whoever ran there: less the server's own, the work of others.
+pub fn core_busy_seconds(cpu: usize) -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let name = format!("cpu{cpu}");
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let busy = [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&i| v.get(i))
+        .sum::<f64>();
+    Some(busy / 100.0)
+}
+
+/// Closed users requesting pages from `addr`: [`THINK`] (exponential), [`REJECT_WAIT`] after a
+/// 503, 1 s intervals with their histograms kept, and a client deadline of `deadline`.
+pub fn users(
+    addr: SocketAddr,
+    users: usize,
+    duration: Duration,
+    deadline: Duration,
+) -> Result<LoadConfig> {
+    let target = Target::parse(&format!("http://{addr}/"))?;
+    let model = Model::Closed(Closed {
+        users,
+        think: THINK,
+        think_exponential: true,
+        ramp: Duration::ZERO,
+    });
+    let mut cfg = LoadConfig::new(target, model)?;
+    cfg.duration = duration;
+    cfg.client = ClientConfig {
+        backoff_on_503: Some(REJECT_WAIT),
+        deadline,
+        connect_timeout: Duration::from_secs(3),
+        error_pause: Duration::from_secs(1),
+        ..ClientConfig::default()
+    };
+    cfg.keep_interval_histograms = true;
+    Ok(cfg)
+}
+
+/// Pages per second at full quality: closed users with no think time against an uncontrolled
+/// server, after a warm-up.
+pub fn capacity(lab: &Lab) -> Result<f64> {
+    let server = BottleneckServer::start(lab, "calibrate", Control::None, 1.0)?;
+    let mut cfg = users(
+        server.addr,
+        16,
+        lab.pick(Duration::from_secs(2), Duration::from_secs(10)),
+        Duration::from_secs(30),
+    )?;
+    if let Model::Closed(c) = &mut cfg.model {
+        c.think = Duration::ZERO;
+    }
+    cfg.warmup = lab.pick(Duration::from_secs(1), Duration::from_secs(3));
+    let report = lab.load(cfg);
+    server.stop();
+    let c = report?.summary.throughput_per_s;
+    if c.is_nan() || c <= 1.0 {
+        bail!("the bottleneck service completed {c:.1} pages/s while calibrating: is it working?");
+    }
+    lab.log(format!("capacity at quality 1: {c:.1} pages/s"));
+    Ok(c)
+}
