@@ -69,6 +69,14 @@ pub struct ServeArgs {
     /// closed: the fixed connection limit that 002 compares adaptive control against.
     #[arg(long, default_value_t = HttpConfig::default().max_connections)]
     max_connections: usize,
+    /// Emulate a machine this many times slower: each request's handler keeps its core busy
+    /// until it has taken this many times its own time (1: off; the lab uses it to match the
+    /// scale of 002's server).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    slowdown: u32,
+    /// Front-end (network) threads; 0: one per core the process may use.
+    #[arg(long, default_value_t = 0)]
+    http_threads: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -164,6 +172,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     let options = ServiceOptions {
         threads: args.threads,
         threshold: args.threshold,
+        slowdown: args.slowdown,
         ..ServiceOptions::default()
     };
     let service = MailService::start(&rt, store.clone(), &options)
@@ -220,6 +229,7 @@ fn serve_seda_http(
         retry_after_s: seda_mail::RETRY_AFTER_S,
         max_body_bytes: seda_mail::MAX_FORM_BYTES,
         max_connections: args.max_connections,
+        threads: args.http_threads,
         ..HttpConfig::default()
     };
     let server = HttpServer::start(config, route, Some(rt.clone()))

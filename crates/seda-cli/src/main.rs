@@ -25,7 +25,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build a small stage graph, drive it past capacity, and show admission control at work.
+    /// The e-mail service under a flash crowd, with and without overload control (about a minute).
     Demo(demo::DemoArgs),
     /// Run a service.
     #[command(subcommand)]

@@ -37,7 +37,7 @@ pub struct Haproxy {
 /// TCP's retransmission backoff, as the paper's clients did.
 fn config(listen: SocketAddr, backend: SocketAddr, maxconn: usize) -> String {
     format!(
-        "global\n    maxconn 20000\n\n\
+        "global\n    maxconn 9000\n\n\
          defaults\n    mode http\n    timeout connect 5s\n    timeout client 60s\n    \
          timeout server 60s\n    timeout queue 60s\n    option http-keep-alive\n\n\
          frontend lab\n    bind {listen}\n    maxconn {maxconn}\n    default_backend service\n\n\

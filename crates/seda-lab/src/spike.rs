@@ -27,6 +27,8 @@ pub struct Spike {
     pub after_s: f64,
     /// The p90 response-time target.
     pub target_s: f64,
+    /// Multiplies 002's think time and wait after a rejection (1: the paper's).
+    pub time_scale: f64,
 }
 
 impl Spike {
@@ -49,8 +51,9 @@ impl Spike {
             "spike_s": self.spike_s,
             "after_s": self.after_s,
             "target_s": self.target_s,
-            "think_ms": mail::THINK.as_millis() as u64,
-            "reject_wait_s": mail::REJECT_WAIT.as_secs_f64(),
+            "time_scale": self.time_scale,
+            "think_s": mail::THINK.as_secs_f64() * self.time_scale,
+            "reject_wait_s": mail::REJECT_WAIT.as_secs_f64() * self.time_scale,
         })
     }
 }
@@ -99,7 +102,12 @@ pub fn run(
         None => (server.addr, None),
     };
     let total = spike.before_s + spike.spike_s + spike.after_s;
-    let mut cfg = mail::users(addr, spike.base_users, Duration::from_secs_f64(total))?;
+    let mut cfg = mail::users(
+        addr,
+        spike.base_users,
+        Duration::from_secs_f64(total),
+        spike.time_scale,
+    )?;
     cfg.schedule = Some(Schedule::parse(&format!(
         "0s={},{}s={},{}s={}",
         spike.base_users,
@@ -141,6 +149,19 @@ pub fn settle_time(report: &Report, spike: &Spike) -> f64 {
         }
     }
     settle
+}
+
+/// The fraction of users who got neither a page nor a rejection in the whole run: left
+/// waiting on a connection (002: "over 561 of the 1000 clients experienced connection timeout
+/// errors" with a connection limit).
+fn unanswered_clients(report: &Report) -> f64 {
+    let n = report.clients.len().max(1) as f64;
+    let silent = report
+        .clients
+        .iter()
+        .filter(|c| c.completed == 0 && c.rejected == 0)
+        .count();
+    silent as f64 / n
 }
 
 fn measure(
@@ -191,6 +212,8 @@ fn measure(
         "timeouts": timeouts,
         "errors": errors,
         "error_kinds": report.summary.error_kinds,
+        "unanswered_clients_fraction": unanswered_clients(report),
+        "jain_completed": report.summary.jain_completed,
     });
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
         report

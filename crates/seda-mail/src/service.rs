@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 use seda::{BuildError, RejectReason, Runtime, Sink, Stage, handler};
@@ -32,7 +33,15 @@ pub struct ServiceOptions {
     pub threshold: usize,
     /// Messages per page of a folder.
     pub page_size: u32,
+    /// Emulates a machine this many times slower: each handler keeps its core busy until it
+    /// has taken `slowdown` times its own time before it answers (1: off). The lab uses it to
+    /// bring the service's capacity down to the scale of 002's 2003 server, where a request
+    /// cost far more than the load generator's handling of its reply.
+    pub slowdown: u32,
 }
+
+/// Largest `slowdown` accepted.
+pub const MAX_SLOWDOWN: u32 = 1000;
 
 impl Default for ServiceOptions {
     fn default() -> Self {
@@ -40,6 +49,7 @@ impl Default for ServiceOptions {
             threads: 2,
             threshold: 64,
             page_size: 25,
+            slowdown: 1,
         }
     }
 }
@@ -86,6 +96,7 @@ impl MailService {
             page_size: options.page_size.clamp(1, MAX_PAGE),
         });
         let mut sinks = Vec::new();
+        let slowdown = options.slowdown.clamp(1, MAX_SLOWDOWN);
         for kind in RequestKind::ALL {
             let c = core.clone();
             let sink = rt.stage(
@@ -94,7 +105,14 @@ impl MailService {
                     .threshold(options.threshold.max(1))
                     .batch(1)
                     .handler(handler::each(move |ev: MailEvent, _cx| {
+                        let start = Instant::now();
                         let response = c.respond(kind, &ev.request);
+                        if slowdown > 1 {
+                            let until = start + start.elapsed() * slowdown;
+                            while Instant::now() < until {
+                                std::hint::spin_loop();
+                            }
+                        }
                         ev.respond(response);
                     }))
                     .on_drop(|ev: MailEvent, _reason| {

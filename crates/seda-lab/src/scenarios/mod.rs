@@ -2,8 +2,13 @@
 
 use crate::scenario::Scenario;
 
+mod controllers;
 mod degrade;
-mod mail_spike;
+pub(crate) mod mail_spike;
 
 /// Every scenario.
-pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike, &degrade::Degrade];
+pub(crate) static ALL: &[&dyn Scenario] = &[
+    &mail_spike::MailSpike,
+    &controllers::Controllers,
+    &degrade::Degrade,
+];
