@@ -99,7 +99,13 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
         points,
     };
     let end = spike.before_s + spike.spike_s + spike.after_s;
-    let mut p90: Vec<Series> = runs.iter().map(|r| line(r.name, r.p90.clone())).collect();
+    let mut p90: Vec<Series> = runs
+        .iter()
+        .map(|r| {
+            let name = format!("{} ({} users)", r.name, r.spike.spike_users);
+            line(&name, r.p90.clone())
+        })
+        .collect();
     p90.push(line(
         "target",
         vec![(0.0, spike.target_s), (end, spike.target_s)],
@@ -108,9 +114,9 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
         "p90",
         &LineChart {
             title: format!(
-                "p90 response time, {} -> {} users at {:.0} s (002 Figures 12, 13)",
+                "p90 response time, {} users -> {SPIKE_X} x capacity x target at {:.0} s \
+                 (002 Figures 12, 13)",
                 spike.base_users,
-                spike.spike_users,
                 spike.onset_s()
             ),
             x_label: "time (s)".into(),
@@ -177,48 +183,59 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64, quick: bool) -> String {
-    let mut s = format!(
+pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
+    let mut s = String::from(
         "One queued stage on one core (the server is pinned to CPU 0, the load generator to \
-         CPU 1) reads a varying amount of a file, checksums it and answers an HTML page; its \
-         measured capacity at full quality is {capacity:.1} pages/s. The quality factor scales \
-         both the bytes read and the checksum passes; a fixed part of each page's work (half \
-         of it at full quality) does not scale, so the lowest quality (0.01) at best doubles \
-         the capacity.\n\n\
-         **Scale-down.** 002 spiked to 1000 users against a 5 s p90 target. Here the spike is \
-         {} users ({SPIKE_X} x capacity x target, so that without control the closed-loop \
-         response time, users / capacity = {:.1} s, is {SPIKE_X} targets, and the lowest \
-         quality alone is not quite enough); base load {} users; think time {} ms, {} s wait \
-         after a 503. Target {} s{}. Spike {:.0} s from {:.0} s.\n\n",
-        spike.spike_users,
-        spike.spike_users as f64 / capacity,
+         CPU 1) reads a varying amount of a file, checksums it and answers an HTML page. The \
+         quality factor scales both the bytes read and the checksum passes; a fixed part of \
+         each page's work (half of it at full quality) does not scale, so the lowest quality \
+         (0.01) at best doubles the capacity.\n\n",
+    );
+    s += &format!(
+        "**Scale-down.** 002 spiked to 1000 users against a 5 s p90 target. Here each \
+         variant's server is first calibrated (8 closed users, no think time, at full quality) \
+         and its spike is {SPIKE_X} x capacity x target users, so that without control the \
+         closed-loop response time (users / capacity) is {SPIKE_X} targets and the lowest \
+         quality alone is not quite enough. Base load {} users; think time {:.0} ms, {:.1} s \
+         wait after a 503 (002's e-mail users: 20 ms and 5 s; Section 4.5 gives neither). \
+         Target {} s{}. Spike {:.0} s from {:.0} s.\n\n",
         spike.base_users,
-        THINK.as_millis(),
-        REJECT_WAIT.as_secs(),
+        THINK.as_secs_f64() * spike.time_scale * 1000.0,
+        REJECT_WAIT.as_secs_f64() * spike.time_scale,
         spike.target_s,
         if quick {
-            " (the quick form scales 002's 5 s down to 1 s so the run fits in a minute)"
+            " (the quick form scales 002's 5 s down to 1 s, and the think time and wait with \
+             it, so the run fits in a minute)"
         } else {
             " (002's)"
         },
         spike.spike_s,
         spike.onset_s()
     );
-    s += "| variant | p90 during spike | p90, second half (pooled / median of 1 s) | settle | \
-          meets target (share of 1 s intervals) | goodput / capacity | rejected | timeouts + \
-          errors | mean quality | lowest quality | server CPU / others on its core \
-          |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    s += "| variant | capacity | spike users | p90 during spike | p90, second half (pooled / \
+          median of 1 s) | settle | meets target (share of 1 s intervals) | goodput / \
+          capacity | rejected | timeouts + errors | mean quality | lowest quality | server CPU \
+          / others on its core |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for r in runs {
         let g = |k: &str| r.get(k);
         s += &format!(
-            "| {} | {} s | {} / {} s | {} s | {} | {} | {} | {} | {} | {} | {} / {} |\n",
+            "| {} | {:.1}/s | {} | {} s | {} / {} s | {} | {} | {} | {} | {} | {} | {} | {} / \
+             {} |\n",
             r.name,
+            r.capacity,
+            r.spike.spike_users,
             fmt(g("p90_admitted_s")),
             fmt(g("p90_admitted_second_half_s")),
             fmt(g("p90_interval_median_second_half_s")),
-            fmt(g("settle_time_s")),
+            match (
+                r.summary.get("settled").and_then(|v| v.as_bool()),
+                g("settle_time_s")
+            ) {
+                (Some(true), Some(t)) => format!("{t:.0} s"),
+                _ => "never".into(),
+            },
             fmt(g("intervals_meeting_target")),
-            fmt(g("goodput_per_s").map(|x| x / capacity)),
+            fmt(g("goodput_per_s").map(|x| x / r.capacity)),
             fmt(g("rejected_fraction")),
             fmt(Some(
                 g("timeout_fraction").unwrap_or(0.0) + g("error_fraction").unwrap_or(0.0)
@@ -231,17 +248,19 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64, quick: bool) 
     }
     s += "\nThe last column is the CPU time the server used, and the time other processes used \
           on its core, each over the run's wall time: other processes taking a share means that \
-          run's server was slower than at calibration (other experiments share this machine). \
-          An idle server (most requests rejected) uses less than 1 by itself.\n";
-    if let Some(x) = val(runs, "degrade", "throughput_per_s") {
+          run's server was slower than its calibration (other experiments and builds share this \
+          machine). An idle server (most requests rejected) uses less than 1 by itself.\n";
+    if let Some(r) = find(runs, "degrade")
+        && let Some(x) = r.get("throughput_per_s")
+    {
+        let users = r.spike.spike_users as f64;
         s += &format!(
-            "\nDegradation alone served {x:.0} pages/s during the spike, {:.2} x the \
-             full-quality capacity, which leaves {} users at a closed-loop response time of \
-             about {:.2} s ({:.2} targets).\n",
-            x / capacity,
-            spike.spike_users,
-            spike.spike_users as f64 / x.max(1e-9),
-            spike.spike_users as f64 / x.max(1e-9) / spike.target_s
+            "\nDegradation alone served {x:.0} pages/s during the spike, {:.2} x its \
+             full-quality capacity, which leaves its {users} users at a closed-loop response \
+             time of about {:.2} s ({:.2} targets).\n",
+            x / r.capacity,
+            users / x.max(1e-9),
+            users / x.max(1e-9) / spike.target_s
         );
     }
     s += "\n**The paper.** Figure 12 plots the 90th-percentile response time of a single \
@@ -262,26 +281,35 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64, quick: bool) 
          just absorb would show. The knob follows Sandstorm's rule (halve the quality at each \
          100-sample run over target, add 0.01 under it) and switches admission control off \
          only once the quality is back to 1 (002 does not say when). A rejection is an \
-         immediate 503 after which the user waits 5 s, so the rejected fraction counts \
-         requests and depends on that wait.\n\n",
+         immediate 503 after which the user waits, so the rejected fraction counts requests \
+         and depends on that wait.\n\n",
         SPIKE_X / 2.0
     );
-    let dpa = |k: &str| val(runs, "degrade+admission", k);
-    s += &format!(
-        "**The admission controller starts wound down.** The token bucket that the knob \
-         re-enables is 002's response-time controller, and seda-control's `degradation` kind \
-         keeps adapting its rate from the response times while the knob bypasses it: at every \
-         run over target the rate is divided by 1.2. When the knob switched it on here its rate \
-         was {} admissions/s, against a degraded stage that can serve about twice the \
-         full-quality capacity of {capacity:.0} pages/s, and under target it grows back by \
-         at most 1.8/s per run. So with admission control the p90 falls far under the target while the pages \
-         served fall too (goodput {} of capacity). 002's 99% rejections suggest the same \
-         behaviour; resetting the rate to the stage's throughput when admission control is \
-         re-enabled would keep more goodput (not done here: that is a change to the controller, \
-         not to the experiment).\n\n",
-        fmt(dpa("admission_rate_at_enable_per_s")),
-        fmt(dpa("goodput_per_s").map(|g| g / capacity)),
-    );
+    let dpa = find(runs, "degrade+admission");
+    match dpa.and_then(|r| r.get("admission_rate_at_enable_per_s").map(|a| (r, a))) {
+        Some((r, rate)) => {
+            s += &format!(
+                "**The admission controller starts wound down.** The token bucket that the knob \
+                 re-enables is 002's response-time controller, and seda-control's \
+                 `degradation` kind keeps adapting its rate from the response times while the \
+                 knob bypasses it: at every run over target the rate is divided by 1.2. When \
+                 the knob switched it on here its rate was {rate:.1} admissions/s, against a \
+                 degraded stage that can serve up to about twice the full-quality capacity of \
+                 {:.0} pages/s, and under target it grows back by at most 1.8/s per run. So \
+                 with admission control the p90 falls far under the target while the pages \
+                 served fall too (goodput {} of capacity). 002's 99% rejections suggest the \
+                 same behaviour; resetting the rate to the stage's throughput when admission \
+                 control is re-enabled would keep more goodput (not done here: that is a change \
+                 to the controller, not to the experiment).\n\n",
+                r.capacity,
+                fmt(r.get("goodput_per_s").map(|g| g / r.capacity)),
+            );
+        }
+        None => {
+            s += "**Admission control was not re-enabled in this run**: the quality never \
+                  stayed at its lowest while the p90 was over the target.\n\n";
+        }
+    }
     s += "Other experiments and builds share this 2-core machine; the last column of the table \
           says how much of the server's core they took in each run.\n";
     s
