@@ -114,24 +114,44 @@ pub fn users(
     Ok(cfg)
 }
 
-/// Pages per second of the server at `addr`: closed users with no think time, after a
-/// warm-up. Under a controller, the users' response time (8 pages' work) stays far under any
-/// target the scenarios use, so the quality stays at 1.
-pub fn capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
-    let mut cfg = users(
-        addr,
-        8,
-        lab.pick(Duration::from_millis(1500), Duration::from_secs(8)),
-        Duration::from_secs(30),
-        1.0,
-    )?;
+/// What a calibration measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Calibration {
+    /// Pages per CPU-second of the server: its capacity on a core of its own, whatever else
+    /// ran on that core meanwhile (only the time it ran counts).
+    pub capacity_per_s: f64,
+    /// Pages per second of wall-clock time (lower when other work took part of the core).
+    pub throughput_per_s: f64,
+}
+
+/// Measures `server` at full quality: closed users with no think time (8: enough to keep one
+/// worker busy; under a controller their response time, 8 pages' work, stays far under any
+/// target the scenarios use, so the quality stays at 1).
+pub fn capacity(lab: &Lab, server: &BottleneckServer) -> Result<Calibration> {
+    let duration = lab.pick(Duration::from_millis(1500), Duration::from_secs(10));
+    let mut cfg = users(server.addr, 8, duration, Duration::from_secs(30), 1.0)?;
     if let Model::Closed(c) = &mut cfg.model {
         c.think = Duration::ZERO;
     }
-    cfg.warmup = lab.pick(Duration::from_millis(500), Duration::from_secs(2));
-    let c = lab.load(cfg)?.summary.throughput_per_s;
-    if c.is_nan() || c <= 1.0 {
-        bail!("the bottleneck service completed {c:.1} pages/s while calibrating: is it working?");
+    // No warm-up: the CPU time read around the run must cover the same pages as the counts.
+    let before = server.cpu_seconds();
+    let report = lab.load(cfg)?;
+    let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
+    let pages = report.summary.counts.completed as f64;
+    let throughput_per_s = report.summary.throughput_per_s;
+    if throughput_per_s.is_nan() || throughput_per_s <= 1.0 {
+        bail!(
+            "the bottleneck service completed {throughput_per_s:.1} pages/s while calibrating: \
+             is it working?"
+        );
     }
-    Ok(c)
+    // Without /proc (not Linux), the wall-clock figure is all there is.
+    let capacity_per_s = match cpu {
+        Some(c) if c > 0.1 => pages / c,
+        _ => throughput_per_s,
+    };
+    Ok(Calibration {
+        capacity_per_s,
+        throughput_per_s,
+    })
 }

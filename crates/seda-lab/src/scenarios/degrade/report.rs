@@ -193,8 +193,9 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
     );
     s += &format!(
         "**Scale-down.** 002 spiked to 1000 users against a 5 s p90 target. Here each \
-         variant's server is first calibrated (8 closed users, no think time, at full quality) \
-         and its spike is {SPIKE_X} x capacity x target users, so that without control the \
+         variant's server is first calibrated (8 closed users, no think time, at full quality; \
+         capacity in pages per CPU-second of the server, so that other work on its core during \
+         the calibration does not shrink the spike) and its spike is {SPIKE_X} x capacity x target users, so that without control the \
          closed-loop response time (users / capacity) is {SPIKE_X} targets and the lowest \
          quality alone is not quite enough. Base load {} users; think time {:.0} ms, {:.1} s \
          wait after a 503 (002's e-mail users: 20 ms and 5 s; Section 4.5 gives neither). \
