@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
-use seda_http::bottleneck::Control;
+use anyhow::{Context, Result, bail};
+use seda_http::bottleneck::{Control, STAGE};
 use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
 
 use crate::child::{Child, free_port};
@@ -27,10 +27,19 @@ pub struct BottleneckServer {
 
 impl BottleneckServer {
     /// Starts the service named `name` (its log is `<name>.log`) with `control` toward a p90
-    /// target of `target_s`, with the service's default (measured) work per request.
-    pub fn start(lab: &Lab, name: &str, control: Control, target_s: f64) -> Result<Self> {
+    /// target of `target_s`, with the service's default (measured) work per request. The
+    /// controller's measurement window (Sandstorm's 100 samples, or 1 s when traffic is slow)
+    /// is multiplied by `time_scale`, so a run on a shorter clock keeps the controller's pace
+    /// relative to the target.
+    pub fn start(
+        lab: &Lab,
+        name: &str,
+        control: Control,
+        target_s: f64,
+        time_scale: f64,
+    ) -> Result<Self> {
         let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
-        let cmd = lab.seda(&[
+        let mut cmd = lab.seda(&[
             "serve",
             "bottleneck",
             "--addr",
@@ -40,27 +49,54 @@ impl BottleneckServer {
             "--target-s",
             &target_s.to_string(),
         ]);
+        if let Some(admission) = control.admission(Duration::from_secs_f64(target_s)) {
+            let mut toml = format!(
+                "[stages.{STAGE}.admission]\nkind = \"{}\"\n",
+                admission.kind
+            );
+            let window = [
+                ("nreq", (100.0 * time_scale).round().max(10.0)),
+                ("timeout_s", time_scale),
+            ];
+            for (k, v) in admission
+                .params
+                .iter()
+                .map(|(k, v)| (k.as_str(), *v))
+                .chain(window)
+            {
+                toml += &format!("{k} = {v:?}\n");
+            }
+            let path = lab.file(&format!("{name}.toml"));
+            std::fs::write(&path, toml)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            cmd.arg("--config").arg(path);
+        }
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;
         Ok(BottleneckServer { addr, child })
     }
 
-    /// CPU seconds (user + system) the server has used so far, from `/proc/PID/stat`: on a
-    /// shared machine, the share of its core it actually got.
+    /// CPU seconds (user + system) the server has used so far: on a shared machine, the
+    /// share of its core it actually got.
     pub fn cpu_seconds(&self) -> Option<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.pid())).ok()?;
-        // Fields after the command name (which may hold spaces) in parentheses; utime and
-        // stime are the 14th and 15th fields, in clock ticks (USER_HZ, 100 on Linux).
-        let rest = stat.rsplit_once(')')?.1;
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-        Some(ticks / 100.0)
+        process_cpu_seconds(self.child.pid())
     }
 
     /// Stops the server (SIGTERM, then SIGKILL).
     pub fn stop(self) {
         self.child.stop();
     }
+}
+
+/// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat`.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses; utime and stime
+    // are the 14th and 15th fields, in clock ticks (USER_HZ, 100 on Linux).
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 /// CPU seconds core `cpu` has spent busy since boot (user, nice, system, irq, softirq and

@@ -72,7 +72,7 @@ impl Run {
     }
 }
 
-fn shape(lab: &Lab, capacity: f64, target_s: f64) -> Spike {
+fn shape(lab: &Lab, capacity: f64, target_s: f64, time_scale: f64) -> Spike {
     let users = (SPIKE_X * capacity * target_s).round() as usize;
     Spike {
         base_users: 3,
@@ -81,9 +81,7 @@ fn shape(lab: &Lab, capacity: f64, target_s: f64) -> Spike {
         spike_s: lab.pick(12.0, 120.0),
         after_s: lab.pick(1.0, 20.0),
         target_s,
-        // The quick form runs on a shorter clock: think time and wait after a 503 shrink
-        // with the target.
-        time_scale: target_s / PAPER_TARGET_S,
+        time_scale,
     }
 }
 
@@ -136,8 +134,11 @@ impl Scenario for Degrade {
                 "controller": {
                     "kind": "degradation",
                     "q_min": 0.01, "quality_step": 0.01, "quality_decrease": 2.0,
-                    "nreq": 100, "timeout_s": 1.0, "percentile": 0.9,
+                    "percentile": 0.9,
+                    "nreq": (100.0 * spike.time_scale).round().max(10.0),
+                    "timeout_s": spike.time_scale,
                 },
+                "time_scale": spike.time_scale,
                 "variants": VARIANTS.iter().map(|(n, c)| json!({"name": n, "control": c.name()})).collect::<Vec<_>>(),
             }),
             summary,
@@ -170,7 +171,8 @@ fn deadline(spike: &Spike) -> Duration {
 
 fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     let target_s = lab.pick(1.0, PAPER_TARGET_S);
-    let server = BottleneckServer::start(lab, name, control, target_s)?;
+    let time_scale = target_s / PAPER_TARGET_S;
+    let server = BottleneckServer::start(lab, name, control, target_s, time_scale)?;
     let cal = bottleneck::capacity(lab, &server)?;
     let capacity = cal.capacity_per_s;
     lab.log(format!(
@@ -178,7 +180,7 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
          wall-clock time)",
         cal.throughput_per_s
     ));
-    let spike = &shape(lab, capacity, target_s);
+    let spike = &shape(lab, capacity, target_s, time_scale);
     let total = spike.before_s + spike.spike_s + spike.after_s;
     let mut cfg = bottleneck::users(
         server.addr,
@@ -206,10 +208,14 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     ));
     let poller = StatsPoller::start(server.addr, Duration::from_millis(500));
     let core = |c: Option<usize>| c.and_then(bottleneck::core_busy_seconds);
+    let me = || bottleneck::process_cpu_seconds(std::process::id());
     let (cpu_before, core_before) = (server.cpu_seconds(), core(lab.server_cpu));
+    let (lab_before, load_core_before) = (me(), core(lab.load_cpu));
     let report = lab.load(cfg);
     let cpu = cpu_before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
     let core_busy = core_before.zip(core(lab.server_cpu)).map(|(a, b)| b - a);
+    let lab_cpu = lab_before.zip(me()).map(|(a, b)| b - a);
+    let load_core_busy = load_core_before.zip(core(lab.load_cpu)).map(|(a, b)| b - a);
     let samples = poller.stop();
     server.stop();
     let mut run = measure(name, &report?, &samples, spike, capacity);
@@ -218,6 +224,16 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
         m.insert(
             "calibration_throughput_per_s".into(),
             json!(cal.throughput_per_s),
+        );
+    }
+    // The same for the load generator's core (the generator runs in this process).
+    if let (Some(busy), Some(mine), Some(m)) =
+        (load_core_busy, lab_cpu, run.summary.as_object_mut())
+    {
+        m.insert("load_cpu_share".into(), json!(mine / total));
+        m.insert(
+            "load_core_other_share".into(),
+            json!(((busy - mine) / total).max(0.0)),
         );
     }
     if let (Some(cpu), Some(m)) = (cpu, run.summary.as_object_mut()) {

@@ -205,8 +205,9 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
         REJECT_WAIT.as_secs_f64() * spike.time_scale,
         spike.target_s,
         if quick {
-            " (the quick form scales 002's 5 s down to 1 s, and the think time and wait with \
-             it, so the run fits in a minute)"
+            " (the quick form scales 002's 5 s down to 1 s, and with it the think time, the \
+             wait and the controller's measurement window, 100 samples or 1 s in the full \
+             form, 20 samples or 0.2 s here, so the run fits in a minute)"
         } else {
             " (002's)"
         },
@@ -280,7 +281,8 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
          alone then sits at the lowest quality, a little over the target, rather than \
          oscillating around it as in Figure 12, which is what a spike the lowest quality can \
          just absorb would show. The knob follows Sandstorm's rule (halve the quality at each \
-         100-sample run over target, add 0.01 under it) and switches admission control off \
+         run over target, add 0.01 under it; a run every 100 samples, or 1 s when traffic is \
+         slow) and switches admission control off \
          only once the quality is back to 1 (002 does not say when). A rejection is an \
          immediate 503 after which the user waits, so the rejected fraction counts requests \
          and depends on that wait.\n\n",
