@@ -9,6 +9,7 @@ mod lab;
 mod load;
 mod mail;
 mod serve;
+mod serve_bottleneck;
 mod sim;
 
 #[derive(Parser)]
@@ -53,6 +54,8 @@ enum ServeCommand {
     Static(serve::StaticArgs),
     /// The e-mail service (SQLite by default, seeded when empty).
     Mail(mail::ServeArgs),
+    /// 002 Section 4.5's CPU-bound page with a quality knob (service degradation).
+    Bottleneck(serve_bottleneck::BottleneckArgs),
 }
 
 #[derive(Subcommand)]
@@ -81,6 +84,7 @@ fn main() -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(&args),
         Command::Serve(ServeCommand::Static(args)) => serve::serve_static(&args),
         Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
+        Command::Serve(ServeCommand::Bottleneck(args)) => serve_bottleneck::serve(&args),
         Command::Load(args) => load::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Mail(MailCommand::Corpus(args)) => mail::corpus(&args),

@@ -55,7 +55,7 @@ pub fn serve_static(args: &StaticArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn wait_for_signal() -> std::io::Result<()> {
+pub(crate) fn wait_for_signal() -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -35,6 +35,8 @@
 //! - [`StaticService`]: Haboob's stages; [`statics::Cache`] is its byte-bounded page cache
 //!   (S3-FIFO or LRU); [`StaticServer`] assembles runtime, stages and front end.
 //! - [`specweb`]: the SPECweb99 file set and request mix.
+//! - [`bottleneck`]: 002 Section 4.5's CPU-bound service with a quality knob
+//!   ([`bottleneck::BottleneckServer`]), for the service-degradation experiments.
 //!
 //! # Overload
 //!
@@ -64,6 +66,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bottleneck;
 pub mod config;
 mod request;
 mod serve;

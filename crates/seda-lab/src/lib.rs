@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bottleneck;
 mod child;
 pub mod haproxy;
 mod lab;

@@ -135,7 +135,7 @@ pub fn run(
 
 /// The simulator's definition: the time from the onset until every 1 s interval's p90 stays at
 /// or below 1.2 x target up to the end of the spike (the end of the last interval over it).
-fn settle_time(report: &Report, spike: &Spike) -> f64 {
+pub fn settle_time(report: &Report, spike: &Spike) -> f64 {
     let limit_ms = 1.2 * spike.target_s * 1000.0;
     let mut settle = 0.0;
     for i in &report.series {

@@ -4,6 +4,7 @@ use crate::scenario::Scenario;
 
 mod classes;
 mod controllers;
+mod degrade;
 pub(crate) mod mail_spike;
 mod mail_users;
 mod per_stage;
@@ -15,6 +16,7 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &mail_users::MailUsers,
     &per_stage::PerStage,
     &classes::Classes,
+    &degrade::Degrade,
     &controllers::Controllers,
     &static_sweep::StaticSweep,
 ];

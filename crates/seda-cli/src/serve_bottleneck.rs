@@ -1,0 +1,111 @@
+//! `seda serve bottleneck`: 002 Section 4.5's CPU-bound page with a quality knob.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use clap::Args;
+use seda_http::bottleneck::{BottleneckServeConfig, BottleneckServer, Control, STAGE};
+
+/// Arguments of `seda serve bottleneck`.
+#[derive(Args, Debug)]
+pub struct BottleneckArgs {
+    /// Address to listen on (overrides the file's `http.addr`).
+    #[arg(long)]
+    addr: Option<SocketAddr>,
+    /// Overload control of the stage: none, degrade (002 Figure 12) or degrade+admission
+    /// (Figure 13). A `[stages.bottleneck.admission]` section of --config overrides it.
+    #[arg(long, default_value = "none", value_parser = Control::NAMES)]
+    control: String,
+    /// 90th-percentile response-time target of the controller, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    target_s: f64,
+    /// Mean KiB read per request at quality 1 (overrides `bottleneck.work_kb`).
+    #[arg(long)]
+    work_kb: Option<f64>,
+    /// Checksum passes at quality 1 (overrides `bottleneck.rounds`).
+    #[arg(long)]
+    rounds: Option<u32>,
+    /// KiB checksummed per request whatever the quality (overrides `bottleneck.base_kb`).
+    #[arg(long)]
+    base_kb: Option<f64>,
+    /// TOML file with [http], [bottleneck] and the runtime's [runtime]/[stages.bottleneck].
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+pub fn serve(args: &BottleneckArgs) -> anyhow::Result<()> {
+    let mut config = match &args.config {
+        Some(path) => BottleneckServeConfig::from_file(path)?,
+        None => BottleneckServeConfig::default(),
+    };
+    if let Some(addr) = args.addr {
+        config.http.addr = addr;
+    }
+    let b = &mut config.bottleneck;
+    b.work_kb = args.work_kb.unwrap_or(b.work_kb);
+    b.rounds = args.rounds.unwrap_or(b.rounds);
+    b.base_kb = args.base_kb.unwrap_or(b.base_kb);
+    b.validate()
+        .map_err(|e| anyhow!("bad bottleneck setting: {e}"))?;
+    let control = Control::from_name(&args.control)
+        .ok_or_else(|| anyhow!("--control must be one of {}", Control::NAMES.join(", ")))?;
+    let target = match Duration::try_from_secs_f64(args.target_s) {
+        Ok(t) if !t.is_zero() => t,
+        _ => bail!(
+            "--target-s must be a positive number of seconds, got {}",
+            args.target_s
+        ),
+    };
+    let from_file = config
+        .runtime
+        .stages
+        .get(STAGE)
+        .and_then(|s| s.admission.as_ref())
+        .map(|a| a.kind.clone());
+    let timeout = config.http.shutdown_timeout();
+    let summary = format!(
+        "work {} KiB x {} rounds + base {} KiB",
+        config.bottleneck.work_kb, config.bottleneck.rounds, config.bottleneck.base_kb
+    );
+    let server = BottleneckServer::start(config, control.admission(target))
+        .context("cannot start the bottleneck service")?;
+    let addr = server.local_addr();
+    let control_text = match from_file {
+        Some(kind) => format!("{kind} (from the configuration file)"),
+        None if control == Control::None => "none".to_string(),
+        None => format!("{} (p90 target {} s)", control.name(), target.as_secs_f64()),
+    };
+    println!("seda serve bottleneck: control {control_text}, {summary}; serving on http://{addr}/");
+    match server.admin_addr() {
+        Some(admin) => println!("introspection: http://{admin}/_seda/stats and /_seda/graph"),
+        None => println!("introspection: http://{addr}/_seda/stats and /_seda/graph"),
+    }
+    crate::serve::wait_for_signal().context("cannot install the signal handlers")?;
+    println!(
+        "shutting down (waiting up to {} ms for requests in flight)",
+        timeout.as_millis()
+    );
+    let stats = server.runtime().stats();
+    if let Some(s) = stats.stages.iter().find(|s| s.name == STAGE) {
+        let c = &s.totals.counters;
+        println!(
+            "{STAGE}: completed {}, rejected {}, dropped {}, p90 {}",
+            c.completed,
+            c.rejected_total,
+            c.dropped_total,
+            s.totals
+                .response
+                .p90_s
+                .map_or("-".into(), |p| format!("{:.3} s", p))
+        );
+    }
+    let done = server.shutdown(timeout);
+    println!(
+        "stopped: {} connection(s) cut, stages drained: {}",
+        done.http.connections_cut, done.runtime.drained
+    );
+    Ok(())
+}

@@ -1,0 +1,405 @@
+//! The CPU-bound bottleneck service of 002 Section 4.5 (Figures 12 and 13): one stage with a
+//! quality knob.
+//!
+//! ```text
+//! front end --HttpRequest--> bottleneck (queued; reads quality x size x work bytes of a data
+//!                                        file, checksums them quality x rounds times, plus a
+//!                                        fixed base; answers an HTML page)
+//! ```
+//!
+//! The stage reads its quality from its admission controller's state (`quality`, published by
+//! the `degradation` controller of seda-control); without one it works at full quality. Which
+//! controller runs is a [`Control`]: none, degradation alone (002 Figure 12), or degradation
+//! that re-enables admission control at the lowest quality (Figure 13). A `[stages.bottleneck]`
+//! section of the configuration file overrides it, as for any stage.
+//!
+//! `GET /` or `GET /page` answers a page; `?size=F` (F in [`SIZE_RANGE`]) fixes the request's
+//! share of the mean amount of data, otherwise it is drawn from a seeded sequence, uniform in
+//! `[0.5, 1.5)`. The page and the [`QUALITY_HEADER`] header state the quality used.
+//!
+//! The defaults ([`BottleneckConfig::default`]) cost about 11 ms per request at full quality,
+//! half of it in the quality-independent base (as `seda sim degrade`, where half of each
+//! service time scales with the knob), so degrading can at most about double the capacity.
+//! Measured on the 2-core lab machine while other builds ran: `taskset -c 0 seda serve
+//! bottleneck` and `seda load --cpu 1 -c 1 -d 5s http://127.0.0.1:PORT/` gave 83 pages/s, and
+//! the stage's `service` time in `/_seda/stats` a mean of 11.1 ms (p50 10.4 ms).
+
+mod page;
+mod server;
+mod work;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use http::{Method, StatusCode};
+use serde::Deserialize;
+
+use crate::request::HttpRequest;
+pub use page::{QUALITY_HEADER, SIZE_RANGE};
+pub use server::{BottleneckServeConfig, BottleneckServer};
+use work::DataFile;
+pub use work::Plan;
+
+/// The region of the file the base work checksums over and over (it is `base_kb` of
+/// checksumming, not of reading).
+const BASE_CHUNK: usize = 64 * 1024;
+
+/// Name of the service's stage (the key of `[stages.bottleneck]` in a configuration file).
+pub const STAGE: &str = "bottleneck";
+
+/// The service's settings (`[bottleneck]` in a configuration file).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BottleneckConfig {
+    /// Mean KiB read from the data file per request at quality 1 (each request reads
+    /// `quality x size x work_kb`, `size` in [0.5, 1.5)).
+    pub work_kb: f64,
+    /// Checksum passes over the data read, at quality 1 (`quality x rounds`, at least 1).
+    pub rounds: u32,
+    /// KiB checksummed per request whatever the quality (passes over the file's first 64 KiB):
+    /// the page's fixed cost, which bounds what degrading can gain.
+    pub base_kb: f64,
+    /// Seed of the data file's content and of the requests' sizes.
+    pub seed: u64,
+    /// Where to create the data file (default: a fresh file in the temporary directory);
+    /// it is removed when the service stops.
+    pub file: Option<PathBuf>,
+    /// Worker threads of the stage, fixed (default 1: one CPU-bound stage on one core).
+    pub threads: usize,
+}
+
+impl Default for BottleneckConfig {
+    /// About 11 ms of CPU per request at quality 1 on the lab machine, half of it the base (see
+    /// the module's documentation for the measurement).
+    fn default() -> Self {
+        BottleneckConfig {
+            work_kb: 256.0,
+            rounds: 16,
+            base_kb: 4096.0,
+            seed: 1,
+            file: None,
+            threads: 1,
+        }
+    }
+}
+
+impl BottleneckConfig {
+    /// Checks the settings; the message names the bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        let kb_max = 1024.0 * 1024.0; // 1 GiB of reading per request is surely a typo
+        if !(self.work_kb.is_finite() && self.work_kb > 0.0 && self.work_kb <= kb_max) {
+            return Err(format!(
+                "work_kb must be in (0, {kb_max}], got {}",
+                self.work_kb
+            ));
+        }
+        if !(self.base_kb.is_finite() && self.base_kb >= 0.0 && self.base_kb <= kb_max) {
+            return Err(format!(
+                "base_kb must be in [0, {kb_max}], got {}",
+                self.base_kb
+            ));
+        }
+        if self.rounds == 0 || self.rounds > 100_000 {
+            return Err(format!("rounds must be in 1..=100000, got {}", self.rounds));
+        }
+        if self.threads == 0 {
+            return Err("threads must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    fn work_bytes(&self) -> usize {
+        (self.work_kb * 1024.0).round() as usize
+    }
+
+    fn base_bytes(&self) -> usize {
+        (self.base_kb * 1024.0).round() as usize
+    }
+}
+
+/// Which overload control the stage runs (`seda serve bottleneck --control`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Nothing: every request is admitted (up to the stage's queue threshold) at quality 1.
+    None,
+    /// Degradation alone (002 Figure 12): quality falls over the target, nothing is refused.
+    Degrade,
+    /// Degradation that re-enables admission control when the quality is at its lowest and
+    /// the target is still missed (002 Figure 13).
+    DegradeAdmission,
+}
+
+impl Control {
+    /// The names `--control` accepts, in order.
+    pub const NAMES: [&'static str; 3] = ["none", "degrade", "degrade+admission"];
+
+    /// The control called `name` (one of [`NAMES`](Self::NAMES)).
+    pub fn from_name(name: &str) -> Option<Control> {
+        match name {
+            "none" => Some(Control::None),
+            "degrade" => Some(Control::Degrade),
+            "degrade+admission" => Some(Control::DegradeAdmission),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Control::None => "none",
+            Control::Degrade => "degrade",
+            Control::DegradeAdmission => "degrade+admission",
+        }
+    }
+
+    /// The stage's admission controller for a p90 response-time `target`: seda-control's
+    /// `degradation` kind with Sandstorm's defaults (halve the quality over target, add 0.01
+    /// under it, lowest 0.01), or none.
+    pub fn admission(self, target: Duration) -> Option<seda::AdmissionConfig> {
+        let reenable = match self {
+            Control::None => return None,
+            Control::Degrade => 0.0,
+            Control::DegradeAdmission => 1.0,
+        };
+        let params = BTreeMap::from([
+            ("target_s".to_string(), target.as_secs_f64()),
+            ("reenable_admission".to_string(), reenable),
+        ]);
+        Some(seda::AdmissionConfig {
+            kind: "degradation".into(),
+            params,
+        })
+    }
+}
+
+/// The stage's shared state: the data file, the settings, counters.
+#[derive(Debug)]
+struct Service {
+    file: DataFile,
+    config: BottleneckConfig,
+    requests: AtomicU64,
+    pages: AtomicU64,
+    bytes_read: AtomicU64,
+    /// Sum of the qualities served, in millionths.
+    quality_micros: AtomicU64,
+}
+
+impl Service {
+    fn handle(&self, req: HttpRequest, quality: f64) {
+        let (_meta, head, _body, reply) = req.into_parts();
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        if head.method != Method::GET && head.method != Method::HEAD {
+            reply.send(page::error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "use GET / or GET /page",
+            ));
+            return;
+        }
+        if !matches!(head.uri.path(), "/" | "/page") {
+            reply.send(page::error(
+                StatusCode::NOT_FOUND,
+                "the pages are / and /page",
+            ));
+            return;
+        }
+        let query = match page::parse_query(head.uri.query()) {
+            Ok(q) => q,
+            Err(e) => {
+                reply.send(page::error(StatusCode::BAD_REQUEST, &e));
+                return;
+            }
+        };
+        let (drawn, offset) = work::draw(self.config.seed, n, self.file.len());
+        let size = query.size.unwrap_or(drawn);
+        let plan = work::plan(
+            self.config.work_bytes(),
+            self.config.rounds,
+            quality,
+            size,
+            offset,
+        );
+        match self.compute(quality, size, plan) {
+            Ok(c) => {
+                self.pages.fetch_add(1, Ordering::Relaxed);
+                self.bytes_read.fetch_add(
+                    (plan.bytes + self.config.base_bytes()) as u64,
+                    Ordering::Relaxed,
+                );
+                self.quality_micros
+                    .fetch_add((c.quality * 1e6).round() as u64, Ordering::Relaxed);
+                reply.send(page::page(&c));
+            }
+            Err(e) => {
+                reply.send(page::error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!(
+                        "cannot read the data file {}: {e}",
+                        self.file.path().display()
+                    ),
+                ));
+            }
+        }
+    }
+
+    fn compute(&self, quality: f64, size: f64, plan: Plan) -> std::io::Result<page::Computed> {
+        thread_local! {
+            // One buffer per worker, reused: a fresh allocation of this size would cost page
+            // faults that have nothing to do with the work being measured.
+            static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+        }
+        BUF.with_borrow_mut(|buf| {
+            let base_bytes = self.config.base_bytes();
+            buf.resize(plan.bytes.max(BASE_CHUNK.min(base_bytes)), 0);
+            // The base: the same region every time, its cost independent of the quality.
+            let chunk = &mut buf[..BASE_CHUNK.min(base_bytes)];
+            self.file.read_at(chunk, 0)?;
+            let base_checksum = work::checksum_bytes(chunk, base_bytes);
+            let data = &mut buf[..plan.bytes];
+            self.file.read_at(data, plan.offset)?;
+            let checksum = work::checksum(data, plan.rounds);
+            Ok(page::Computed {
+                quality: quality.clamp(0.0, 1.0),
+                size,
+                plan,
+                checksum,
+                base_checksum,
+            })
+        })
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        let pages = self.pages.load(Ordering::Relaxed);
+        let q = self.quality_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        serde_json::json!({
+            "requests": self.requests.load(Ordering::Relaxed),
+            "pages": pages,
+            "bytes_read": self.bytes_read.load(Ordering::Relaxed),
+            "mean_quality": if pages == 0 { None } else { Some(q / pages as f64) },
+        })
+    }
+}
+
+/// Why the service could not be built.
+#[derive(Debug)]
+pub enum BottleneckError {
+    /// A setting is out of range.
+    Config(String),
+    /// The data file could not be written.
+    File(PathBuf, std::io::Error),
+    /// The stage could not be added to the runtime.
+    Stage(seda::BuildError),
+}
+
+impl std::fmt::Display for BottleneckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BottleneckError::Config(e) => write!(f, "bad [bottleneck] setting: {e}"),
+            BottleneckError::File(p, e) => {
+                write!(f, "cannot create the data file {}: {e}", p.display())
+            }
+            BottleneckError::Stage(e) => write!(f, "cannot build the bottleneck stage: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BottleneckError {}
+
+/// The data file's length: room for the largest read (1.5 x work) and the base's region.
+fn file_len(config: &BottleneckConfig) -> u64 {
+    let most = (config.work_bytes() as f64 * SIZE_RANGE.1).ceil() as u64;
+    most.max(BASE_CHUNK as u64)
+}
+
+/// Creates the data file and adds the stage to `runtime` with `control`'s controller (the
+/// configuration file's `[stages.bottleneck]` overrides it). Returns the stage's sink and a
+/// function giving the service's counters for `/_seda/stats`.
+pub fn build(
+    runtime: &seda::Runtime,
+    config: &BottleneckConfig,
+    control: Option<seda::AdmissionConfig>,
+) -> Result<(seda::Sink<HttpRequest>, crate::ExtraStats), BottleneckError> {
+    config.validate().map_err(BottleneckError::Config)?;
+    let path = config.file.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("seda-bottleneck-{}.data", std::process::id()))
+    });
+    let file = DataFile::create(&path, file_len(config), config.seed)
+        .map_err(|e| BottleneckError::File(path.clone(), e))?;
+    let service = Arc::new(Service {
+        file,
+        config: config.clone(),
+        requests: AtomicU64::new(0),
+        pages: AtomicU64::new(0),
+        bytes_read: AtomicU64::new(0),
+        quality_micros: AtomicU64::new(0),
+    });
+    // A fixed pool: more threads than cores only time-share a CPU-bound stage.
+    let mut stage_config = seda::StageConfig {
+        threads: Some(config.threads),
+        min_threads: Some(config.threads),
+        max_threads: Some(config.threads),
+        ..seda::StageConfig::default()
+    };
+    stage_config.admission = control;
+    let handler_service = service.clone();
+    let sink = runtime
+        .stage(
+            seda::Stage::builder(STAGE)
+                .config(stage_config)
+                .handler(seda::handler::each(move |req: HttpRequest, cx| {
+                    let quality = cx.controller_value("quality").unwrap_or(1.0);
+                    handler_service.handle(req, quality);
+                })),
+        )
+        .map_err(BottleneckError::Stage)?;
+    let stats: crate::ExtraStats = Arc::new(move || serde_json::json!({ STAGE: service.stats() }));
+    Ok((sink, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_round_trip_and_build() {
+        for name in Control::NAMES {
+            let c = Control::from_name(name).unwrap();
+            assert_eq!(c.name(), name);
+            match c.admission(Duration::from_secs(5)) {
+                None => assert_eq!(c, Control::None),
+                Some(a) => {
+                    let built = a.build().unwrap();
+                    assert_eq!(built.name(), "degradation");
+                    let reenable = a.params["reenable_admission"];
+                    assert_eq!(reenable == 1.0, c == Control::DegradeAdmission);
+                }
+            }
+        }
+        assert_eq!(Control::from_name("degradation"), None);
+    }
+
+    #[test]
+    fn bad_settings_are_errors() {
+        let ok = BottleneckConfig::default();
+        assert!(ok.validate().is_ok());
+        for bad in [
+            BottleneckConfig {
+                work_kb: f64::NAN,
+                ..ok.clone()
+            },
+            BottleneckConfig {
+                base_kb: -1.0,
+                ..ok.clone()
+            },
+            BottleneckConfig {
+                rounds: 0,
+                ..ok.clone()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+}

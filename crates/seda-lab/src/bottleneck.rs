@@ -1,0 +1,193 @@
+//! The CPU-bound bottleneck service (002 Section 4.5) as the scenarios run it: `seda serve
+//! bottleneck` as a pinned child process with a chosen control, and its users.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use seda_http::bottleneck::{Control, STAGE};
+use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
+
+use crate::child::{Child, free_port};
+use crate::lab::Lab;
+
+/// Think time between a reply and the next request. 002 Section 4.5 does not give one; this
+/// is the 20 ms of its e-mail users ("aggressively set"), for users as eager.
+pub const THINK: Duration = Duration::from_millis(20);
+/// Wait after a 503 before starting over (002's e-mail users wait 5 s).
+pub const REJECT_WAIT: Duration = Duration::from_secs(5);
+
+/// A running `seda serve bottleneck`.
+#[derive(Debug)]
+pub struct BottleneckServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    child: Child,
+}
+
+impl BottleneckServer {
+    /// Starts the service named `name` (its log is `<name>.log`) with `control` toward a p90
+    /// target of `target_s`, with the service's default (measured) work per request. The
+    /// controller's measurement window (Sandstorm's 100 samples, or 1 s when traffic is slow)
+    /// is multiplied by `time_scale`, so a run on a shorter clock keeps the controller's pace
+    /// relative to the target.
+    pub fn start(
+        lab: &Lab,
+        name: &str,
+        control: Control,
+        target_s: f64,
+        time_scale: f64,
+    ) -> Result<Self> {
+        let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
+        let mut cmd = lab.seda(&[
+            "serve",
+            "bottleneck",
+            "--addr",
+            &addr.to_string(),
+            "--control",
+            control.name(),
+            "--target-s",
+            &target_s.to_string(),
+        ]);
+        if let Some(admission) = control.admission(Duration::from_secs_f64(target_s)) {
+            let mut toml = format!(
+                "[stages.{STAGE}.admission]\nkind = \"{}\"\n",
+                admission.kind
+            );
+            let window = [
+                ("nreq", (100.0 * time_scale).round().max(10.0)),
+                ("timeout_s", time_scale),
+            ];
+            for (k, v) in admission
+                .params
+                .iter()
+                .map(|(k, v)| (k.as_str(), *v))
+                .chain(window)
+            {
+                toml += &format!("{k} = {v:?}\n");
+            }
+            let path = lab.file(&format!("{name}.toml"));
+            std::fs::write(&path, toml)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            cmd.arg("--config").arg(path);
+        }
+        let mut child = lab.spawn(name, &cmd)?;
+        child.wait_port(addr, Duration::from_secs(30))?;
+        Ok(BottleneckServer { addr, child })
+    }
+
+    /// CPU seconds (user + system) the server has used so far: on a shared machine, the
+    /// share of its core it actually got.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        process_cpu_seconds(self.child.pid())
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL).
+    pub fn stop(self) {
+        self.child.stop();
+    }
+}
+
+/// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat`.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses; utime and stime
+    // are the 14th and 15th fields, in clock ticks (USER_HZ, 100 on Linux).
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// CPU seconds core `cpu` has spent busy since boot (user, nice, system, irq, softirq and
+/// steal, from `/proc/stat`), whoever ran there: less the server's own, the work of others.
+pub fn core_busy_seconds(cpu: usize) -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let name = format!("cpu{cpu}");
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let busy = [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&i| v.get(i))
+        .sum::<f64>();
+    Some(busy / 100.0)
+}
+
+/// Closed users requesting pages from `addr`: [`THINK`] (exponential) and [`REJECT_WAIT`] after
+/// a 503, both multiplied by `time_scale` (1: the paper's), 1 s intervals with their histograms
+/// kept, and a client deadline of `deadline`.
+pub fn users(
+    addr: SocketAddr,
+    users: usize,
+    duration: Duration,
+    deadline: Duration,
+    time_scale: f64,
+) -> Result<LoadConfig> {
+    let target = Target::parse(&format!("http://{addr}/"))?;
+    let model = Model::Closed(Closed {
+        users,
+        think: THINK.mul_f64(time_scale),
+        think_exponential: true,
+        ramp: Duration::ZERO,
+    });
+    let mut cfg = LoadConfig::new(target, model)?;
+    cfg.duration = duration;
+    cfg.client = ClientConfig {
+        backoff_on_503: Some(REJECT_WAIT.mul_f64(time_scale)),
+        deadline,
+        connect_timeout: Duration::from_secs(3),
+        error_pause: Duration::from_secs(1),
+        ..ClientConfig::default()
+    };
+    cfg.keep_interval_histograms = true;
+    Ok(cfg)
+}
+
+/// What a calibration measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Calibration {
+    /// Pages per CPU-second of the server: its capacity on a core of its own, whatever else
+    /// ran on that core meanwhile (only the time it ran counts).
+    pub capacity_per_s: f64,
+    /// Pages per second of wall-clock time (lower when other work took part of the core).
+    pub throughput_per_s: f64,
+}
+
+/// Measures `server` at full quality: closed users with no think time (8: enough to keep one
+/// worker busy; under a controller their response time, 8 pages' work, stays far under any
+/// target the scenarios use, so the quality stays at 1).
+pub fn capacity(lab: &Lab, server: &BottleneckServer) -> Result<Calibration> {
+    let duration = lab.pick(Duration::from_millis(1500), Duration::from_secs(10));
+    let mut cfg = users(server.addr, 8, duration, Duration::from_secs(30), 1.0)?;
+    if let Model::Closed(c) = &mut cfg.model {
+        c.think = Duration::ZERO;
+    }
+    // No warm-up: the CPU time read around the run must cover the same pages as the counts.
+    let before = server.cpu_seconds();
+    let report = lab.load(cfg)?;
+    let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
+    let pages = report.summary.counts.completed as f64;
+    let throughput_per_s = report.summary.throughput_per_s;
+    if throughput_per_s.is_nan() || throughput_per_s <= 1.0 {
+        bail!(
+            "the bottleneck service completed {throughput_per_s:.1} pages/s while calibrating: \
+             is it working?"
+        );
+    }
+    // Without /proc (not Linux), the wall-clock figure is all there is.
+    let capacity_per_s = match cpu {
+        Some(c) if c > 0.1 => pages / c,
+        _ => throughput_per_s,
+    };
+    Ok(Calibration {
+        capacity_per_s,
+        throughput_per_s,
+    })
+}

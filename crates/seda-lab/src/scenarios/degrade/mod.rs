@@ -1,0 +1,363 @@
+//! `degrade` (002 Figures 12 and 13): a CPU-bound bottleneck page with a quality knob under a
+//! load spike, p90 target 5 s (quick form: 1 s); no control, degradation alone, and degradation
+//! that re-enables admission control at the lowest quality.
+//!
+//! Each variant's server is calibrated first (pages/s at full quality) and its spike sized from
+//! that capacity, so that, as on the paper's machine, no control leaves response times far past
+//! the target (`users / capacity` is [`SPIKE_X`] times the target) while the lowest quality,
+//! which halves a page's cost at best, is still not quite enough: the regime where 002
+//! re-enables admission control. Calibrating each server just before its spike keeps the regime
+//! when other work on the machine comes and goes between variants.
+
+mod report;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use seda_http::bottleneck::{BottleneckConfig, Control, STAGE};
+use seda_load::{Report, Schedule};
+use serde_json::{Map, Value, json};
+
+use crate::bottleneck::{self, BottleneckServer};
+use crate::outcome::Outcome;
+use crate::poll::{Sample, StatsPoller, controller_series};
+use crate::spike::{self, Spike};
+use crate::{Lab, Scenario};
+
+/// The scenario.
+pub struct Degrade;
+
+/// Spike users as a multiple of `capacity x target`: the closed-loop response time without
+/// control, in targets.
+pub const SPIKE_X: f64 = 3.0;
+
+/// 002's p90 target for the spike.
+const PAPER_TARGET_S: f64 = 5.0;
+
+/// The variants, in the order they run: their names in the results and their control.
+const VARIANTS: [(&str, Control); 3] = [
+    ("none", Control::None),
+    ("degrade", Control::Degrade),
+    ("degrade+admission", Control::DegradeAdmission),
+];
+
+/// What one variant measured.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub name: &'static str,
+    /// Its server's capacity at full quality, measured just before its spike.
+    pub capacity: f64,
+    /// Its spike, sized from that capacity.
+    pub spike: Spike,
+    pub summary: Value,
+    /// p90 of the pages completed in each 1 s interval: `(t_s, seconds)`.
+    pub p90: Vec<(f64, f64)>,
+    /// Rejected fraction of the requests that ended in each interval.
+    pub rejected: Vec<(f64, f64)>,
+    /// The stage's quality knob, polled from `/_seda/stats`.
+    pub quality: Vec<(f64, f64)>,
+    /// Whether the knob had re-enabled admission control (1) or not (0).
+    pub admission: Vec<(f64, f64)>,
+    /// The rate of the token bucket behind the knob (enforced only while admission is on).
+    pub rate: Vec<(f64, f64)>,
+    /// Pages served in each 1 s interval.
+    pub served: Vec<(f64, f64)>,
+    /// The load generator's per-interval series.
+    pub series: Value,
+}
+
+impl Run {
+    pub(crate) fn get(&self, key: &str) -> Option<f64> {
+        self.summary.get(key).and_then(Value::as_f64)
+    }
+}
+
+fn shape(lab: &Lab, capacity: f64, target_s: f64, time_scale: f64) -> Spike {
+    let users = (SPIKE_X * capacity * target_s).round() as usize;
+    Spike {
+        base_users: 3,
+        spike_users: users.clamp(20, 6000),
+        before_s: lab.pick(1.0, 10.0),
+        spike_s: lab.pick(12.0, 120.0),
+        after_s: lab.pick(1.0, 20.0),
+        target_s,
+        time_scale,
+    }
+}
+
+impl Scenario for Degrade {
+    fn name(&self) -> &'static str {
+        "degrade"
+    }
+
+    fn about(&self) -> &'static str {
+        "CPU-bound page with a quality knob under a spike: no control vs degradation vs \
+         degradation + admission control (002 Figures 12, 13)"
+    }
+
+    fn run(&self, lab: &Lab) -> Result<Outcome> {
+        let mut runs = Vec::new();
+        for (name, control) in VARIANTS {
+            runs.push(run_variant(lab, name, control)?);
+        }
+        let spike = runs[0].spike;
+        report::plots(lab, &runs, &spike)?;
+        let mut summary = Map::new();
+        for r in &runs {
+            summary.insert(r.name.to_string(), r.summary.clone());
+        }
+        let service = BottleneckConfig::default();
+        Ok(Outcome {
+            paper: "002 Figures 12 and 13".into(),
+            config: json!({
+                "spike": {
+                    "base_users": spike.base_users,
+                    "spike_users": runs.iter().map(|r| (r.name.to_string(), json!(r.spike.spike_users))).collect::<Map<_, _>>(),
+                    "spike_users_per_capacity_target": SPIKE_X,
+                    "before_s": spike.before_s,
+                    "spike_s": spike.spike_s,
+                    "after_s": spike.after_s,
+                    "think_s": bottleneck::THINK.as_secs_f64() * spike.time_scale,
+                    "reject_wait_s": bottleneck::REJECT_WAIT.as_secs_f64() * spike.time_scale,
+                    "client_deadline_s": deadline(&spike).as_secs_f64(),
+                },
+                "target_s": spike.target_s,
+                "target_scaled_down": lab.quick,
+                "capacity_per_s": runs.iter().map(|r| (r.name.to_string(), json!(r.capacity))).collect::<Map<_, _>>(),
+                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike",
+                "service": {
+                    "work_kb": service.work_kb,
+                    "rounds": service.rounds,
+                    "base_kb": service.base_kb,
+                    "threads": service.threads,
+                },
+                "controller": {
+                    "kind": "degradation",
+                    "q_min": 0.01, "quality_step": 0.01, "quality_decrease": 2.0,
+                    "percentile": 0.9,
+                    "nreq": (100.0 * spike.time_scale).round().max(10.0),
+                    "timeout_s": spike.time_scale,
+                },
+                "time_scale": spike.time_scale,
+                "variants": VARIANTS.iter().map(|(n, c)| json!({"name": n, "control": c.name()})).collect::<Vec<_>>(),
+            }),
+            summary,
+            data: Value::Object(
+                runs.iter()
+                    .map(|r| {
+                        (
+                            r.name.to_string(),
+                            json!({
+                                "series": r.series,
+                                "quality": r.quality,
+                                "admission_enabled": r.admission,
+                                "admission_rate_per_s": r.rate,
+                            }),
+                        )
+                    })
+                    .collect(),
+            ),
+            checks: report::checks(&runs, &spike, lab.quick),
+            report: report::markdown(&runs, &spike, lab.quick),
+        })
+    }
+}
+
+/// The client's deadline: long enough that no-control response times are measured rather than
+/// cut off (a request past it counts as a timeout).
+fn deadline(spike: &Spike) -> Duration {
+    Duration::from_secs_f64((10.0 * spike.target_s).max(30.0))
+}
+
+fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
+    let target_s = lab.pick(1.0, PAPER_TARGET_S);
+    let time_scale = target_s / PAPER_TARGET_S;
+    let server = BottleneckServer::start(lab, name, control, target_s, time_scale)?;
+    let cal = bottleneck::capacity(lab, &server)?;
+    let capacity = cal.capacity_per_s;
+    lab.log(format!(
+        "{name}: capacity at quality 1: {capacity:.1} pages per CPU-second ({:.1} pages/s of \
+         wall-clock time)",
+        cal.throughput_per_s
+    ));
+    let spike = &shape(lab, capacity, target_s, time_scale);
+    let total = spike.before_s + spike.spike_s + spike.after_s;
+    let mut cfg = bottleneck::users(
+        server.addr,
+        spike.base_users,
+        Duration::from_secs_f64(total),
+        deadline(spike),
+        spike.time_scale,
+    )?;
+    cfg.schedule = Some(Schedule::parse(&format!(
+        "0s={},{}s={},{}s={}",
+        spike.base_users,
+        spike.onset_s(),
+        spike.spike_users,
+        spike.end_s(),
+        spike.base_users
+    ))?);
+    cfg.goodput_target = Duration::from_secs_f64(spike.target_s);
+    lab.log(format!(
+        "{name}: {} users, {} during {:.0} s from {:.0} s, p90 target {} s",
+        spike.base_users,
+        spike.spike_users,
+        spike.spike_s,
+        spike.onset_s(),
+        spike.target_s
+    ));
+    let poller = StatsPoller::start(server.addr, Duration::from_millis(500));
+    let core = |c: Option<usize>| c.and_then(bottleneck::core_busy_seconds);
+    let me = || bottleneck::process_cpu_seconds(std::process::id());
+    let (cpu_before, core_before) = (server.cpu_seconds(), core(lab.server_cpu));
+    let (lab_before, load_core_before) = (me(), core(lab.load_cpu));
+    let report = lab.load(cfg);
+    let cpu = cpu_before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
+    let core_busy = core_before.zip(core(lab.server_cpu)).map(|(a, b)| b - a);
+    let lab_cpu = lab_before.zip(me()).map(|(a, b)| b - a);
+    let load_core_busy = load_core_before.zip(core(lab.load_cpu)).map(|(a, b)| b - a);
+    let samples = poller.stop();
+    server.stop();
+    let mut run = measure(name, &report?, &samples, spike, capacity);
+    // How much of its core the server had, and how much other processes took from it.
+    if let Some(m) = run.summary.as_object_mut() {
+        m.insert(
+            "calibration_throughput_per_s".into(),
+            json!(cal.throughput_per_s),
+        );
+    }
+    // The same for the load generator's core (the generator runs in this process).
+    if let (Some(busy), Some(mine), Some(m)) =
+        (load_core_busy, lab_cpu, run.summary.as_object_mut())
+    {
+        m.insert("load_cpu_share".into(), json!(mine / total));
+        m.insert(
+            "load_core_other_share".into(),
+            json!(((busy - mine) / total).max(0.0)),
+        );
+    }
+    if let (Some(cpu), Some(m)) = (cpu, run.summary.as_object_mut()) {
+        m.insert("server_cpu_share".into(), json!(cpu / total));
+        if let Some(busy) = core_busy {
+            m.insert(
+                "other_cpu_share".into(),
+                json!(((busy - cpu) / total).max(0.0)),
+            );
+        }
+    }
+    Ok(run)
+}
+
+/// Mean and minimum of the points with `t` in `[from, to)`.
+fn mean_min(points: &[(f64, f64)], from: f64, to: f64) -> (Option<f64>, Option<f64>) {
+    let v: Vec<f64> = points
+        .iter()
+        .filter(|(t, _)| *t >= from && *t < to)
+        .map(|(_, v)| *v)
+        .collect();
+    if v.is_empty() {
+        return (None, None);
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    (Some(mean), v.iter().copied().reduce(f64::min))
+}
+
+fn measure(
+    name: &'static str,
+    report: &Report,
+    samples: &[Sample],
+    spike: &Spike,
+    capacity: f64,
+) -> Run {
+    let (on, end) = (spike.onset_s(), spike.end_s());
+    let during: Vec<_> = report
+        .series
+        .iter()
+        .filter(|i| i.t_s >= on - 1e-6 && i.t_s < end - 1e-6)
+        .collect();
+    let sum = |f: &dyn Fn(&seda_load::record::Counts) -> u64| -> u64 {
+        during.iter().map(|i| f(&i.counts)).sum()
+    };
+    let (completed, good, rejected) = (
+        sum(&|c| c.completed),
+        sum(&|c| c.good),
+        sum(&|c| c.rejected),
+    );
+    let (timeouts, errors) = (sum(&|c| c.timeouts), sum(&|c| c.errors));
+    let ended = (completed + rejected + timeouts + errors).max(1) as f64;
+    let settle = spike::settle_time(report, spike);
+    let secs = spike.spike_s;
+    let p90_of = |from: f64| {
+        report
+            .latency_between(from, end)
+            .map_or(Value::Null, |l| json!(l.p90_ms / 1000.0))
+    };
+    let quality = controller_series(samples, STAGE, "quality");
+    let admission = controller_series(samples, STAGE, "admission_enabled");
+    let rate = controller_series(samples, STAGE, "rate_per_s");
+    // The bucket's rate when the knob first switched admission control on.
+    let rate_at_enable = admission
+        .iter()
+        .find(|(_, a)| *a > 0.0)
+        .and_then(|(t, _)| rate.iter().find(|(u, _)| u >= t))
+        .map(|(_, r)| *r);
+    let (q_mean, q_min) = mean_min(&quality, on, end);
+    let (adm_on, _) = mean_min(&admission, on, end);
+    let mut late: Vec<f64> = during
+        .iter()
+        .filter(|i| i.t_s >= on + secs / 2.0 - 1e-6 && i.counts.completed > 0)
+        .map(|i| i.latency.p90_ms / 1000.0)
+        .collect();
+    late.sort_by(f64::total_cmp);
+    let late_median = late.get(late.len() / 2).copied();
+    let meeting = during
+        .iter()
+        .filter(|i| i.counts.completed > 0)
+        .map(|i| i.latency.p90_ms <= spike.target_s * 1000.0)
+        .collect::<Vec<_>>();
+    let summary = json!({
+        "target_s": spike.target_s,
+        "capacity_per_s": capacity,
+        "p90_admitted_s": p90_of(on),
+        "p90_admitted_after_settle_s": p90_of((on + settle).min(end - 1.0)),
+        "p90_admitted_second_half_s": p90_of(on + secs / 2.0),
+        "p90_interval_median_second_half_s": late_median,
+        "settle_time_s": settle,
+        "settled": settle < secs - 1.0,
+        "goodput_per_s": good as f64 / secs,
+        "throughput_per_s": completed as f64 / secs,
+        "rejected_fraction": rejected as f64 / ended,
+        "timeout_fraction": timeouts as f64 / ended,
+        "error_fraction": errors as f64 / ended,
+        "intervals_meeting_target": meeting.iter().filter(|m| **m).count() as f64
+            / meeting.len().max(1) as f64,
+        "quality_mean": q_mean,
+        "quality_min": q_min,
+        "admission_enabled_fraction": adm_on,
+        "admission_rate_at_enable_per_s": rate_at_enable,
+    });
+    let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
+        report
+            .series
+            .iter()
+            .filter_map(|i| f(i).map(|v| (i.t_s, v)))
+            .collect::<Vec<_>>()
+    };
+    Run {
+        name,
+        capacity,
+        spike: *spike,
+        summary,
+        p90: pick(&|i| (i.counts.completed > 0).then_some(i.latency.p90_ms / 1000.0)),
+        rejected: pick(&|i| {
+            let c = &i.counts;
+            let n = c.completed + c.rejected + c.timeouts + c.errors;
+            (n > 0).then(|| c.rejected as f64 / n as f64)
+        }),
+        served: pick(&|i| Some(i.counts.completed as f64 / i.duration_s.max(1e-9))),
+        quality,
+        admission,
+        rate,
+        series: serde_json::to_value(&report.series).unwrap_or(Value::Null),
+    }
+}
