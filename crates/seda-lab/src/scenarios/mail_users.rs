@@ -48,6 +48,8 @@ struct Plan {
     /// The warm-up lasts at least this many closed-loop cycles (users / capacity seconds):
     /// a thousand users arriving at once take that long to spread over the request types.
     warmup_cycles: f64,
+    /// Longest warm-up (keeps the quick form under a minute on a slow machine).
+    max_warmup_s: f64,
     capacity: f64,
     duration_s: f64,
     target_s: f64,
@@ -59,7 +61,8 @@ impl Plan {
         Plan {
             users: lab.pick(vec![16, 128, 1024], (1..=10).map(|k| 1usize << k).collect()),
             warmup_s: lab.pick(1.5, 4.0),
-            warmup_cycles: lab.pick(1.0, 2.0),
+            warmup_cycles: lab.pick(0.5, 2.0),
+            max_warmup_s: lab.pick(4.0, 30.0),
             capacity,
             duration_s: lab.pick(4.0, 20.0),
             // Two decimals: a target that reads well in the report.
@@ -73,7 +76,10 @@ impl Plan {
 
     fn warmup_s(&self, users: usize) -> f64 {
         let cycle_s = users as f64 / self.capacity;
-        self.warmup_s.max(self.warmup_cycles * cycle_s).ceil()
+        self.warmup_s
+            .max(self.warmup_cycles * cycle_s)
+            .min(self.max_warmup_s)
+            .ceil()
     }
 
     fn steady(&self, users: usize) -> Steady {
@@ -327,7 +333,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
          1024 uncontrolled users would wait about {OVERLOAD} times the target (1024 / capacity \
          / {OVERLOAD}); think time and wait shrink by the same factor ({:.0} ms, {:.2} s). Each \
          point runs {:.1} s after a warm-up of at least {:.1} s and {} closed-loop cycles (users \
-         / capacity: {:.0} s at {MAX_USERS} users), all points of a variant against one server, \
+         / capacity), at most {:.0} s ({:.0} s at {MAX_USERS} users), all points of a variant against one server, \
          fewest users first.\n\n",
         mail::SLOWDOWN,
         mail::SLOWDOWN,
@@ -336,6 +342,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
         plan.duration_s,
         plan.warmup_s,
         plan.warmup_cycles,
+        plan.max_warmup_s,
         plan.warmup_s(MAX_USERS),
     );
     s += "### p90 and rejections by users (002 Figure 8)\n\n| users | p90 no control | mean by Little's law, no control | p90 with control | rejected with control | goodput with control / capacity |\n|---|---|---|---|---|---|\n";
@@ -393,6 +400,12 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
           contention, e.g. 365 s for list folders). Our controller is `response_time_tuned` per \
           stage (it bounds each stage's queue by its departure rate), not 002's token bucket. \
           The whole service shares one core, so a heavy type's queue slows every type; a \
-          stage's controller sees that only through its own response times.\n";
+          stage's controller sees that only through its own response times. A rejected user \
+          logs in again after the (scaled) wait, so under heavy load logins from rejected users \
+          take a large share of the capacity and the expensive list-messages stage rejects most \
+          of its requests: the p90 of what is admitted stays near the target, but much of the \
+          goodput is logins. The capacity is measured with 256 users and no think time; fewer \
+          users get more done than that (the service thrashes when saturated), hence goodput \
+          above 1 x capacity at light loads.\n";
     s
 }
