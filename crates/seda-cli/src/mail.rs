@@ -77,6 +77,11 @@ pub struct ServeArgs {
     /// Front-end (network) threads; 0: one per core the process may use.
     #[arg(long, default_value_t = 0)]
     http_threads: usize,
+    /// One admission controller shared by all request-type stages (002's single-stage
+    /// admission control), as `KIND[,NAME=VALUE...]`, e.g. `response_time_tuned,target_s=1`;
+    /// a stage given its own `admission` in --config keeps that one.
+    #[arg(long, value_name = "KIND[,NAME=VALUE...]")]
+    single_admission: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -169,10 +174,15 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         .config(config)
         .start()
         .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
+    let shared_admission = match &args.single_admission {
+        Some(spec) => Some(single_admission(spec).context("--single-admission")?),
+        None => None,
+    };
     let options = ServiceOptions {
         threads: args.threads,
         threshold: args.threshold,
         slowdown: args.slowdown,
+        shared_admission,
         ..ServiceOptions::default()
     };
     let service = MailService::start(&rt, store.clone(), &options)
@@ -190,6 +200,25 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         report.drained, report.abandoned
     );
     Ok(())
+}
+
+/// Builds the controller of `--single-admission`: `KIND[,NAME=VALUE...]`.
+fn single_admission(spec: &str) -> Result<seda_control::SharedController> {
+    let mut parts = spec.split(',').map(str::trim);
+    let kind = parts.next().unwrap_or_default();
+    let mut params = std::collections::BTreeMap::new();
+    for p in parts.filter(|p| !p.is_empty()) {
+        let Some((name, value)) = p.split_once('=') else {
+            bail!("`{p}` is not NAME=VALUE (e.g. target_s=1)");
+        };
+        let value: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| anyhow!("`{name}` must be a number, got `{}`", value.trim()))?;
+        params.insert(name.trim().to_string(), value);
+    }
+    let controller = seda_control::build_admission(kind, &params).map_err(|e| anyhow!("{e}"))?;
+    Ok(seda_control::SharedController::new(controller))
 }
 
 /// Serves through the shared front end: an inline `mail.route` stage turns each
@@ -366,4 +395,22 @@ pub fn load(args: &LoadArgs) -> Result<()> {
     let report = tokio.block_on(load::run(opts));
     print!("{}", report.table());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::single_admission;
+    use seda::AdmissionController;
+
+    #[test]
+    fn single_admission_parses_a_kind_and_its_parameters() {
+        let c = single_admission("response_time_tuned, target_s=0.5").expect("valid");
+        assert_eq!(c.name(), "response_time_tuned");
+        let e = single_admission("response_time_tuned,target_s").unwrap_err();
+        assert!(e.to_string().contains("NAME=VALUE"), "{e}");
+        let e = single_admission("response_time_tuned,target_s=soon").unwrap_err();
+        assert!(e.to_string().contains("must be a number"), "{e}");
+        let e = single_admission("fifo").unwrap_err();
+        assert!(e.to_string().contains("vegas"), "lists the kinds: {e}");
+    }
 }

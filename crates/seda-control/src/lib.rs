@@ -43,6 +43,8 @@
 //!   folly's CoDel, behind the same [`AdmissionController`] interface.
 //! - [`build_admission`]: builds any of them from a kind name and numeric parameters (the
 //!   runtime's TOML configuration).
+//! - [`SharedController`]: one of them shared by several stages (002's single-stage admission
+//!   control: one controller filters every request, whatever stage it is headed for).
 //!
 //! # Overload signals
 //!
@@ -60,6 +62,7 @@ mod factory;
 pub mod multiclass;
 pub mod peers;
 pub mod response_time;
+mod shared;
 mod thread_pool;
 mod threshold;
 mod token_bucket;
@@ -76,6 +79,7 @@ pub use multiclass::{MulticlassConfig, MulticlassController};
 pub use response_time::{
     ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
 };
+pub use shared::SharedController;
 pub use thread_pool::{
     POOL_CONTROLLER_DELAY_TICKS, PoolAdjustment, PoolObservation, ThreadPoolConfig,
     ThreadPoolController,

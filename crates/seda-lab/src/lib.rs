@@ -28,11 +28,13 @@ mod lab;
 mod machine;
 pub mod mail;
 mod outcome;
+pub mod peers;
 pub mod plot;
 pub mod poll;
 pub mod scenario;
 mod scenarios;
 pub mod spike;
+pub mod steady;
 
 pub use child::{Child, free_port};
 pub use lab::Lab;

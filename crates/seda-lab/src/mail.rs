@@ -42,6 +42,15 @@ pub enum Control {
         /// Its parameters, e.g. `target_s`.
         params: Vec<(String, f64)>,
     },
+    /// One admission controller shared by all request-type stages (002's single-stage
+    /// control, Figure 11): it filters every request whatever its type (`seda serve mail
+    /// --single-admission`).
+    SingleStage {
+        /// A `seda_control::build_admission` kind.
+        kind: String,
+        /// Its parameters.
+        params: Vec<(String, f64)>,
+    },
     /// No admission control, but at most this many open connections (new ones get 503).
     ConnectionCap(usize),
 }
@@ -57,12 +66,16 @@ impl Control {
 
     /// As JSON for `result.json`.
     pub fn describe(&self) -> Value {
+        let map = |params: &[(String, f64)]| -> serde_json::Map<String, Value> {
+            params.iter().map(|(k, v)| (k.clone(), json!(v))).collect()
+        };
         match self {
             Control::None => json!({"kind": "none"}),
             Control::PerStage { kind, params } => {
-                let p: serde_json::Map<String, Value> =
-                    params.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-                json!({"kind": kind, "per_stage": true, "params": p})
+                json!({"kind": kind, "per_stage": true, "params": map(params)})
+            }
+            Control::SingleStage { kind, params } => {
+                json!({"kind": kind, "per_stage": false, "params": map(params)})
             }
             Control::ConnectionCap(n) => json!({"kind": "connection_cap", "max_connections": n}),
         }
@@ -138,8 +151,18 @@ impl MailServer {
         let mut cmd = lab.seda(&["serve", "mail", "--addr", &addr.to_string(), "--db"]);
         cmd.arg(&db).arg("--config").arg(&config);
         cmd.args(["--slowdown", &SLOWDOWN.to_string()]);
-        if let Control::ConnectionCap(n) = control {
-            cmd.args(["--max-connections", &n.to_string()]);
+        match control {
+            Control::ConnectionCap(n) => {
+                cmd.args(["--max-connections", &n.to_string()]);
+            }
+            Control::SingleStage { kind, params } => {
+                let mut spec = kind.clone();
+                for (name, v) in params {
+                    let _ = write!(spec, ",{name}={v:?}");
+                }
+                cmd.args(["--single-admission", &spec]);
+            }
+            Control::None | Control::PerStage { .. } => {}
         }
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;

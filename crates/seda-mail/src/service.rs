@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 use seda::{BuildError, RejectReason, Runtime, Sink, Stage, handler};
+use seda_control::SharedController;
 use tokio::sync::oneshot;
 
 use crate::html;
@@ -38,6 +39,11 @@ pub struct ServiceOptions {
     /// bring the service's capacity down to the scale of 002's 2003 server, where a request
     /// cost far more than the load generator's handling of its reply.
     pub slowdown: u32,
+    /// One admission controller for all request types instead of none (002 Section 4.4's
+    /// single-stage admission control): every stage consults and feeds the same controller, so
+    /// it rejects without regard to type. A stage given its own `admission` in the runtime
+    /// configuration uses that one instead.
+    pub shared_admission: Option<SharedController>,
 }
 
 /// Largest `slowdown` accepted.
@@ -50,6 +56,7 @@ impl Default for ServiceOptions {
             threshold: 64,
             page_size: 25,
             slowdown: 1,
+            shared_admission: None,
         }
     }
 }
@@ -99,8 +106,12 @@ impl MailService {
         let slowdown = options.slowdown.clamp(1, MAX_SLOWDOWN);
         for kind in RequestKind::ALL {
             let c = core.clone();
+            let mut builder = Stage::builder(kind.stage_name());
+            if let Some(shared) = &options.shared_admission {
+                builder = builder.admission(Box::new(shared.clone()));
+            }
             let sink = rt.stage(
-                Stage::builder(kind.stage_name())
+                builder
                     .threads(options.threads.max(1))
                     .threshold(options.threshold.max(1))
                     .batch(1)

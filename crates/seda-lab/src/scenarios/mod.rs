@@ -2,13 +2,21 @@
 
 use crate::scenario::Scenario;
 
+mod classes;
 mod controllers;
 mod degrade;
 pub(crate) mod mail_spike;
+mod mail_users;
+mod per_stage;
+mod static_sweep;
 
 /// Every scenario.
 pub(crate) static ALL: &[&dyn Scenario] = &[
     &mail_spike::MailSpike,
-    &controllers::Controllers,
+    &mail_users::MailUsers,
+    &per_stage::PerStage,
+    &classes::Classes,
     &degrade::Degrade,
+    &controllers::Controllers,
+    &static_sweep::StaticSweep,
 ];

@@ -263,9 +263,14 @@ impl<E: Event> StageCore<E> {
         for (event, enqueued) in events.into_iter().zip(stamps) {
             let queued = clock::between(enqueued, start);
             let meta = event.meta();
-            let drop = meta.is_some_and(|m| m.is_expired(now))
-                || self.drop_after.is_some_and(|limit| queued > limit)
-                || controller.as_mut().is_some_and(|c| c.on_dequeue(t, queued));
+            // The controller hears of every admitted event leaving the queue, whatever else
+            // drops it: one that counts its queue (`response_time_tuned`) would otherwise keep
+            // a cancelled or expired event queued forever and, once enough leaked, reject
+            // everything.
+            let refused = controller.as_mut().is_some_and(|c| c.on_dequeue(t, queued));
+            let drop = refused
+                || meta.is_some_and(|m| m.is_expired(now))
+                || self.drop_after.is_some_and(|limit| queued > limit);
             if drop {
                 if let Some(c) = controller.as_mut() {
                     c.on_drop(t, meta.map_or(0, |m| m.class));

@@ -246,6 +246,79 @@ fn expired_and_cancelled_requests_are_dropped_not_served() {
     );
 }
 
+/// Counts what the stage tells a controller that admits everything.
+#[derive(Default)]
+struct Tally {
+    admitted: Counter,
+    dequeued: Counter,
+}
+
+struct TallyController(Arc<Tally>);
+
+impl seda::AdmissionController for TallyController {
+    fn name(&self) -> &'static str {
+        "tally"
+    }
+    fn admit(&mut self, _: seda::Time, _: u8) -> Result<(), RejectReason> {
+        self.0.admitted.add(1);
+        Ok(())
+    }
+    fn undo_admit(&mut self, _: seda::Time, _: u8) {}
+    fn on_dequeue(&mut self, _: seda::Time, _: Duration) -> bool {
+        self.0.dequeued.add(1);
+        false
+    }
+    fn on_complete(&mut self, _: seda::Time, _: u8, _: Duration, _: Duration) {}
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn the_controller_hears_of_every_dequeue_even_of_cancelled_events() {
+    let rt = Runtime::start().unwrap();
+    let (open_tx, open_rx) = mpsc::channel::<()>();
+    let open_rx = std::sync::Mutex::new(open_rx);
+    let tally = Arc::new(Tally::default());
+    let sink = rt
+        .stage(
+            Stage::builder("counted")
+                .threads(1)
+                .batch(1)
+                .admission(Box::new(TallyController(tally.clone())))
+                .handler(handler::each(move |r: Req, _| {
+                    let _ = open_rx.lock().unwrap().recv();
+                    let _ = r.reply.send("served");
+                }))
+                .on_drop(|r: Req, _| {
+                    let _ = r.reply.send("503");
+                }),
+        )
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    sink.enqueue(Req {
+        meta: Meta::new(),
+        reply: tx.clone(),
+    })
+    .unwrap();
+    assert!(crate::eventually(Duration::from_secs(5), || sink.is_empty()));
+    // Queued behind the blocker, its client goes away: dropped at dequeue, not served.
+    let gone = Meta::new();
+    sink.enqueue(Req {
+        meta: gone.clone(),
+        reply: tx.clone(),
+    })
+    .unwrap();
+    gone.cancel.cancel();
+    open_tx.send(()).unwrap();
+    rt.shutdown();
+    drop(tx);
+    let mut replies: Vec<_> = rx.iter().collect();
+    replies.sort();
+    assert_eq!(replies, vec!["503", "served"]);
+    assert_eq!((tally.admitted.get(), tally.dequeued.get()), (2, 2));
+}
+
 #[test]
 fn drop_after_drops_events_that_waited_too_long() {
     let rt = Runtime::start().unwrap();

@@ -1,0 +1,201 @@
+//! Launchers for the web servers the lab compares: our `seda serve static`, nginx, Apache
+//! (`mpm_prefork` with a fixed pool of 150 processes, as in SOSP'01) and lighttpd.
+//!
+//! Each launcher writes a complete config file into a work directory and returns a
+//! [`Command`] ready to spawn: the server runs in the foreground on `127.0.0.1:<port>`, serves
+//! the given document root, and writes its logs, pid file and temp files under the work
+//! directory. No system config, pid file or log is read or touched.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use seda_lab::peers;
+//!
+//! let cmd = peers::nginx::command(Path::new("/tmp/www"), 8081, Path::new("/tmp/nginx-run"));
+//! match cmd {
+//!     Ok(mut cmd) => { let _child = cmd.spawn(); }
+//!     Err(e) => eprintln!("skipping nginx: {e}"), // "nginx is not installed: apt-get install nginx-light"
+//! }
+//! ```
+//!
+//! # Stopping
+//!
+//! Stop a server with SIGTERM to the spawned pid (what [`crate::Child`] does): the parent stops
+//! its workers. Not SIGKILL: nginx's worker and Apache's 150 processes were seen to go on
+//! serving on the port after their parent was killed. Apache's parent signals its whole process
+//! group when it stops, so its command gives it a session of its own (see [`apache`]).
+//!
+//! # Privileges
+//!
+//! Run as root, nginx and Apache drop their workers to `www-data` (Apache refuses to serve as
+//! root), so the document root must be readable by others; the launchers check this and say
+//! so. lighttpd stays the invoking user: it opens its error log after dropping privileges, so
+//! it could not write into a work directory the invoking user created.
+
+pub mod apache;
+pub mod lighttpd;
+pub mod nginx;
+pub mod seda;
+
+use std::fmt;
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why a server cannot be launched.
+#[derive(Debug)]
+pub enum PeerError {
+    /// The server's binary is not on `PATH` nor in the sbin directories.
+    NotInstalled {
+        /// The server's name.
+        server: &'static str,
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
+    /// A path cannot be written into a config file (it holds a quote, a backslash, `$` or a
+    /// line break) or is not valid UTF-8.
+    BadPath(PathBuf),
+    /// The document root cannot be read by the unprivileged user the workers run as.
+    Unreadable {
+        /// The server's name.
+        server: &'static str,
+        /// The directory that lacks the permission.
+        path: PathBuf,
+    },
+    /// Writing the config file or creating the work directory failed.
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for PeerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PeerError::NotInstalled { server, package } => {
+                write!(f, "{server} is not installed: apt-get install {package}")
+            }
+            PeerError::BadPath(p) => write!(
+                f,
+                "the path {} cannot go into a server's config file: use a UTF-8 path without \
+                 quotes, backslashes, '$' or line breaks",
+                p.display()
+            ),
+            PeerError::Unreadable { server, path } => write!(
+                f,
+                "{server}'s workers run as www-data and cannot read {}: serve a directory \
+                 readable by others (for example under /tmp)",
+                path.display()
+            ),
+            PeerError::Io { what, source } => write!(f, "cannot {what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for PeerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PeerError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Finds `name` on `PATH`, then in the sbin directories (which a non-root `PATH` often lacks).
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let sbin = ["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from);
+    std::env::split_paths(&path)
+        .chain(sbin)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+        })
+}
+
+/// The binary of `server`, or [`PeerError::NotInstalled`].
+fn require(
+    binary: &str,
+    server: &'static str,
+    package: &'static str,
+) -> Result<PathBuf, PeerError> {
+    find_binary(binary).ok_or(PeerError::NotInstalled { server, package })
+}
+
+/// An absolute, UTF-8 path that is safe inside a double-quoted config string.
+fn config_path(p: &Path) -> Result<String, PeerError> {
+    let abs = std::path::absolute(p).map_err(|source| PeerError::Io {
+        what: format!("resolve {}", p.display()),
+        source,
+    })?;
+    match abs.to_str() {
+        Some(s) if !s.contains(['"', '\\', '$', '\n', '\r']) => Ok(s.to_string()),
+        _ => Err(PeerError::BadPath(p.to_path_buf())),
+    }
+}
+
+/// Creates `dir` (and `dir/logs`) and writes `file` into it; returns the file's path.
+fn write_config(dir: &Path, file: &str, text: &str) -> Result<PathBuf, PeerError> {
+    let io = |what: String| move |source| PeerError::Io { what, source };
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(io(format!("create {}", logs.display())))?;
+    let path = dir.join(file);
+    std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+    Ok(path)
+}
+
+/// Whether this process runs as root (the owner of `/proc/self` is the effective user).
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// Run as root, workers run as `www-data`: every ancestor of `root` must let others through
+/// and `root` itself must let them list it. (Files are checked by the server when served.)
+fn check_others_can_read(server: &'static str, root: &Path) -> Result<(), PeerError> {
+    if !running_as_root() {
+        return Ok(());
+    }
+    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    for dir in root.ancestors() {
+        let needed = if dir == root { 0o005 } else { 0o001 };
+        let mode = std::fs::metadata(dir).map(|m| m.permissions().mode());
+        if mode.is_ok_and(|m| m & needed != needed) {
+            return Err(PeerError::Unreadable {
+                server,
+                path: dir.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_paths_refuse_characters_that_break_configs() {
+        assert!(config_path(Path::new("/tmp/www")).is_ok());
+        assert!(matches!(
+            config_path(Path::new("/tmp/w\"ww")),
+            Err(PeerError::BadPath(_))
+        ));
+        assert!(matches!(
+            config_path(Path::new("/tmp/$root")),
+            Err(PeerError::BadPath(_))
+        ));
+        assert!(config_path(Path::new("relative")).unwrap().starts_with('/'));
+    }
+
+    #[test]
+    fn a_missing_binary_says_how_to_install_it() {
+        let e = require("no-such-server-binary", "nginx", "nginx-light").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "nginx is not installed: apt-get install nginx-light"
+        );
+        assert!(find_binary("sh").is_some());
+    }
+}

@@ -1,0 +1,199 @@
+//! A steady population of e-mail users against the service, and its figures under the
+//! simulator's key names: shared by `mail-users`, `per-stage` and `classes`.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use seda_load::{LoadConfig, Report};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::lab::Lab;
+use crate::mail::{self, Control};
+
+/// One steady load.
+#[derive(Debug, Clone, Copy)]
+pub struct Steady {
+    /// Closed-loop users.
+    pub users: usize,
+    /// Seconds of load before measuring (002: "an initial warm-up period of about 20 seconds").
+    pub warmup_s: f64,
+    /// Measured seconds.
+    pub duration_s: f64,
+    /// The p90 response-time target.
+    pub target_s: f64,
+    /// Multiplies 002's think time and wait after a rejection (1: the paper's).
+    pub time_scale: f64,
+}
+
+impl Steady {
+    /// The load generator's configuration against the server at `addr`: measured after the
+    /// warm-up, goodput counted within the target.
+    pub fn config(&self, addr: std::net::SocketAddr) -> Result<LoadConfig> {
+        let mut cfg = mail::users(
+            addr,
+            self.users,
+            Duration::from_secs_f64(self.duration_s),
+            self.time_scale,
+        )?;
+        cfg.warmup = Duration::from_secs_f64(self.warmup_s);
+        cfg.goodput_target = Duration::from_secs_f64(self.target_s);
+        Ok(cfg)
+    }
+}
+
+/// One request type's figures (002 Figures 9 and 11).
+#[derive(Debug, Clone, Serialize)]
+pub struct TypeRow {
+    /// `login`, `list_folders`...
+    pub name: String,
+    /// Requests that ended (completed, rejected, timed out or failed).
+    pub ended: u64,
+    /// 90th percentile of the admitted (completed) ones, seconds.
+    pub p90_s: Option<f64>,
+    /// Fraction rejected (503).
+    pub rejected_fraction: Option<f64>,
+}
+
+/// What one steady run measured.
+#[derive(Debug)]
+pub struct SteadyRun {
+    /// Headline figures (the simulator's key names).
+    pub summary: Value,
+    /// Per request type.
+    pub types: Vec<TypeRow>,
+    /// Rejected fraction of the requests that ended in each 1 s interval: `(t_s, fraction)`.
+    pub rejected: Vec<(f64, f64)>,
+}
+
+/// Runs `steady` against the server at `addr` from the load core and measures it.
+pub fn run(
+    lab: &Lab,
+    addr: std::net::SocketAddr,
+    control: &Control,
+    steady: &Steady,
+    capacity: f64,
+) -> Result<SteadyRun> {
+    let report = lab.load(steady.config(addr)?)?;
+    Ok(measure(&report, steady, capacity, control))
+}
+
+/// Requests that ended in `c`.
+pub fn ended(c: &seda_load::record::Counts) -> u64 {
+    c.completed + c.rejected + c.timeouts + c.errors
+}
+
+/// The per-interval rejected fraction, shifted by `offset_s` (intervals where nothing ended
+/// are left out).
+pub fn rejected_series(report: &Report, offset_s: f64) -> Vec<(f64, f64)> {
+    report
+        .series
+        .iter()
+        .filter(|i| ended(&i.counts) > 0)
+        .map(|i| {
+            (
+                i.t_s + offset_s,
+                i.counts.rejected as f64 / ended(&i.counts) as f64,
+            )
+        })
+        .collect()
+}
+
+/// The rejected fraction of the requests that ended in intervals starting in `[from_s, to_s)`.
+pub fn rejected_between(report: &Report, from_s: f64, to_s: f64) -> Option<f64> {
+    let (mut rejected, mut all) = (0, 0);
+    for i in &report.series {
+        if i.t_s >= from_s - 1e-6 && i.t_s < to_s - 1e-6 {
+            rejected += i.counts.rejected;
+            all += ended(&i.counts);
+        }
+    }
+    (all > 0).then(|| rejected as f64 / all as f64)
+}
+
+/// The figures of each request type over the measured run.
+pub fn types(report: &Report) -> Vec<TypeRow> {
+    report
+        .classes
+        .iter()
+        .map(|k| {
+            let n = ended(&k.counts);
+            TypeRow {
+                name: k.name.clone(),
+                ended: n,
+                p90_s: (k.counts.completed > 0).then_some(k.latency.p90_ms / 1000.0),
+                rejected_fraction: (n > 0).then(|| k.counts.rejected as f64 / n as f64),
+            }
+        })
+        .collect()
+}
+
+/// Seconds from the start of the measured run until every 1 s interval's p90 stays at or
+/// below 1.2 x target (the simulator's settling rule; 0 when the warm-up sufficed).
+fn settle_time(report: &Report, target_s: f64) -> f64 {
+    let limit_ms = 1.2 * target_s * 1000.0;
+    report
+        .series
+        .iter()
+        .filter(|i| i.counts.completed > 0 && i.latency.p90_ms > limit_ms)
+        .map(|i| i.t_s + i.duration_s)
+        .fold(0.0, f64::max)
+}
+
+/// The figures of a steady run.
+pub fn measure(report: &Report, steady: &Steady, capacity: f64, control: &Control) -> SteadyRun {
+    let s = &report.summary;
+    let c = &s.counts;
+    let all = ended(c).max(1) as f64;
+    let secs = s.duration_s.max(1e-9);
+    let settle = settle_time(report, steady.target_s);
+    let settled = settle < steady.duration_s - 1.0;
+    let after = report.latency_between(settle.min(steady.duration_s - 1.0), steady.duration_s);
+    let opt = |x: Option<f64>| x.map_or(Value::Null, |v| json!(v));
+    let completed = (c.completed > 0).then_some(s.latency);
+    // Little's law on the closed loop: each user is waiting for a reply, thinking, or
+    // waiting after a rejection, so users = X (R + think) + rejections/s x wait. Unlike the
+    // percentile of completed requests, it counts requests still queued when the run ends,
+    // which is where an uncontrolled service hides its slowest ones in a short run.
+    let x = ended(c) as f64 / secs;
+    let think_s = mail::THINK.as_secs_f64() * steady.time_scale;
+    let wait_s = mail::REJECT_WAIT.as_secs_f64() * steady.time_scale;
+    let littles = (x > 0.0).then(|| {
+        ((steady.users as f64 - c.rejected as f64 / secs * wait_s) / x - think_s).max(0.0)
+    });
+    let summary = json!({
+        "control": control.describe(),
+        "users": steady.users,
+        "target_s": steady.target_s,
+        "capacity_per_s": capacity,
+        "p90_admitted_s": opt(completed.map(|l| l.p90_ms / 1000.0)),
+        "p90_admitted_after_settle_s": opt(after.map(|l| l.p90_ms / 1000.0)),
+        "max_admitted_s": opt(completed.map(|l| l.max_ms / 1000.0)),
+        "mean_response_littles_s": opt(littles),
+        "settle_time_s": settle,
+        "settled": settled,
+        "goodput_per_s": c.good as f64 / secs,
+        "goodput_fraction_of_capacity": c.good as f64 / secs / capacity,
+        "throughput_per_s": c.completed as f64 / secs,
+        "rejected_fraction": c.rejected as f64 / all,
+        "timeout_fraction": c.timeouts as f64 / all,
+        "error_fraction": c.errors as f64 / all,
+        "error_kinds": s.error_kinds,
+        "jain_completed": s.jain_completed,
+    });
+    SteadyRun {
+        summary,
+        types: types(report),
+        rejected: rejected_series(report, 0.0),
+    }
+}
+
+/// Formats an optional figure with three decimals, or `-`.
+pub fn fmt(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+/// A percentage with one decimal, or `-`.
+pub fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:.1}%", 100.0 * v))
+}
