@@ -31,7 +31,7 @@ pub fn calibrated(lab: &Lab, capacity: f64) -> Spike {
         base_users: 3,
         spike_users: users,
         before_s: lab.pick(2.0, 20.0),
-        spike_s: lab.pick(12.0, 120.0),
+        spike_s: lab.pick(10.0, 120.0),
         after_s: lab.pick(1.0, 20.0),
         target_s,
         time_scale: target_s / PAPER_TARGET_S,
