@@ -70,13 +70,18 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = HttpConfig::default().max_connections)]
     max_connections: usize,
     /// Emulate a machine this many times slower: each request's handler keeps its core busy
-    /// until it has taken this many times its own time (1: off; the lab uses it to match the
+    /// until it has used this many times its own CPU time (1: off; the lab uses it to match the
     /// scale of 002's server).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     slowdown: u32,
     /// Front-end (network) threads; 0: one per core the process may use.
     #[arg(long, default_value_t = 0)]
     http_threads: usize,
+    /// Serve requests whose client has disconnected instead of dropping them (seda-http front
+    /// end): a server that cannot tell a client gave up, like 001's bricks without
+    /// self-protection. For experiments; it wastes work under overload.
+    #[arg(long)]
+    serve_abandoned: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -178,6 +183,9 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     let service = MailService::start(&rt, store.clone(), &options)
         .map_err(|e| anyhow!("cannot build the mail stages: {e}"))?;
     let deadline = args.deadline_ms.map(Duration::from_millis);
+    if args.serve_abandoned && args.front == "builtin" {
+        bail!("--serve-abandoned needs the seda-http front end (drop --front builtin)");
+    }
     if args.front == "builtin" {
         serve_builtin(args, &store, service, deadline)?;
     } else {
@@ -202,12 +210,17 @@ fn serve_seda_http(
     service: Arc<MailService>,
     deadline: Option<Duration>,
 ) -> Result<()> {
+    let serve_abandoned = args.serve_abandoned;
     let route = rt
         .stage(
             seda::Stage::builder("mail.route")
                 .inline()
                 .handler(seda::handler::each(move |req: HttpRequest, _cx| {
                     let (mut meta, head, body, reply) = req.into_parts();
+                    if serve_abandoned {
+                        // A token the front end does not hold: nobody cancels it.
+                        meta.cancel = seda::CancelToken::new();
+                    }
                     if let Some(d) = deadline {
                         meta.deadline = Some(meta.born + d);
                     }
