@@ -2,7 +2,8 @@
 
 use crate::scenario::Scenario;
 
+mod goodput;
 mod mail_spike;
 
 /// Every scenario.
-pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike];
+pub(crate) static ALL: &[&dyn Scenario] = &[&mail_spike::MailSpike, &goodput::Goodput];
