@@ -134,6 +134,10 @@ pub struct LoadArgs {
     /// AIMD: a reply slower than this shrinks the window.
     #[arg(long, value_parser = dur, default_value = "1s")]
     aimd_timeout: Duration,
+    /// AIMD, open model: refuse a request that finds the window full at once, as SSM's stub
+    /// does, instead of letting it wait for a slot.
+    #[arg(long, requires = "aimd")]
+    aimd_reject: bool,
     /// Goodput counts requests completed within this.
     #[arg(long, value_parser = dur, default_value = "100ms")]
     goodput_target: Duration,
@@ -273,6 +277,7 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
             timeout: a.aimd_timeout,
             ..AimdWindowConfig::default()
         }),
+        aimd_reject_when_full: a.aimd_reject,
         max_body_bytes: a.max_body_bytes,
         ..ClientConfig::default()
     };

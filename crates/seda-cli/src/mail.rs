@@ -70,7 +70,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = HttpConfig::default().max_connections)]
     max_connections: usize,
     /// Emulate a machine this many times slower: each request's handler keeps its core busy
-    /// until it has taken this many times its own time (1: off; the lab uses it to match the
+    /// until it has used this many times its own CPU time (1: off; the lab uses it to match the
     /// scale of 002's server).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     slowdown: u32,
@@ -82,6 +82,11 @@ pub struct ServeArgs {
     /// a stage given its own `admission` in --config keeps that one.
     #[arg(long, value_name = "KIND[,NAME=VALUE...]")]
     single_admission: Option<String>,
+    /// Serve requests whose client has disconnected instead of dropping them (seda-http front
+    /// end): a server that cannot tell a client gave up, like 001's bricks without
+    /// self-protection. For experiments; it wastes work under overload.
+    #[arg(long)]
+    serve_abandoned: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -188,6 +193,9 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     let service = MailService::start(&rt, store.clone(), &options)
         .map_err(|e| anyhow!("cannot build the mail stages: {e}"))?;
     let deadline = args.deadline_ms.map(Duration::from_millis);
+    if args.serve_abandoned && args.front == "builtin" {
+        bail!("--serve-abandoned needs the seda-http front end (drop --front builtin)");
+    }
     if args.front == "builtin" {
         serve_builtin(args, &store, service, deadline)?;
     } else {
@@ -231,12 +239,17 @@ fn serve_seda_http(
     service: Arc<MailService>,
     deadline: Option<Duration>,
 ) -> Result<()> {
+    let serve_abandoned = args.serve_abandoned;
     let route = rt
         .stage(
             seda::Stage::builder("mail.route")
                 .inline()
                 .handler(seda::handler::each(move |req: HttpRequest, _cx| {
                     let (mut meta, head, body, reply) = req.into_parts();
+                    if serve_abandoned {
+                        // A token the front end does not hold: nobody cancels it.
+                        meta.cancel = seda::CancelToken::new();
+                    }
                     if let Some(d) = deadline {
                         meta.deadline = Some(meta.born + d);
                     }

@@ -108,3 +108,90 @@ fn corpus_then_serve_mail_then_sigint() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The login stage's totals: (completed, dropped as expired or cancelled).
+fn login_totals(addr: &str) -> (u64, u64) {
+    let r = exchange(
+        addr,
+        "GET /_seda/stats HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n",
+    );
+    let body = r.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let stats: serde_json::Value = serde_json::from_str(body).expect("stats JSON");
+    let login = stats["runtime"]["stages"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == "mail.login"))
+        .cloned()
+        .expect("a mail.login stage");
+    let n = |p: &str| login.pointer(p).and_then(serde_json::Value::as_u64);
+    (
+        n("/totals/counters/completed").unwrap_or(0),
+        n("/totals/counters/dropped/expired").unwrap_or(0),
+    )
+}
+
+#[test]
+fn abandoned_logins_are_dropped_unless_the_server_is_told_to_serve_them() {
+    let dir = std::env::temp_dir().join(format!("seda-cli-abandoned-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let db = dir.join("mail.db");
+    const SENT: u64 = 8;
+    for serve_abandoned in [false, true] {
+        let mut args = vec![
+            "serve",
+            "mail",
+            "--addr",
+            "127.0.0.1:0",
+            "--seed-users",
+            "3",
+            "--threads",
+            "1",
+            // Each login keeps the one login thread busy for 1000 times its own time (tens of
+            // milliseconds): the others wait in the queue while their clients leave.
+            "--slowdown",
+            "1000",
+        ];
+        if serve_abandoned {
+            args.push("--serve-abandoned");
+        }
+        let mut os: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        os.extend(["--db".as_ref(), db.as_os_str()]);
+        let common::Server {
+            mut child, addr, ..
+        } = common::start(&os);
+        let body = "user=user1&password=pass1";
+        let login = format!(
+            "POST /login HTTP/1.1\r\nhost: t\r\ncontent-type: \
+             application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        for _ in 0..SENT {
+            let mut s = TcpStream::connect(&addr).expect("connect");
+            s.write_all(login.as_bytes()).expect("send");
+            // Hang up without waiting for the answer.
+            drop(s);
+        }
+        let mut totals = (0, 0);
+        for _ in 0..200 {
+            totals = login_totals(&addr);
+            if totals.0 + totals.1 >= SENT {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let (completed, dropped) = totals;
+        assert_eq!(
+            completed + dropped,
+            SENT,
+            "serve_abandoned {serve_abandoned}"
+        );
+        if serve_abandoned {
+            assert_eq!(dropped, 0, "every abandoned login was served");
+        } else {
+            assert!(dropped > 0, "no abandoned login was dropped: {totals:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -131,6 +131,30 @@ fn corpus(lab: &Lab) -> Result<PathBuf> {
     Ok(template)
 }
 
+/// How `seda serve mail` runs, beyond its overload [`Control`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeOptions {
+    /// `--slowdown` (the lab's [`SLOWDOWN`] unless a scenario needs another scale).
+    pub slowdown: u32,
+    /// `--threads`: worker threads per request-type stage (`None`: the server's default).
+    pub threads: Option<usize>,
+    /// `--deadline-ms`: drop requests not answered within this (`None`: never).
+    pub deadline_ms: Option<u64>,
+    /// `--serve-abandoned`: serve requests whose client disconnected instead of dropping them.
+    pub serve_abandoned: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            slowdown: SLOWDOWN,
+            threads: None,
+            deadline_ms: None,
+            serve_abandoned: false,
+        }
+    }
+}
+
 /// A running `seda serve mail`.
 #[derive(Debug)]
 pub struct MailServer {
@@ -142,6 +166,16 @@ pub struct MailServer {
 impl MailServer {
     /// Starts the service named `name` (its log is `<name>.log`) on a fresh copy of the corpus.
     pub fn start(lab: &Lab, name: &str, control: &Control) -> Result<MailServer> {
+        MailServer::start_with(lab, name, control, &ServeOptions::default())
+    }
+
+    /// Like [`start`](Self::start), with other [`ServeOptions`].
+    pub fn start_with(
+        lab: &Lab,
+        name: &str,
+        control: &Control,
+        options: &ServeOptions,
+    ) -> Result<MailServer> {
         let db = lab.file(&format!("{name}.db"));
         remove_db(&db);
         std::fs::copy(corpus(lab)?, &db).context("cannot copy the corpus")?;
@@ -150,7 +184,16 @@ impl MailServer {
         let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
         let mut cmd = lab.seda(&["serve", "mail", "--addr", &addr.to_string(), "--db"]);
         cmd.arg(&db).arg("--config").arg(&config);
-        cmd.args(["--slowdown", &SLOWDOWN.to_string()]);
+        cmd.args(["--slowdown", &options.slowdown.to_string()]);
+        if let Some(n) = options.threads {
+            cmd.args(["--threads", &n.to_string()]);
+        }
+        if let Some(ms) = options.deadline_ms {
+            cmd.args(["--deadline-ms", &ms.to_string()]);
+        }
+        if options.serve_abandoned {
+            cmd.arg("--serve-abandoned");
+        }
         match control {
             Control::ConnectionCap(n) => {
                 cmd.args(["--max-connections", &n.to_string()]);

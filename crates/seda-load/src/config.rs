@@ -88,6 +88,13 @@ pub struct ClientConfig {
     pub error_pause: Duration,
     /// Limit outstanding requests with SSM's AIMD window (seda-control's `AimdWindow`).
     pub aimd: Option<AimdWindowConfig>,
+    /// With [`aimd`](Self::aimd), refuse a request that finds the window full at once, as
+    /// SSM's stub does (counted in [`Counts::rejected`](crate::record::Counts) and
+    /// [`Counts::refused`](crate::record::Counts)), instead of waiting for a slot. Open model
+    /// only: under an open overload, waiting grows the queue at the gate until every request
+    /// sent has spent its whole deadline there (001: "under overload, requests are rejected
+    /// instead of allowing latency to increase").
+    pub aimd_reject_when_full: bool,
     /// Largest response head accepted.
     pub max_header_bytes: usize,
     /// Largest response body accepted.
@@ -103,6 +110,7 @@ impl Default for ClientConfig {
             backoff_on_503: None,
             error_pause: Duration::from_millis(100),
             aimd: None,
+            aimd_reject_when_full: false,
             max_header_bytes: 64 * 1024,
             max_body_bytes: 256 * 1024 * 1024,
         }
@@ -216,6 +224,9 @@ impl LoadConfig {
             }
             _ => Ok(()),
         }?;
+        if self.client.aimd_reject_when_full && !matches!(self.model, Model::Open(_)) {
+            return bad("refusing requests when the AIMD window is full needs the open model");
+        }
         if matches!(self.model, Model::Closed(_))
             && self.effective_schedule()?.max_level() > 1_000_000.0
         {

@@ -5,6 +5,7 @@ use crate::scenario::Scenario;
 mod classes;
 mod controllers;
 mod degrade;
+mod goodput;
 pub(crate) mod mail_spike;
 mod mail_users;
 mod per_stage;
@@ -17,6 +18,7 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &per_stage::PerStage,
     &classes::Classes,
     &degrade::Degrade,
+    &goodput::Goodput,
     &controllers::Controllers,
     &static_sweep::StaticSweep,
 ];

@@ -27,8 +27,13 @@ impl Gate {
         }
     }
 
+    /// Takes a slot if one is free now and nobody waits for one.
+    fn try_acquire(&self) -> bool {
+        self.waiters.borrow().is_empty() && self.window.borrow_mut().try_acquire()
+    }
+
     async fn acquire(&self) {
-        if self.waiters.borrow().is_empty() && self.window.borrow_mut().try_acquire() {
+        if self.try_acquire() {
             return;
         }
         let (tx, rx) = oneshot::channel();
@@ -62,7 +67,6 @@ impl Gate {
     }
 
     /// The current window, for tests and reports.
-    #[cfg(test)]
     pub fn window(&self) -> f64 {
         self.window.borrow().window()
     }
@@ -100,10 +104,22 @@ impl Client {
 
     /// Sends `req` and waits for its end; records it with latency measured from `intended`.
     pub async fn send(&mut self, ctx: &Ctx, req: &Request, intended: Instant) -> Outcome {
-        if let Some(gate) = &ctx.gate {
-            gate.acquire().await;
-        }
         let measured = ctx.measured(intended);
+        if let Some(gate) = &ctx.gate {
+            if ctx.cfg.client.aimd_reject_when_full {
+                // 001: the stub rejects what its window cannot take; the server never sees it.
+                if !gate.try_acquire() {
+                    if measured {
+                        let mut rec = ctx.rec.borrow_mut();
+                        rec.sent(self.id, req.class);
+                        rec.done(self.id, req.class, Outcome::Refused, Duration::ZERO);
+                    }
+                    return Outcome::Refused;
+                }
+            } else {
+                gate.acquire().await;
+            }
+        }
         if measured {
             ctx.rec.borrow_mut().sent(self.id, req.class);
         }

@@ -93,7 +93,8 @@ async fn user(
                 tokio::time::sleep(ctx.cfg.client.error_pause).await;
                 last = None;
             }
-            Outcome::Timeout => last = None,
+            // Refused only happens in the open model (`LoadConfig::validate`).
+            Outcome::Timeout | Outcome::Refused => last = None,
             Outcome::Response { .. } => {}
         }
         let think = session.think_time().unwrap_or_else(|| {

@@ -112,6 +112,8 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
     }
     let model = ctx.cfg.describe();
     let classes = ctx.cfg.workload.classes();
+    // For the last interval, which the report closes.
+    ctx.rec.borrow_mut().aimd_window = ctx.gate.as_ref().map(Gate::window);
     let rec = ctx
         .rec
         .replace(Recorder::new(classes, ctx.cfg.goodput_target));
@@ -131,6 +133,7 @@ async fn ticker(ctx: Rc<Ctx>, progress: bool) {
         }
         tokio::time::sleep_until(at.into()).await;
         let mut rec = ctx.rec.borrow_mut();
+        rec.aimd_window = ctx.gate.as_ref().map(Gate::window);
         let line = rec.close_interval(at - ctx.measure_from).progress_line();
         drop(rec);
         if progress {

@@ -74,7 +74,7 @@ async fn session(
                 intended = Instant::now();
                 continue;
             }
-            Outcome::Error(_) | Outcome::Timeout => break,
+            Outcome::Error(_) | Outcome::Timeout | Outcome::Refused => break,
             Outcome::Response { .. } => {}
         }
         if rng.random::<f64>() >= model.stay_probability {

@@ -34,6 +34,8 @@ pub(crate) enum Outcome {
     Timeout,
     /// Connection or protocol failure.
     Error(&'static str),
+    /// The client's AIMD window was full and refused the request without sending it.
+    Refused,
 }
 
 fn new_histogram() -> Histogram<u64> {
@@ -74,6 +76,10 @@ impl Window {
             }
             Outcome::Timeout => c.timeouts += 1,
             Outcome::Error(_) => c.errors += 1,
+            Outcome::Refused => {
+                c.rejected += 1;
+                c.refused += 1;
+            }
         }
     }
 
@@ -100,6 +106,8 @@ pub(crate) struct Recorder {
     pub level: f64,
     /// Users, sessions or connections active now, for the series.
     pub active: usize,
+    /// The client's AIMD window now, for the series.
+    pub aimd_window: Option<f64>,
     /// Each closed interval's histogram, when asked for ([`Recorder::keep_interval_histograms`]).
     kept: Option<Vec<Histogram<u64>>>,
 }
@@ -121,6 +129,7 @@ impl Recorder {
             queued: 0,
             level: 0.0,
             active: 0,
+            aimd_window: None,
             kept: None,
         }
     }
@@ -181,6 +190,7 @@ impl Recorder {
                 }
             }
             Outcome::Error(kind) => *self.error_kinds.entry(kind).or_default() += 1,
+            Outcome::Refused => self.client(client).rejected += 1,
             Outcome::Timeout => {}
         }
     }
@@ -218,6 +228,7 @@ impl Recorder {
             counts: w.counts,
             level: self.level,
             active: self.active,
+            aimd_window: self.aimd_window,
         });
         self.current_start = now;
         self.series.last().expect("just pushed")

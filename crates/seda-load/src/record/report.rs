@@ -12,14 +12,19 @@ use serde::Serialize;
 /// requests still in flight when the run ended.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Counts {
-    /// Requests written to a connection (or attempted: a failed connect counts).
+    /// Requests written to a connection (or attempted: a failed connect counts), and requests
+    /// the client's AIMD window refused.
     pub sent: u64,
     /// Responses with a status below 500.
     pub completed: u64,
     /// Completed within the goodput target.
     pub good: u64,
-    /// `503` responses: the server shed the request.
+    /// `503` responses (the server shed the request) and requests the client's own AIMD window
+    /// refused ([`refused`](Self::refused)).
     pub rejected: u64,
+    /// Of `rejected`, requests refused by the client's AIMD window without being sent
+    /// ([`ClientConfig::aimd_reject_when_full`](crate::ClientConfig)).
+    pub refused: u64,
     /// Requests whose deadline passed before the response.
     pub timeouts: u64,
     /// Connection and protocol failures, and 5xx other than 503.
@@ -82,6 +87,9 @@ pub struct IntervalStats {
     pub level: f64,
     /// Active users, sessions or connections at the end of the interval.
     pub active: usize,
+    /// The client's AIMD window at the end of the interval, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aimd_window: Option<f64>,
 }
 
 /// The whole run.
@@ -213,8 +221,17 @@ impl fmt::Display for Report {
         writeln!(
             f,
             "requests    sent {}  completed {}  rejected(503) {}  timeouts {}  errors {}  in flight at end {}  dropped {}",
-            c.sent, c.completed, c.rejected, c.timeouts, c.errors, s.in_flight_at_end, s.dropped
+            c.sent,
+            c.completed,
+            c.rejected - c.refused,
+            c.timeouts,
+            c.errors,
+            s.in_flight_at_end,
+            s.dropped
         )?;
+        if c.refused > 0 {
+            writeln!(f, "refused     {} by the client's AIMD window", c.refused)?;
+        }
         writeln!(
             f,
             "throughput  {:.1} req/s   goodput {:.1} req/s (within {} ms)   {:.2} MB/s",

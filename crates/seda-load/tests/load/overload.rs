@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use seda_control::AimdWindowConfig;
+use seda_load::Arrivals;
 use seda_load::workload::{Reply as Seen503, Request, Session, Workload};
 
 use crate::common::*;
@@ -201,6 +202,43 @@ fn the_aimd_window_bounds_outstanding_requests() {
     let server = TestServer::start(|_| Reply::delayed(MS(20)));
     seda_load::run(closed(&server.url("/"), 16, Duration::ZERO, MS(300))).unwrap();
     assert_eq!(server.max_in_flight(), 16);
+}
+
+#[test]
+fn a_full_aimd_window_refuses_open_arrivals_at_once() {
+    // 500/s against a server that takes 20 ms and a window of at most 3: at most 150/s fit,
+    // the rest must be refused by the client without reaching the server or waiting.
+    let server = TestServer::start(|_| Reply::delayed(MS(20)));
+    let mut cfg = open(&server.url("/"), 500.0, Arrivals::Constant, MS(600));
+    cfg.client.aimd = Some(AimdWindowConfig {
+        initial: 3.0,
+        max: 3.0,
+        ..Default::default()
+    });
+    cfg.client.aimd_reject_when_full = true;
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let c = r.summary.counts;
+    assert!(
+        server.max_in_flight() <= 3,
+        "max in flight {}",
+        server.max_in_flight()
+    );
+    assert!(c.refused > 100, "{c:?}");
+    assert_eq!(c.refused, c.rejected, "no 503 came from the server: {c:?}");
+    assert_eq!(c.timeouts, 0, "a refused request does not wait: {c:?}");
+    assert!(r.summary.latency.max_ms < 200.0, "{:?}", r.summary.latency);
+    assert!(
+        r.series.iter().all(|i| i.aimd_window == Some(3.0)),
+        "{:?}",
+        r.series
+    );
+
+    // The closed model waits for a slot instead; refusing is an error there.
+    let mut cfg = closed(&server.url("/"), 4, Duration::ZERO, MS(100));
+    cfg.client.aimd = Some(AimdWindowConfig::default());
+    cfg.client.aimd_reject_when_full = true;
+    assert!(seda_load::run(cfg).is_err());
 }
 
 #[test]
