@@ -57,7 +57,11 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     for c in &outcome.checks {
         println!(
             "{} {}: {}",
-            if c.passed { "ok  " } else { "FAIL" },
+            match (c.passed, c.enforced) {
+                (true, _) => "ok  ",
+                (false, true) => "FAIL",
+                (false, false) => "miss",
+            },
             c.claim,
             c.detail
         );

@@ -59,7 +59,11 @@ fn run_scenarios(args: &RunArgs) -> Result<()> {
         match &ran.outcome {
             Ok(outcome) => {
                 for c in &outcome.checks {
-                    let mark = if c.passed { "ok  " } else { "FAIL" };
+                    let mark = match (c.passed, c.enforced) {
+                        (true, _) => "ok  ",
+                        (false, true) => "FAIL",
+                        (false, false) => "miss",
+                    };
                     println!("{} {mark} {}: {}", ran.name, c.claim, c.detail);
                 }
                 println!(

@@ -36,7 +36,7 @@ fn check_result(dir: &Path, name: &str) -> Vec<String> {
     let checks = r["checks"].as_array().expect("checks");
     assert!(!checks.is_empty(), "{name}: no claims checked");
     for c in checks {
-        if c["passed"] != true {
+        if c["passed"] != true && c["enforced"] != false {
             problems.push(format!("{name}: {} ({})", c["claim"], c["detail"]));
         }
     }
