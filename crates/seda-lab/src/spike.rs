@@ -42,6 +42,18 @@ impl Spike {
         self.before_s + self.spike_s
     }
 
+    /// The users over time: base, the spike at its onset, base again at its end.
+    pub fn schedule(&self) -> Result<Schedule> {
+        Ok(Schedule::parse(&format!(
+            "0s={},{}s={},{}s={}",
+            self.base_users,
+            self.onset_s(),
+            self.spike_users,
+            self.end_s(),
+            self.base_users
+        ))?)
+    }
+
     /// As JSON for `result.json`.
     pub fn describe(&self) -> Value {
         json!({
@@ -108,14 +120,7 @@ pub fn run(
         Duration::from_secs_f64(total),
         spike.time_scale,
     )?;
-    cfg.schedule = Some(Schedule::parse(&format!(
-        "0s={},{}s={},{}s={}",
-        spike.base_users,
-        spike.onset_s(),
-        spike.spike_users,
-        spike.end_s(),
-        spike.base_users
-    ))?);
+    cfg.schedule = Some(spike.schedule()?);
     cfg.goodput_target = Duration::from_secs_f64(spike.target_s);
     lab.log(format!(
         "{name}: {} users, {} during {:.0} s from {:.0} s",

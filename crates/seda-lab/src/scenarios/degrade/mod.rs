@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use seda_http::bottleneck::{BottleneckConfig, Control, STAGE};
-use seda_load::{Report, Schedule};
+use seda_load::Report;
 use serde_json::{Map, Value, json};
 
 use crate::bottleneck::{self, BottleneckServer};
@@ -189,14 +189,7 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
         deadline(spike),
         spike.time_scale,
     )?;
-    cfg.schedule = Some(Schedule::parse(&format!(
-        "0s={},{}s={},{}s={}",
-        spike.base_users,
-        spike.onset_s(),
-        spike.spike_users,
-        spike.end_s(),
-        spike.base_users
-    ))?);
+    cfg.schedule = Some(spike.schedule()?);
     cfg.goodput_target = Duration::from_secs_f64(spike.target_s);
     lab.log(format!(
         "{name}: {} users, {} during {:.0} s from {:.0} s, p90 target {} s",
