@@ -5,7 +5,9 @@
 //!   target (Little's law), shared by stages in series and [`split`] among parallel branches;
 //! - [`SelfTuningPool`] sizes one stage's pool toward that throughput by P (pre-compensated),
 //!   PI or PD control ([`Law`]), with gains re-derived ([`gains`]) from an [`ArxModel`] of the
-//!   stage fitted online by least squares.
+//!   stage fitted online by least squares;
+//! - [`HillClimbing`] is the peer: the .NET thread pool's model-free search for the pool size
+//!   with the most completions per second.
 //!
 //! ```
 //! use seda_control::selftune::{Law, PeriodSample, SelfTuningConfig, SelfTuningPool};
@@ -23,9 +25,11 @@
 mod arx;
 mod design;
 mod global;
+mod hill_climbing;
 mod pool;
 
 pub use arx::{A_MAX, A_MIN, ArxEstimate, ArxModel, DEFAULT_FORGETTING};
 pub use design::{Gains, Law, PoleSpec, gains};
 pub use global::{GlobalConfig, GlobalTargets, ServiceSample, TargetSource, split};
+pub use hill_climbing::HillClimbing;
 pub use pool::{DEFAULT_MAX_STEP, PeriodSample, SelfTuningConfig, SelfTuningPool};
