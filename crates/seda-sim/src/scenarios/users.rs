@@ -3,11 +3,12 @@
 //! p90 target 10 s; with and without the response-time controller.
 
 use anyhow::Result;
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::{Value, json};
 
 use super::common::{controller, measure_capacity, selected, sim};
-use super::{Output, SimArgs};
+use super::{Options, Output, Scenario};
+use crate::summary::{RunSummary, per_s};
+use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 
 const TARGET_S: f64 = 10.0;
 const DURATION_S: f64 = 600.0;
@@ -19,7 +20,20 @@ const ALL: [&str; 4] = [
     "response_time_tuned_trim",
 ];
 
-pub fn run(args: &SimArgs) -> Result<Output> {
+/// Closed users from 2 to 1024 (002 Figure 8).
+pub struct Users;
+
+impl Scenario for Users {
+    fn name(&self) -> &'static str {
+        "users"
+    }
+
+    fn run(&self, args: &Options) -> Result<Output> {
+        run(args)
+    }
+}
+
+fn run(args: &Options) -> Result<Output> {
     let stage = StageConfig {
         servers: 1,
         service: Dist::exp(0.05),
@@ -73,15 +87,16 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             );
             per.insert(
                 (*kind).to_string(),
-                json!({
-                    "controller": kind,
-                    "target_s": TARGET_S,
-                    "p90_admitted_s": p90,
-                    "rejected_fraction": t.refused_fraction(),
-                    "throughput_per_s": t.completed as f64 / DURATION_S,
-                    "goodput_per_s": t.good as f64 / DURATION_S,
-                    "capacity_per_s": capacity,
-                }),
+                RunSummary {
+                    controller: Some((*kind).to_string()),
+                    p90_admitted_s: p90,
+                    rejected_fraction: t.refused_fraction(),
+                    throughput_per_s: Some(per_s(t.completed, DURATION_S)),
+                    goodput_per_s: per_s(t.good, DURATION_S),
+                    capacity_per_s: Some(capacity),
+                    ..RunSummary::new(TARGET_S)
+                }
+                .to_json(),
             );
         }
         text += &row;

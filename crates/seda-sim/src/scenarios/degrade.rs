@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 
 use anyhow::{Result, anyhow, bail};
 use seda_control::{AdmissionController, build_admission};
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::{Value, json};
 
-use super::common::{measure_capacity, series_json, series_text, sim};
-use super::{Output, SimArgs};
+use super::common::{measure_capacity, sim};
+use super::{Options, Output, Scenario};
+use crate::summary::{RunSummary, Series, settle_time};
+use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 
 const TARGET_S: f64 = 1.0;
 const ONSET_S: f64 = 10.0;
@@ -41,7 +42,20 @@ fn build(mode: &str) -> Result<Option<Box<dyn AdmissionController>>> {
     build_admission(kind, &p).map(Some).map_err(|e| anyhow!(e))
 }
 
-pub fn run(args: &SimArgs) -> Result<Output> {
+/// Service degradation against admission control (002 Figures 12 and 13).
+pub struct Degrade;
+
+impl Scenario for Degrade {
+    fn name(&self) -> &'static str {
+        "degrade"
+    }
+
+    fn run(&self, args: &Options) -> Result<Output> {
+        run(args)
+    }
+}
+
+fn run(args: &Options) -> Result<Output> {
     let modes: Vec<&str> = match &args.controller {
         Some(c) => vec![c.as_str()],
         None => MODES.to_vec(),
@@ -94,7 +108,12 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         let r = sim(cfg)?;
         let m = &r.metrics;
         let spike = m.window(ONSET_S, END_S);
-        let settle = m.settle_time(ONSET_S, END_S, 1.0, 0.9, 1.2 * TARGET_S);
+        let settle = settle_time(
+            m.sliding_windows(1.0, ONSET_S, END_S),
+            ONSET_S,
+            END_S,
+            TARGET_S,
+        );
         let secs = END_S - ONSET_S;
         let goodput = spike.good as f64 / secs;
         let lo = (ONSET_S / m.bucket_s) as usize;
@@ -128,22 +147,21 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             spike.refused_fraction(),
             mean_q
         );
+        let per = Series::of(m, 1.0);
         if args.series {
-            series += &series_text(mode, m, 1.0);
+            series += &per.text(mode);
         }
-        runs.push(json!({
-            "summary": {
-                "controller": mode,
-                "target_s": TARGET_S,
-                "p90_admitted_s": p90,
-                "settle_time_s": settle,
-                "goodput_per_s": goodput,
-                "capacity_per_s": capacity,
-                "rejected_fraction": spike.refused_fraction(),
-                "mean_quality": mean_q,
-            },
-            "series": series_json(m, 1.0),
-        }));
+        let summary = RunSummary {
+            controller: Some(mode.to_string()),
+            p90_admitted_s: p90,
+            settle_time_s: Some(settle),
+            goodput_per_s: goodput,
+            capacity_per_s: Some(capacity),
+            rejected_fraction: spike.refused_fraction(),
+            ..RunSummary::new(TARGET_S)
+        }
+        .with("mean_quality", mean_q);
+        runs.push(json!({ "summary": summary, "series": per }));
     }
     let json = json!({
         "scenario": "degrade",

@@ -5,11 +5,12 @@
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::{Value, json};
 
-use super::common::{controller, measure_capacity, selected, series_json, series_text, sim};
-use super::{Output, SimArgs};
+use super::common::{controller, measure_capacity, selected, sim};
+use super::{Options, Output, Scenario};
+use crate::summary::{RunSummary, Series, fraction, per_s, settle_time, spike_table};
+use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 
 const TARGET_S: f64 = 1.0;
 const ONSET_S: f64 = 10.0;
@@ -30,7 +31,20 @@ const ALL: [&str; 10] = [
     "codel",
 ];
 
-pub fn run(args: &SimArgs) -> Result<Output> {
+/// The flash crowd of 002 Figure 10.
+pub struct Spike;
+
+impl Scenario for Spike {
+    fn name(&self) -> &'static str {
+        "spike"
+    }
+
+    fn run(&self, args: &Options) -> Result<Output> {
+        run(args)
+    }
+}
+
+fn run(args: &Options) -> Result<Output> {
     let servers = args.servers.unwrap_or(4).max(1);
     let users = args.users.unwrap_or(1000).max(BASE_USERS + 1);
     let service = match args.service.as_str() {
@@ -81,70 +95,41 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         let wall_s = wall.elapsed().as_secs_f64();
         let m = &r.metrics;
         let spike = m.window(ONSET_S, END_S);
-        let settle = m.settle_time(ONSET_S, END_S, 1.0, 0.9, 1.2 * TARGET_S);
-        let after = m.window((ONSET_S + settle).min(END_S - 1.0), END_S);
-        let last5 = m.window(END_S - 5.0, END_S);
         let secs = END_S - ONSET_S;
-        let goodput = spike.good as f64 / secs;
-        let summary = json!({
-            "controller": kind,
-            "target_s": TARGET_S,
-            "p90_admitted_s": spike.quantile(0.9),
-            "p90_admitted_after_settle_s": after.quantile(0.9),
-            "p90_last_5s_of_spike_s": last5.quantile(0.9),
-            "settle_time_s": settle,
-            "settled": settle < secs - 1.0,
-            "goodput_per_s": goodput,
-            "throughput_per_s": spike.completed as f64 / secs,
-            "capacity_per_s": capacity,
-            "goodput_fraction_of_capacity": goodput / capacity,
-            "rejected_fraction": spike.refused_fraction(),
-            "expired_fraction": if spike.offered == 0 { 0.0 } else { spike.expired as f64 / spike.offered as f64 },
-            "offered_per_s": spike.offered as f64 / secs,
-            "events": r.events,
-            "wall_s": wall_s,
-            "events_per_s": r.events_per_s(),
-        });
-        let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
-        rows.push(format!(
-            "{:<24} {:>9} {:>11} {:>9} {:>9} {:>9.1} {:>7.2} {:>9.3} {:>10.2e}\n",
-            kind,
-            f(spike.quantile(0.9)),
-            f(after.quantile(0.9)),
-            if settle < secs - 1.0 {
-                format!("{settle:.1}")
-            } else {
-                "never".into()
-            },
-            f(last5.quantile(0.9)),
-            goodput,
-            goodput / capacity,
-            spike.refused_fraction(),
-            r.events_per_s(),
-        ));
+        let settle = settle_time(
+            m.sliding_windows(1.0, ONSET_S, END_S),
+            ONSET_S,
+            END_S,
+            TARGET_S,
+        );
+        let after = m.window((ONSET_S + settle).min(END_S - 1.0), END_S);
+        let mut summary = RunSummary::new(TARGET_S);
+        summary.controller = Some(kind.to_string());
+        summary.p90_admitted_s = spike.quantile(0.9);
+        summary.p90_last_5s_of_spike_s = m.window(END_S - 5.0, END_S).quantile(0.9);
+        summary.settling(settle, secs, after.quantile(0.9));
+        summary.rates(spike.good, spike.completed, secs, capacity);
+        summary.rejected_fraction = spike.refused_fraction();
+        summary.expired_fraction = Some(fraction(spike.expired, spike.offered));
+        summary.offered_per_s = Some(per_s(spike.offered, secs));
+        summary.events = Some(r.events);
+        summary.wall_s = Some(wall_s);
+        summary.events_per_s = Some(r.events_per_s());
+        let series = Series::of(m, 1.0);
         if args.series {
-            text += &series_text(kind, m, 1.0);
+            text += &series.text(kind);
         }
-        runs.push(json!({ "summary": summary, "series": series_json(m, 1.0) }));
+        runs.push(json!({ "summary": summary, "series": series }));
+        rows.push((kind, summary));
     }
     let header = format!(
         "spike: {servers} servers x 10 ms {} service, measured capacity {capacity:.1}/s; \
          {BASE_USERS} -> {users} users at {ONSET_S} s (think {think_s:.3} s, offering 3 x C) \
-         until {END_S} s; p90 target {TARGET_S} s; seed {}\n\
-         {:<24} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7} {:>9} {:>10}\n",
-        args.service,
-        args.seed,
-        "controller",
-        "p90_s",
-        "p90_settled",
-        "settle_s",
-        "p90_last5",
-        "goodput/s",
-        "xC",
-        "refused",
-        "events/s",
+         until {END_S} s; p90 target {TARGET_S} s; seed {}\n",
+        args.service, args.seed,
     );
-    let text = header + &rows.concat() + &text;
+    let rows: Vec<(&str, &RunSummary)> = rows.iter().map(|(k, s)| (*k, s)).collect();
+    let text = header + &spike_table(&rows) + &text;
     let json = json!({
         "scenario": "spike",
         "seed": args.seed,
