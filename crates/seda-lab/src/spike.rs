@@ -1,4 +1,4 @@
-//! A load spike against the e-mail service, and its figures under the simulator's key names:
+//! A load spike against the e-mail service, and its figures as a [`RunSummary`]:
 //! shared by `mail-spike`, `controllers` and `seda demo`.
 
 use std::net::SocketAddr;
@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 use seda_load::{Report, Schedule};
+use seda_sim::summary::{RunSummary, fraction, settle_time};
 use serde_json::{Value, json};
 
 use crate::lab::Lab;
 use crate::mail::{self, Control, MailServer};
 use crate::poll::{Sample, StatsPoller, controller_series};
+use crate::vocabulary::windows;
 
 /// The shape of the spike.
 #[derive(Debug, Clone, Copy)]
@@ -73,8 +75,8 @@ impl Spike {
 /// What one spike run measured.
 #[derive(Debug)]
 pub struct SpikeRun {
-    /// Headline figures (the simulator's key names).
-    pub summary: Value,
+    /// Headline figures.
+    pub summary: RunSummary,
     /// p90 of requests completed in each 1 s interval: `(t_s, seconds)`.
     pub p90: Vec<(f64, f64)>,
     /// Rejected fraction of the requests that ended in each interval.
@@ -138,22 +140,14 @@ pub fn run(
     Ok(measure(&report, &samples, spike, capacity, control))
 }
 
-/// The simulator's definition: the time from the onset until every 1 s interval's p90 stays at
-/// or below 1.2 x target up to the end of the spike (the end of the last interval over it).
-pub fn settle_time(report: &Report, spike: &Spike) -> f64 {
-    let limit_ms = 1.2 * spike.target_s * 1000.0;
-    let mut settle = 0.0;
-    for i in &report.series {
-        let end = i.t_s + i.duration_s;
-        if i.t_s >= spike.onset_s() - 1e-6
-            && end <= spike.end_s() + 1e-6
-            && i.counts.completed > 0
-            && i.latency.p90_ms > limit_ms
-        {
-            settle = end - spike.onset_s();
-        }
-    }
-    settle
+/// The settle time of the spike ([`settle_time`]) over the load generator's 1 s intervals.
+pub fn settle(report: &Report, spike: &Spike) -> f64 {
+    settle_time(
+        windows(report, spike.onset_s()),
+        spike.onset_s(),
+        spike.end_s(),
+        spike.target_s,
+    )
 }
 
 /// The fraction of users who got neither a page nor a rejection in the whole run: left
@@ -191,35 +185,25 @@ fn measure(
         sum(&|c| c.timeouts),
         sum(&|c| c.errors),
     );
-    let ended = (completed + rejected + timeouts + errors).max(1) as f64;
-    let settle = settle_time(report, spike);
-    let settled = settle < spike.spike_s - 1.0;
+    let ended = completed + rejected + timeouts + errors;
+    let settle = settle(report, spike);
     let after = report.latency_between((on + settle).min(end - 1.0), end);
     let all = report.latency_between(on, end);
     let secs = spike.spike_s;
-    let goodput = good as f64 / secs;
-    let opt = |x: Option<f64>| x.map_or(Value::Null, |v| json!(v));
-    let summary = json!({
-        "control": control.describe(),
-        "target_s": spike.target_s,
-        "capacity_per_s": capacity,
-        "p90_admitted_s": opt(all.map(|l| l.p90_ms / 1000.0)),
-        "p90_admitted_after_settle_s": opt(after.map(|l| l.p90_ms / 1000.0)),
-        "max_admitted_s": opt(all.map(|l| l.max_ms / 1000.0)),
-        "settle_time_s": settle,
-        "settled": settled,
-        "goodput_per_s": goodput,
-        "goodput_fraction_of_capacity": goodput / capacity,
-        "throughput_per_s": completed as f64 / secs,
-        "rejected_fraction": rejected as f64 / ended,
-        "timeout_fraction": timeouts as f64 / ended,
-        "error_fraction": errors as f64 / ended,
-        "timeouts": timeouts,
-        "errors": errors,
-        "error_kinds": report.summary.error_kinds,
-        "unanswered_clients_fraction": unanswered_clients(report),
-        "jain_completed": report.summary.jain_completed,
-    });
+    let mut summary = RunSummary::new(spike.target_s);
+    summary.control = Some(control.describe());
+    summary.p90_admitted_s = all.map(|l| l.p90_ms / 1000.0);
+    summary.max_admitted_s = all.map(|l| l.max_ms / 1000.0);
+    summary.settling(settle, secs, after.map(|l| l.p90_ms / 1000.0));
+    summary.rates(good, completed, secs, capacity);
+    summary.rejected_fraction = fraction(rejected, ended);
+    summary.timeout_fraction = Some(fraction(timeouts, ended));
+    summary.error_fraction = Some(fraction(errors, ended));
+    summary.timeouts = Some(timeouts);
+    summary.errors = Some(errors);
+    summary.error_kinds = Some(report.summary.error_kinds.clone());
+    summary.unanswered_clients_fraction = Some(unanswered_clients(report));
+    summary.jain_completed = report.summary.jain_completed;
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
         report
             .series

@@ -3,16 +3,18 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The headline figures of one run, in the simulator or on the real system.
 ///
+/// It reads back from that JSON too (`seda demo` reads a scenario's `result.json` summary).
 /// Every producer fills the figures it measures; a figure it does not measure, or could not
 /// (a percentile of a window where nothing completed), is `None` and left out of the JSON.
 /// Rates are per second over the measured span (the spike, or the run after its warm-up);
 /// fractions are of the requests that ended in it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunSummary {
     /// The controller (or mode) by name: the simulator's runs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,6 +156,14 @@ impl RunSummary {
     pub fn insert(&mut self, key: &str, value: impl Serialize) {
         let v = serde_json::to_value(value).unwrap_or(Value::Null);
         self.extra.insert(key.to_string(), v);
+    }
+
+    /// Adds every field of `figures` (a struct of one scenario's own figures) to
+    /// [`RunSummary::extra`].
+    pub fn extend(&mut self, figures: &impl Serialize) {
+        if let Ok(Value::Object(m)) = serde_json::to_value(figures) {
+            self.extra.extend(m);
+        }
     }
 
     /// A figure of [`RunSummary::extra`] as a number.
