@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
+use seda_load::record::{Counts, IntervalStats};
 use seda_load::{Report, Schedule};
 use seda_sim::summary::{RunSummary, fraction, settle_time};
 use serde_json::{Value, json};
@@ -12,6 +13,7 @@ use serde_json::{Value, json};
 use crate::lab::Lab;
 use crate::mail::{self, Control, MailServer};
 use crate::poll::{Sample, StatsPoller, controller_series};
+use crate::steady::ended;
 use crate::vocabulary::windows;
 
 /// The shape of the spike.
@@ -163,6 +165,49 @@ fn unanswered_clients(report: &Report) -> f64 {
     silent as f64 / n
 }
 
+/// The load generator's intervals that start during the spike.
+pub fn intervals<'a>(
+    report: &'a Report,
+    spike: &Spike,
+) -> impl Iterator<Item = &'a IntervalStats> + 'a {
+    let (on, end) = (spike.onset_s(), spike.end_s());
+    report
+        .series
+        .iter()
+        .filter(move |i| i.t_s >= on - 1e-6 && i.t_s < end - 1e-6)
+}
+
+/// The headline figures of the spike: p90s, settling, goodput and throughput against
+/// `capacity`, and the shares rejected, timed out and failed.
+pub fn summary(report: &Report, spike: &Spike, capacity: f64) -> RunSummary {
+    let (on, end) = (spike.onset_s(), spike.end_s());
+    let mut c = Counts::default();
+    for i in intervals(report, spike) {
+        c.completed += i.counts.completed;
+        c.good += i.counts.good;
+        c.rejected += i.counts.rejected;
+        c.timeouts += i.counts.timeouts;
+        c.errors += i.counts.errors;
+    }
+    let ended = ended(&c);
+    let settle = settle(report, spike);
+    let p90_from = |from: f64| report.latency_between(from, end).map(|l| l.p90_ms / 1000.0);
+    let mut s = RunSummary::new(spike.target_s);
+    s.p90_admitted_s = p90_from(on);
+    s.settling(
+        settle,
+        spike.spike_s,
+        p90_from((on + settle).min(end - 1.0)),
+    );
+    s.rates(c.good, c.completed, spike.spike_s, capacity);
+    s.rejected_fraction = fraction(c.rejected, ended);
+    s.timeout_fraction = Some(fraction(c.timeouts, ended));
+    s.error_fraction = Some(fraction(c.errors, ended));
+    s.timeouts = Some(c.timeouts);
+    s.errors = Some(c.errors);
+    s
+}
+
 fn measure(
     report: &Report,
     samples: &[Sample],
@@ -170,37 +215,11 @@ fn measure(
     capacity: f64,
     control: &Control,
 ) -> SpikeRun {
-    let (on, end) = (spike.onset_s(), spike.end_s());
-    let during: Vec<_> = report
-        .series
-        .iter()
-        .filter(|i| i.t_s >= on - 1e-6 && i.t_s < end - 1e-6)
-        .collect();
-    let sum = |f: &dyn Fn(&seda_load::record::Counts) -> u64| -> u64 {
-        during.iter().map(|i| f(&i.counts)).sum()
-    };
-    let (completed, good) = (sum(&|c| c.completed), sum(&|c| c.good));
-    let (rejected, timeouts, errors) = (
-        sum(&|c| c.rejected),
-        sum(&|c| c.timeouts),
-        sum(&|c| c.errors),
-    );
-    let ended = completed + rejected + timeouts + errors;
-    let settle = settle(report, spike);
-    let after = report.latency_between((on + settle).min(end - 1.0), end);
-    let all = report.latency_between(on, end);
-    let secs = spike.spike_s;
-    let mut summary = RunSummary::new(spike.target_s);
+    let mut summary = summary(report, spike, capacity);
     summary.control = Some(control.describe());
-    summary.p90_admitted_s = all.map(|l| l.p90_ms / 1000.0);
-    summary.max_admitted_s = all.map(|l| l.max_ms / 1000.0);
-    summary.settling(settle, secs, after.map(|l| l.p90_ms / 1000.0));
-    summary.rates(good, completed, secs, capacity);
-    summary.rejected_fraction = fraction(rejected, ended);
-    summary.timeout_fraction = Some(fraction(timeouts, ended));
-    summary.error_fraction = Some(fraction(errors, ended));
-    summary.timeouts = Some(timeouts);
-    summary.errors = Some(errors);
+    summary.max_admitted_s = report
+        .latency_between(spike.onset_s(), spike.end_s())
+        .map(|l| l.max_ms / 1000.0);
     summary.error_kinds = Some(report.summary.error_kinds.clone());
     summary.unanswered_clients_fraction = Some(unanswered_clients(report));
     summary.jain_completed = report.summary.jain_completed;

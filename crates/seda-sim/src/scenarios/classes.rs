@@ -6,10 +6,10 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::common::{controller, selected, sim};
+use super::common::{controller, selected, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::summary::{RunSummary, Series};
-use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
+use crate::{Dist, Population, SimConfig, SourceConfig};
 
 const TARGET_S: f64 = 10.0;
 const DURATION_S: f64 = 600.0;
@@ -18,26 +18,15 @@ const HIGH_TO_S: f64 = 400.0;
 const USERS: u32 = 128;
 const ALL: [&str; 3] = ["none", "response_time", "multiclass"];
 
-/// Two priority classes under one controller (002 Figures 14 and 15).
-pub struct Classes;
-
-impl Scenario for Classes {
-    fn name(&self) -> &'static str {
-        "classes"
-    }
-
-    fn run(&self, args: &Options) -> Result<Output> {
-        run(args)
-    }
-}
+/// `seda sim classes`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "classes",
+    about: "Two priority classes under one controller (002 Figures 14 and 15)",
+    run,
+};
 
 fn run(args: &Options) -> Result<Output> {
-    let stage = StageConfig {
-        servers: 1,
-        service: Dist::exp(0.05),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let stage = stage(1, Dist::exp(0.05));
     let mut runs = Vec::new();
     let mut text = format!(
         "classes: 1 server x 50 ms exp service; {USERS} low-priority users 0-{DURATION_S} s, \

@@ -66,3 +66,37 @@ pub fn measure_capacity(stage: &StageConfig, seed: u64) -> Result<f64> {
     let r = sim(cfg)?;
     Ok(r.metrics.total.completed as f64 / (duration * 0.9))
 }
+
+/// A stage of `servers` with a FIFO queue without bound, keeping expired requests.
+pub fn stage(servers: u32, service: Dist) -> StageConfig {
+    StageConfig {
+        servers,
+        service,
+        queue_cap: None,
+        drop_expired: false,
+    }
+}
+
+/// A flash crowd of closed users thinking `think_s` on average: `base` users throughout, and
+/// `users - base` more from `onset_s` to `end_s`.
+pub fn spike_sources(
+    base: u32,
+    users: u32,
+    think_s: f64,
+    onset_s: f64,
+    end_s: f64,
+) -> Vec<SourceConfig> {
+    let closed = |n, start_s, end_s| {
+        SourceConfig::new(Population::Closed {
+            users: n,
+            think: Dist::exp(think_s),
+            reject_wait: None,
+            start_s,
+            end_s,
+        })
+    };
+    vec![
+        closed(base, 0.0, f64::INFINITY),
+        closed(users.saturating_sub(base), onset_s, end_s),
+    ]
+}

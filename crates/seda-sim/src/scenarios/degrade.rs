@@ -11,10 +11,10 @@ use anyhow::{Result, anyhow, bail};
 use seda_control::{AdmissionController, build_admission};
 use serde_json::{Value, json};
 
-use super::common::{measure_capacity, sim};
+use super::common::{measure_capacity, sim, spike_sources, stage};
 use super::{Options, Output, Scenario};
 use crate::summary::{RunSummary, Series, settle_time};
-use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
+use crate::{Dist, SimConfig};
 
 const TARGET_S: f64 = 1.0;
 const ONSET_S: f64 = 10.0;
@@ -42,30 +42,19 @@ fn build(mode: &str) -> Result<Option<Box<dyn AdmissionController>>> {
     build_admission(kind, &p).map(Some).map_err(|e| anyhow!(e))
 }
 
-/// Service degradation against admission control (002 Figures 12 and 13).
-pub struct Degrade;
-
-impl Scenario for Degrade {
-    fn name(&self) -> &'static str {
-        "degrade"
-    }
-
-    fn run(&self, args: &Options) -> Result<Output> {
-        run(args)
-    }
-}
+/// `seda sim degrade`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "degrade",
+    about: "Service degradation against admission control (002 Figures 12 and 13)",
+    run,
+};
 
 fn run(args: &Options) -> Result<Output> {
     let modes: Vec<&str> = match &args.controller {
         Some(c) => vec![c.as_str()],
         None => MODES.to_vec(),
     };
-    let stage = StageConfig {
-        servers: 4,
-        service: Dist::exp(0.01),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let stage = stage(4, Dist::exp(0.01));
     let capacity = measure_capacity(&stage, args.seed)?;
     let users = args.users.unwrap_or(3000).max(4);
     let think_s = f64::from(users) / (3.0 * capacity);
@@ -87,19 +76,7 @@ fn run(args: &Options) -> Result<Output> {
     let mut series = String::new();
     let mut runs = Vec::new();
     for mode in modes {
-        let closed = |n, start_s, end_s| {
-            SourceConfig::new(Population::Closed {
-                users: n,
-                think: Dist::exp(think_s),
-                reject_wait: None,
-                start_s,
-                end_s,
-            })
-        };
-        let sources = vec![
-            closed(3, 0.0, f64::INFINITY),
-            closed(users - 3, ONSET_S, END_S),
-        ];
+        let sources = spike_sources(3, users, think_s, ONSET_S, END_S);
         let mut cfg = SimConfig::new(END_S + 10.0, stage.clone(), sources);
         cfg.seed = args.seed;
         cfg.target_s = TARGET_S;

@@ -7,10 +7,10 @@ use anyhow::{Result, bail};
 use seda_control::AimdWindowConfig;
 use serde_json::json;
 
-use super::common::{measure_capacity, sim};
+use super::common::{measure_capacity, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::summary::{RunSummary, per_s};
-use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
+use crate::{Dist, Population, SimConfig, SourceConfig};
 
 const TIMEOUT_S: f64 = 0.06;
 const DURATION_S: f64 = 40.0;
@@ -22,18 +22,12 @@ const MODES: [(&str, bool, bool); 4] = [
     ("window+deadline", true, true),
 ];
 
-/// Goodput under a client timeout, with and without SSM's window and deadlines (001 Figures 5-7).
-pub struct Goodput;
-
-impl Scenario for Goodput {
-    fn name(&self) -> &'static str {
-        "goodput"
-    }
-
-    fn run(&self, args: &Options) -> Result<Output> {
-        run(args)
-    }
-}
+/// `seda sim goodput`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "goodput",
+    about: "Goodput under a client timeout, with and without SSM's window and deadlines (001 Figures 5-7)",
+    run,
+};
 
 fn run(args: &Options) -> Result<Output> {
     let modes: Vec<_> = match &args.controller {
@@ -43,12 +37,7 @@ fn run(args: &Options) -> Result<Output> {
             None => bail!("goodput compares modes: none, window, deadline, window+deadline"),
         },
     };
-    let base = StageConfig {
-        servers: 3,
-        service: Dist::exp(0.0015),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let base = stage(3, Dist::exp(0.0015));
     let capacity = measure_capacity(&base, args.seed)?;
     let loads = [0.5, 0.75, 0.9, 0.95, 1.0, 1.25, 1.5, 1.75, 2.0];
     let mut table = vec![vec![0.0; modes.len()]; loads.len()];

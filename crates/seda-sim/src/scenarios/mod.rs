@@ -1,6 +1,6 @@
 //! The seeds' overload experiments in the simulator, with every controller compared on the
 //! same seed: what `seda sim <scenario>` runs. Each is a [`Scenario`], as the lab's experiments
-//! on the real system are; `seda sim` only parses its arguments into [`Options`] and prints
+//! on the real system are (a name, a line about it, a run); `seda sim` only parses its arguments into [`Options`] and prints
 //! the [`Output`].
 
 mod classes;
@@ -59,21 +59,24 @@ pub struct Output {
 }
 
 /// One experiment of the seeds in the simulator.
-pub trait Scenario: Sync {
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
     /// The name `seda sim` takes.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
+    /// One line: what it shows and which figures it reproduces.
+    pub about: &'static str,
     /// Runs it.
-    fn run(&self, opts: &Options) -> Result<Output>;
+    pub run: fn(&Options) -> Result<Output>,
 }
 
 /// Every scenario.
-pub const ALL: &[&dyn Scenario] = &[
-    &spike::Spike,
-    &users::Users,
-    &classes::Classes,
-    &goodput::Goodput,
-    &degrade::Degrade,
-    &stages::Stages,
+pub const ALL: [Scenario; 6] = [
+    spike::SCENARIO,
+    users::SCENARIO,
+    classes::SCENARIO,
+    goodput::SCENARIO,
+    degrade::SCENARIO,
+    stages::SCENARIO,
 ];
 
 /// Runs the scenario called `name`.
@@ -83,11 +86,11 @@ pub fn run(name: &str, opts: &Options) -> Result<Output> {
     if !opts.params.is_empty() && opts.controller.is_none() {
         bail!("--param needs --controller: parameters differ between controllers");
     }
-    match ALL.iter().find(|s| s.name() == name) {
-        Some(s) => s.run(opts),
+    match ALL.iter().find(|s| s.name == name) {
+        Some(s) => (s.run)(opts),
         None => bail!(
             "unknown scenario `{name}`; valid: {}",
-            ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+            ALL.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
         ),
     }
 }

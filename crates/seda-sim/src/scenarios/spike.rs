@@ -7,10 +7,10 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::common::{controller, measure_capacity, selected, sim};
+use super::common::{controller, measure_capacity, selected, sim, spike_sources, stage};
 use super::{Options, Output, Scenario};
 use crate::summary::{RunSummary, Series, fraction, per_s, settle_time, spike_table};
-use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
+use crate::{Dist, SimConfig};
 
 const TARGET_S: f64 = 1.0;
 const ONSET_S: f64 = 10.0;
@@ -31,18 +31,12 @@ const ALL: [&str; 10] = [
     "codel",
 ];
 
-/// The flash crowd of 002 Figure 10.
-pub struct Spike;
-
-impl Scenario for Spike {
-    fn name(&self) -> &'static str {
-        "spike"
-    }
-
-    fn run(&self, args: &Options) -> Result<Output> {
-        run(args)
-    }
-}
+/// `seda sim spike`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "spike",
+    about: "The flash crowd of 002 Figure 10",
+    run,
+};
 
 fn run(args: &Options) -> Result<Output> {
     let servers = args.servers.unwrap_or(4).max(1);
@@ -60,12 +54,7 @@ fn run(args: &Options) -> Result<Output> {
         "bimodal" => Dist::bimodal(0.1, Dist::exp(0.005), Dist::exp(0.055)),
         other => bail!("unknown service `{other}`; valid: exp, lognormal, pareto, bimodal"),
     };
-    let stage = StageConfig {
-        servers,
-        service,
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let stage = stage(servers, service);
     let capacity = measure_capacity(&stage, args.seed)?;
     // Users think long enough that all of them together offer 3 x capacity.
     let think_s = f64::from(users) / (3.0 * capacity);
@@ -73,19 +62,7 @@ fn run(args: &Options) -> Result<Output> {
     let mut rows = Vec::new();
     let mut text = String::new();
     for kind in selected(&args.controller, &ALL) {
-        let closed = |n, start_s, end_s| {
-            SourceConfig::new(Population::Closed {
-                users: n,
-                think: Dist::exp(think_s),
-                reject_wait: None,
-                start_s,
-                end_s,
-            })
-        };
-        let sources = vec![
-            closed(BASE_USERS, 0.0, f64::INFINITY),
-            closed(users - BASE_USERS, ONSET_S, END_S),
-        ];
+        let sources = spike_sources(BASE_USERS, users, think_s, ONSET_S, END_S);
         let mut cfg = SimConfig::new(DURATION_S, stage.clone(), sources);
         cfg.seed = args.seed;
         cfg.target_s = TARGET_S;

@@ -8,10 +8,10 @@
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::common::{controller, sim};
+use super::common::{controller, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::summary::RunSummary;
-use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig, StageNode};
+use crate::{Dist, Population, SimConfig, SourceConfig, StageNode};
 
 const TARGET_S: f64 = 1.0;
 const DURATION_S: f64 = 120.0;
@@ -19,27 +19,16 @@ const WARMUP_S: f64 = 20.0;
 const RATE_PER_S: f64 = 300.0;
 const MODES: [&str; 3] = ["none", "per_stage", "single_stage"];
 
-/// Per-stage against single-stage admission control (002 Figure 11).
-pub struct Stages;
-
-impl Scenario for Stages {
-    fn name(&self) -> &'static str {
-        "stages"
-    }
-
-    fn run(&self, args: &Options) -> Result<Output> {
-        run(args)
-    }
-}
+/// `seda sim stages`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "stages",
+    about: "Per-stage against single-stage admission control (002 Figure 11)",
+    run,
+};
 
 fn run(args: &Options) -> Result<Output> {
     let kind = args.controller.as_deref().unwrap_or("response_time_tuned");
-    let stage = |servers, mean_s| StageConfig {
-        servers,
-        service: Dist::exp(mean_s),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let stage = |servers, mean_s| stage(servers, Dist::exp(mean_s));
     let mut text = format!(
         "stages: front (8 x 1 ms) -> 90% light (4 x 10 ms, 400/s) | 10% heavy (1 x 50 ms, 20/s); \
          open Poisson {RATE_PER_S}/s; p90 target {TARGET_S} s; controller {kind}; {WARMUP_S}-{DURATION_S} s; \

@@ -5,10 +5,10 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::common::{controller, measure_capacity, selected, sim};
+use super::common::{controller, measure_capacity, selected, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::summary::{RunSummary, per_s};
-use crate::{Dist, Population, SimConfig, SourceConfig, StageConfig};
+use crate::{Dist, Population, SimConfig, SourceConfig};
 
 const TARGET_S: f64 = 10.0;
 const DURATION_S: f64 = 600.0;
@@ -20,26 +20,15 @@ const ALL: [&str; 4] = [
     "response_time_tuned_trim",
 ];
 
-/// Closed users from 2 to 1024 (002 Figure 8).
-pub struct Users;
-
-impl Scenario for Users {
-    fn name(&self) -> &'static str {
-        "users"
-    }
-
-    fn run(&self, args: &Options) -> Result<Output> {
-        run(args)
-    }
-}
+/// `seda sim users`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "users",
+    about: "Closed users from 2 to 1024 (002 Figure 8)",
+    run,
+};
 
 fn run(args: &Options) -> Result<Output> {
-    let stage = StageConfig {
-        servers: 1,
-        service: Dist::exp(0.05),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let stage = stage(1, Dist::exp(0.05));
     let capacity = measure_capacity(&stage, args.seed)?;
     let kinds = selected(&args.controller, &ALL);
     let mut text = format!(

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Result;
 use seda_http::bottleneck::{BottleneckConfig, Control, STAGE};
 use seda_load::Report;
-use seda_sim::summary::{RunSummary, fraction, per_s, within_target_share};
+use seda_sim::summary::{RunSummary, within_target_share};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -294,22 +294,6 @@ fn measure(
     capacity: f64,
 ) -> Run {
     let (on, end) = (spike.onset_s(), spike.end_s());
-    let during: Vec<_> = report
-        .series
-        .iter()
-        .filter(|i| i.t_s >= on - 1e-6 && i.t_s < end - 1e-6)
-        .collect();
-    let sum = |f: &dyn Fn(&seda_load::record::Counts) -> u64| -> u64 {
-        during.iter().map(|i| f(&i.counts)).sum()
-    };
-    let (completed, good, rejected) = (
-        sum(&|c| c.completed),
-        sum(&|c| c.good),
-        sum(&|c| c.rejected),
-    );
-    let (timeouts, errors) = (sum(&|c| c.timeouts), sum(&|c| c.errors));
-    let ended = completed + rejected + timeouts + errors;
-    let settle = spike::settle(report, spike);
     let secs = spike.spike_s;
     let p90_of = |from: f64| report.latency_between(from, end).map(|l| l.p90_ms / 1000.0);
     let quality = controller_series(samples, STAGE, "quality");
@@ -323,22 +307,13 @@ fn measure(
         .map(|(_, r)| *r);
     let (q_mean, q_min) = mean_min(&quality, on, end);
     let (adm_on, _) = mean_min(&admission, on, end);
-    let mut late: Vec<f64> = during
-        .iter()
+    let mut late: Vec<f64> = spike::intervals(report, spike)
         .filter(|i| i.t_s >= on + secs / 2.0 - 1e-6 && i.counts.completed > 0)
         .map(|i| i.latency.p90_ms / 1000.0)
         .collect();
     late.sort_by(f64::total_cmp);
     let late_median = late.get(late.len() / 2).copied();
-    let mut summary = RunSummary::new(spike.target_s);
-    summary.capacity_per_s = Some(capacity);
-    summary.p90_admitted_s = p90_of(on);
-    summary.settling(settle, secs, p90_of((on + settle).min(end - 1.0)));
-    summary.goodput_per_s = per_s(good, secs);
-    summary.throughput_per_s = Some(per_s(completed, secs));
-    summary.rejected_fraction = fraction(rejected, ended);
-    summary.timeout_fraction = Some(fraction(timeouts, ended));
-    summary.error_fraction = Some(fraction(errors, ended));
+    let summary = spike::summary(report, spike, capacity);
     let figures = Figures {
         p90_admitted_second_half_s: p90_of(on + secs / 2.0),
         p90_interval_median_second_half_s: late_median,
