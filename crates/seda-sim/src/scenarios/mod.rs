@@ -94,3 +94,24 @@ pub fn run(name: &str, opts: &Options) -> Result<Output> {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_bad_requests_say_what_is_valid() {
+        let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        let e = run("nope", &Options::default()).unwrap_err().to_string();
+        assert!(e.contains("spike") && e.contains("stages"), "{e}");
+        let opts = Options {
+            params: vec![("setpoint".into(), 0.3)],
+            ..Options::default()
+        };
+        let e = run("spike", &opts).unwrap_err().to_string();
+        assert!(e.contains("--param needs --controller"), "{e}");
+    }
+}
