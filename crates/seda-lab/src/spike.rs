@@ -251,3 +251,99 @@ fn measure(
         series,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use seda_load::record::{Latency, Summary};
+
+    use super::*;
+
+    /// A second of load: `completed` pages (`good` in time) at `p90_s`, and `rejected` 503s.
+    fn second(t_s: f64, completed: u64, good: u64, rejected: u64, p90_s: f64) -> IntervalStats {
+        IntervalStats {
+            t_s,
+            duration_s: 1.0,
+            counts: Counts {
+                completed,
+                good,
+                rejected,
+                ..Counts::default()
+            },
+            throughput_per_s: completed as f64,
+            goodput_per_s: good as f64,
+            latency: Latency {
+                p90_ms: p90_s * 1000.0,
+                ..Latency::default()
+            },
+            level: 0.0,
+            active: 0,
+            aimd_window: None,
+        }
+    }
+
+    fn report(series: Vec<IntervalStats>) -> Report {
+        Report {
+            model: String::new(),
+            summary: Summary {
+                duration_s: series.len() as f64,
+                counts: Counts::default(),
+                in_flight_at_end: 0,
+                dropped: 0,
+                throughput_per_s: 0.0,
+                goodput_per_s: 0.0,
+                goodput_target_ms: 1000.0,
+                latency: Latency::default(),
+                statuses: BTreeMap::new(),
+                error_kinds: BTreeMap::new(),
+                clients: 0,
+                jain_completed: None,
+                jain_sent: None,
+            },
+            series,
+            classes: Vec::new(),
+            clients: Vec::new(),
+            interval_histograms: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_spike_is_summarised_in_the_shared_vocabulary() {
+        let spike = Spike {
+            base_users: 3,
+            spike_users: 100,
+            before_s: 2.0,
+            spike_s: 5.0,
+            after_s: 2.0,
+            target_s: 1.0,
+            time_scale: 1.0,
+        };
+        // Over 1.2 x target in the spike's first two seconds (and before it, which does not
+        // count), within it after; nothing completes in the fourth second.
+        let p90 = [5.0, 0.5, 3.0, 2.0, 1.1, 0.0, 0.9, 9.0, 9.0];
+        let series = p90
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let completed = if i == 5 { 0 } else { 10 };
+                second(i as f64, completed, completed / 2, 10, p)
+            })
+            .collect();
+        let s = summary(&report(series), &spike, 20.0);
+        assert_eq!(s.settle_time_s, Some(2.0));
+        assert_eq!(s.settled, Some(true));
+        // Seconds 2 to 6: 40 completed (20 good), 50 rejected.
+        assert_eq!(s.goodput_per_s, 4.0);
+        assert_eq!(s.throughput_per_s, Some(8.0));
+        assert_eq!(s.goodput_fraction_of_capacity, Some(0.2));
+        assert!((s.rejected_fraction - 50.0 / 90.0).abs() < 1e-12);
+        assert_eq!(s.timeouts, Some(0));
+        // No histograms kept: no percentiles, and the JSON leaves them out.
+        assert_eq!(s.p90_admitted_s, None);
+        let v = s.to_json();
+        assert!(v.get("p90_admitted_s").is_none());
+        assert_eq!(v["settle_time_s"], 2.0);
+        assert_eq!(v["capacity_per_s"], 20.0);
+    }
+}
