@@ -8,6 +8,7 @@ mod fileset;
 mod lab;
 mod load;
 mod mail;
+mod proxy;
 mod serve;
 mod serve_bottleneck;
 mod sim;
@@ -30,6 +31,8 @@ enum Command {
     /// Run a service.
     #[command(subcommand)]
     Serve(ServeCommand),
+    /// A reverse proxy with per-route overload control in front of any HTTP service.
+    Proxy(proxy::ProxyArgs),
     /// Drive an HTTP server with closed, open or partly-open users; report latency and fairness.
     Load(Box<load::LoadArgs>),
     /// Run an overload scenario in the simulator (spike, users, classes, goodput, degrade, stages).
@@ -85,6 +88,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(ServeCommand::Static(args)) => serve::serve_static(&args),
         Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
         Command::Serve(ServeCommand::Bottleneck(args)) => serve_bottleneck::serve(&args),
+        Command::Proxy(args) => proxy::run(&args),
         Command::Load(args) => load::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Mail(MailCommand::Corpus(args)) => mail::corpus(&args),
