@@ -25,6 +25,10 @@ pub struct ProxyArgs {
     /// `crates/seda-proxy/src/config.rs`.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Answer HAProxy's agent-check on this address: a weight from the share of requests
+    /// admitted, `drain` while shedding nearly all.
+    #[arg(long)]
+    agent: Option<SocketAddr>,
     /// Print each route's admitted and rejected counts every this many seconds (0: never).
     #[arg(long, default_value_t = 0)]
     stats_every_s: u64,
@@ -55,6 +59,13 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
                 .target
                 .map_or("no admission control".to_string(), |t| format!("p90 target {} ms", t.as_millis()));
             println!("  {:<20} -> {}  ({control})", r.prefix, r.upstream);
+        }
+        if let Some(agent) = args.agent {
+            let listener = tokio::net::TcpListener::bind(agent)
+                .await
+                .with_context(|| format!("cannot listen for agent checks on {agent}"))?;
+            println!("agent-check: {}", listener.local_addr()?);
+            tokio::spawn(seda_proxy::serve_agent(listener, proxy.stats_reader()));
         }
         if args.stats_every_s > 0 {
             let read = proxy.stats_reader();

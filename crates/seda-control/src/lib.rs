@@ -54,6 +54,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod agent;
 mod aimd_window;
 mod batching;
 pub mod degradation;
@@ -70,6 +71,7 @@ mod threshold;
 mod token_bucket;
 
 pub use admission::{AdmissionController, RejectReason};
+pub use agent::AgentPolicy;
 pub use aimd_window::{AimdWindow, AimdWindowConfig};
 pub use batching::{
     BATCH_ADJUST_DELAY, BATCH_FACTOR, BatchConfig, BatchController, BatchObservation, BatchState,

@@ -11,6 +11,9 @@
 //! address is appended to `X-Forwarded-For`; the wait for an upstream's response head is
 //! bounded (504 after it; 502 when the upstream cannot be reached).
 //!
+//! Behind a load balancer, [`serve_agent`] answers HAProxy's `agent-check` from the routes'
+//! admission state, so a replica that sheds load gets less of it.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! use std::time::Duration;
@@ -29,11 +32,13 @@
 
 #![warn(missing_docs)]
 
+mod agent;
 mod body;
 mod config;
 mod forward;
 mod server;
 
+pub use agent::serve_agent;
 pub use body::ProxyBody;
 pub use config::{
     ConfigError, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT,
