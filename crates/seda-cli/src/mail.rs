@@ -37,7 +37,8 @@ pub struct CorpusArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Database (see `seda mail corpus --help`); created and seeded when empty.
+    /// Database (see `seda mail corpus --help`); seeded only when it has none of the mail
+    /// tables; a database with some of them, or tables of another shape, is refused untouched.
     #[arg(long, default_value = DEFAULT_DB)]
     db: String,
     /// Address to listen on.
@@ -163,14 +164,7 @@ pub fn corpus(args: &CorpusArgs) -> Result<()> {
 /// `seda serve mail`.
 pub fn serve(args: &ServeArgs) -> Result<()> {
     let store = open(&args.db, &args.prefix)?;
-    let empty = store.audit().map(|a| a.users == 0).unwrap_or(true);
-    if empty {
-        println!(
-            "{} is empty: creating the tables and seeding {} users",
-            args.db, args.seed_users
-        );
-        load_corpus(store.as_ref(), &Corpus::new(args.seed_users, 1))?;
-    }
+    seed_if_new(store.as_ref(), args)?;
     let config = match &args.config {
         Some(p) => seda::Config::from_file(p).map_err(|e| anyhow!("{}: {e}", p.display()))?,
         None => seda::Config::default(),
@@ -208,6 +202,46 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         report.drained, report.abandoned
     );
     Ok(())
+}
+
+/// Seeds a database that has none of the mail tables; serves one whose tables are whole and
+/// consistent enough to audit; refuses anything else. It never drops a table: only `seda mail
+/// corpus` does, when asked to. (Treating "the audit failed" as "empty" once let a transient
+/// error or a foreign table named `users` wipe a database at start.)
+fn seed_if_new(store: &dyn Store, args: &ServeArgs) -> Result<()> {
+    let tables = store.tables().map_err(|e| {
+        anyhow!(
+            "cannot read the catalogue of {}: {e}; not starting",
+            args.db
+        )
+    })?;
+    if tables == 0 {
+        println!(
+            "{} has no mail tables: creating them and seeding {} users",
+            args.db, args.seed_users
+        );
+        return load_corpus(store, &Corpus::new(args.seed_users, 1));
+    }
+    match store.audit() {
+        Ok(a) if tables == 3 => {
+            if a.users == 0 {
+                println!("warning: {} has the mail tables but no users", args.db);
+            }
+            Ok(())
+        }
+        Ok(_) => bail!(
+            "{} has {tables} of the 3 mail tables: refusing to start on a partial schema \
+             (nothing was changed; `seda mail corpus --db ...` recreates the tables, dropping \
+             what they hold)",
+            args.db
+        ),
+        Err(e) => bail!(
+            "{} has mail tables this service cannot read ({e}): refusing to start (nothing \
+             was changed; `seda mail corpus --db ...` recreates the tables, dropping what they \
+             hold)",
+            args.db
+        ),
+    }
 }
 
 /// Builds the controller of `--single-admission`: `KIND[,NAME=VALUE...]`.

@@ -200,6 +200,9 @@ pub trait Store: Send + Sync + 'static {
     fn load(&self, corpus: &Corpus) -> Result<Loaded>;
     /// Consistency totals.
     fn audit(&self) -> Result<Audit>;
+    /// How many of the mail tables (users, folders, messages) exist: 0 means a database this
+    /// service has never touched, the only kind `seda serve mail` seeds on its own.
+    fn tables(&self) -> Result<u32>;
     /// The user with this name and password.
     fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>>;
     /// A user's folders, by name.
@@ -298,6 +301,11 @@ impl<C> ConnPool<C> {
             idle.push(conn);
         }
     }
+}
+
+/// The three table names under `prefix`, lower-cased (catalogues are searched that way).
+pub(crate) fn table_names(prefix: &str) -> [String; 3] {
+    ["users", "folders", "messages"].map(|t| format!("{prefix}{t}").to_lowercase())
 }
 
 /// Fails fast with `Cancelled` when nobody waits for the answer any more.

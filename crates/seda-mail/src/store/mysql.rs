@@ -281,6 +281,18 @@ impl Store for MysqlStore {
         })
     }
 
+    fn tables(&self) -> Result<u32> {
+        let [u, f, m] = super::table_names(&self.p);
+        self.with(None, |c, _| {
+            let n: Option<u32> = c.exec_first(
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() \
+                 AND lower(table_name) IN (?, ?, ?)",
+                (u, f, m),
+            )?;
+            Ok(n.unwrap_or(0))
+        })
+    }
+
     fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>> {
         self.with(Some(meta), |c, p| {
             c.exec_first(

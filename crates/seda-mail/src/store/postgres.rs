@@ -328,6 +328,20 @@ impl Store for PostgresStore {
         })
     }
 
+    fn tables(&self) -> Result<u32> {
+        let [u, f, m] = super::table_names(&self.p);
+        self.with(None, |c, _, _| {
+            let n: i64 = c
+                .query_one(
+                    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = \
+                     current_schema() AND lower(table_name) IN ($1, $2, $3)",
+                    &[&u, &f, &m],
+                )?
+                .get(0);
+            Ok(n as u32)
+        })
+    }
+
     fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>> {
         self.with(Some(meta), |c, st, p| {
             one_i64(

@@ -237,6 +237,17 @@ impl Store for SqliteStore {
         })
     }
 
+    fn tables(&self) -> Result<u32> {
+        let [u, f, m] = super::table_names(&self.p);
+        self.with(None, |c, _| {
+            c.query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND lower(name) IN (?1, ?2, ?3)",
+                params![u, f, m],
+                |r| r.get(0),
+            )
+        })
+    }
+
     fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>> {
         self.with(Some(meta), |c, p| {
             c.prepare_cached(&format!(
