@@ -126,11 +126,16 @@ fn open(db: &str, prefix: &str) -> Result<Arc<dyn Store>> {
     store::open(db, prefix).map_err(|e| anyhow!("cannot open the mail store {db}: {e}"))
 }
 
-fn load_corpus(store: &dyn Store, corpus: &Corpus) -> Result<()> {
+/// Creates the tables (dropping old ones first only when `replace`: `seda mail corpus`) and
+/// loads `corpus` into them.
+fn load_corpus(store: &dyn Store, corpus: &Corpus, replace: bool) -> Result<()> {
     let t0 = Instant::now();
-    store
-        .reset()
-        .map_err(|e| anyhow!("cannot create the tables: {e}"))?;
+    let made = if replace {
+        store.reset()
+    } else {
+        store.create()
+    };
+    made.map_err(|e| anyhow!("cannot create the tables: {e}"))?;
     let n = store
         .load(corpus)
         .map_err(|e| anyhow!("corpus load failed (nothing was kept): {e}"))?;
@@ -152,7 +157,7 @@ fn load_corpus(store: &dyn Store, corpus: &Corpus) -> Result<()> {
 pub fn corpus(args: &CorpusArgs) -> Result<()> {
     let store = open(&args.db, &args.prefix)?;
     let corpus = Corpus::with_max_folder(args.users, args.seed, args.max_folder);
-    load_corpus(store.as_ref(), &corpus)?;
+    load_corpus(store.as_ref(), &corpus, true)?;
     let a = store.audit().map_err(|e| anyhow!("audit failed: {e}"))?;
     println!(
         "audit: {} users, {} messages, folder counts sum {}, inconsistent folders {}",
@@ -220,7 +225,7 @@ fn seed_if_new(store: &dyn Store, args: &ServeArgs) -> Result<()> {
             "{} has no mail tables: creating them and seeding {} users",
             args.db, args.seed_users
         );
-        return load_corpus(store, &Corpus::new(args.seed_users, 1));
+        return load_corpus(store, &Corpus::new(args.seed_users, 1), false);
     }
     match store.audit() {
         Ok(a) if tables == 3 => {

@@ -205,8 +205,8 @@ fn unadmitted(reason: RejectReason) -> MailResponse {
 fn store_error(e: StoreError) -> MailResponse {
     match e {
         StoreError::Cancelled => MailResponse::unavailable(RETRY_AFTER_S),
-        StoreError::Db(m) => {
-            eprintln!("seda-mail: {m}");
+        e => {
+            eprintln!("seda-mail: {e}");
             MailResponse::error(500, "The mail store failed; try again later.")
         }
     }

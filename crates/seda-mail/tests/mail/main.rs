@@ -3,6 +3,7 @@
 
 mod cancel;
 mod common;
+mod conformance;
 mod consistency;
 mod escaping;
 mod http;
