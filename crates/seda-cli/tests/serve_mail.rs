@@ -1,5 +1,5 @@
 //! `seda mail corpus` and `seda serve mail` as a user runs them: the binary, a real socket, a
-//! login, a page, SIGINT; through the shared front end and through the built-in adapter.
+//! login, a page, SIGINT.
 
 mod common;
 
@@ -42,7 +42,8 @@ fn corpus_then_serve_mail_then_sigint() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("inconsistent folders 0"), "{text}");
 
-    for front in ["seda-http", "builtin"] {
+    {
+        let front = "seda-http";
         let common::Server {
             mut child,
             mut stdout,
@@ -52,8 +53,6 @@ fn corpus_then_serve_mail_then_sigint() {
             "mail".as_ref(),
             "--addr".as_ref(),
             "127.0.0.1:0".as_ref(),
-            "--front".as_ref(),
-            front.as_ref(),
             "--db".as_ref(),
             db.as_os_str(),
         ]);

@@ -36,9 +36,11 @@
 //! - [`MailRequest`], [`MailResponse`], [`MailEvent`]: what the stages consume and produce,
 //!   independent of any transport.
 //! - [`MailService`]: the stages, sessions and handlers.
-//! - [`http`]: a minimal hyper adapter (to be replaced by the shared front end).
+//! - [`MailServer`]: runtime, stages and the shared front end (`seda_http::HttpServer`)
+//!   assembled; `server.rs` holds the request path from the front end to the stages.
 //! - [`user_model::UserModel`]: the emulated user (Markov model, think time, back-off);
-//!   [`load`]: a closed-loop driver over HTTP.
+//!   [`workload::MailWorkload`]: that user as a `seda-load` workload (`seda load --workload
+//!   mail`).
 //!
 //! # Overload
 //!
@@ -49,7 +51,7 @@
 //!
 //! # Cancellation
 //!
-//! When a client disconnects, the adapter cancels the request's token. A queued request is then
+//! When a client disconnects, the front end cancels the request's token. A queued request is then
 //! dropped by its stage (answered 503 through the stage's drop hook); one inside the database is
 //! interrupted ([`store::watch`]): SQLite's interrupt handle, PostgreSQL's cancel request,
 //! MariaDB's `KILL QUERY`. Writes are single transactions, so an interrupted delete or refile
@@ -59,9 +61,8 @@
 
 pub mod corpus;
 pub mod html;
-pub mod http;
-pub mod load;
 mod request;
+mod server;
 mod service;
 pub mod store;
 pub mod user_model;
@@ -72,4 +73,5 @@ pub use request::{
     MAX_CLASS, MAX_FIELDS, MAX_FORM_BYTES, MailEvent, MailRequest, MailResponse, RequestKind,
     Responder, parse_cookies, parse_urlencoded, percent_decode, percent_encode,
 };
+pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hyper};
 pub use service::{MAX_QUERY_CHARS, MailService, RETRY_AFTER_S, ServiceOptions};
