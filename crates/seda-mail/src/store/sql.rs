@@ -91,10 +91,10 @@ impl<B: Backend> SqlStore<B> {
                 None => break self.backend.connect()?,
             }
         };
-        let mut guard = meta.map(|m| watch::watch(m, conn.interrupter()));
+        let guard = meta.map(|m| watch::watch(m, conn.interrupter()));
         let out = f(&mut conn);
-        let fired = guard.as_mut().is_some_and(|g| g.fired());
-        drop(guard);
+        // After this the interrupt never runs, unless it was already taken (then `fired`).
+        let fired = guard.is_some_and(watch::Guard::finish);
         match out {
             Ok(v) => {
                 if !fired {
