@@ -372,7 +372,9 @@ impl Core {
 
     fn moved(&self, m: Moved) -> Result<MailResponse, MailResponse> {
         match m {
-            Moved::Moved { from, .. } | Moved::Purged { from } => {
+            Moved::Moved { from, .. }
+            | Moved::Purged { from }
+            | Moved::Unchanged { folder: from } => {
                 Ok(MailResponse::see_other(&format!("/folder?f={from}")))
             }
             Moved::NoMessage => Err(MailResponse::error(404, "No such message.")),
@@ -382,9 +384,15 @@ impl Core {
 
     fn delete(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
         let id = id_param(req, "id")?;
+        // The folder the client saw the message in (the message page's form sends it): a
+        // retried delete then cannot purge what its first attempt moved to Trash.
+        let from = match req.param("from") {
+            None | Some("") => None,
+            Some(_) => Some(id_param(req, "from")?),
+        };
         let m = self
             .store
-            .delete(s.user, id, &req.meta)
+            .delete(s.user, id, from, &req.meta)
             .map_err(store_error)?;
         self.moved(m)
     }

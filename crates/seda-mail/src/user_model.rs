@@ -333,7 +333,13 @@ impl UserModel {
             }
             RequestKind::Delete => {
                 let m = self.pick_message();
-                ("POST", "/delete".to_string(), Some(format!("id={m}")))
+                // As the message page's form does: the folder it was listed in, so a retried
+                // request cannot purge what the first one moved to Trash.
+                let form = match self.folder.filter(|_| self.listed_from_folder) {
+                    Some(f) => format!("id={m}&from={f}"),
+                    None => format!("id={m}"),
+                };
+                ("POST", "/delete".to_string(), Some(form))
             }
             RequestKind::Refile => {
                 let m = self.pick_message();

@@ -213,6 +213,12 @@ pub enum Moved {
         /// The folder it was in.
         from: i64,
     },
+    /// The message is not in the folder the request expected (a retried delete that already
+    /// moved it, or another session was first): nothing was done. `folder` is where it is.
+    Unchanged {
+        /// The folder it is in.
+        folder: i64,
+    },
     /// No such message among this user's.
     NoMessage,
     /// No such target folder among this user's.
@@ -276,8 +282,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<(Folder, Vec<Summary>)>>;
     /// One message of this user (marks it seen).
     fn message(&self, user: i64, id: i64, meta: &Meta) -> Result<Option<Message>>;
-    /// Moves a message to Trash, or purges it when it is in Trash.
-    fn delete(&self, user: i64, id: i64, meta: &Meta) -> Result<Moved>;
+    /// Deletes a message only if it is in folder `from` (the one the client saw it in): moves
+    /// it to Trash, or purges it when `from` is Trash. Without `from` it only ever moves to
+    /// Trash (a message already there stays). Either way a retried request changes nothing
+    /// the first did not: it answers [`Moved::Unchanged`].
+    fn delete(&self, user: i64, id: i64, from: Option<i64>, meta: &Meta) -> Result<Moved>;
     /// Moves a message to another folder of the same user.
     fn refile(&self, user: i64, id: i64, to: i64, meta: &Meta) -> Result<Moved>;
     /// Messages whose subject or sender (or body) contain `text`, newest first.

@@ -423,7 +423,7 @@ impl<B: Backend> Store for SqlStore<B> {
         })
     }
 
-    fn delete(&self, user: i64, id: i64, meta: &Meta) -> Result<Moved> {
+    fn delete(&self, user: i64, id: i64, expect: Option<i64>, meta: &Meta) -> Result<Moved> {
         let p = &self.p;
         self.tx(Some(meta), |c| {
             let trash = first_int(&c.query(
@@ -436,6 +436,10 @@ impl<B: Backend> Store for SqlStore<B> {
             let Some(from) = self.folder_of(c, user, id)? else {
                 return Ok(Moved::NoMessage);
             };
+            // Idempotent: act only where the client saw the message; purge only when told to.
+            if expect.is_some_and(|e| e != from) || (expect.is_none() && from == trash) {
+                return Ok(Moved::Unchanged { folder: from });
+            }
             if from != trash {
                 self.move_message(c, id, from, trash)?;
                 return Ok(Moved::Moved { from, to: trash });

@@ -36,12 +36,12 @@ fn every_backend_answers_the_edge_cases_alike() {
         // Preconditions in one order everywhere: the target folder, then the message. (SQLite
         // once looked for the message first and answered NoMessage here.)
         assert_eq!(
-            s.delete(NOBODY, NO_MESSAGE, &meta).unwrap(),
+            s.delete(NOBODY, NO_MESSAGE, None, &meta).unwrap(),
             Moved::NoFolder,
             "{b}"
         );
         assert_eq!(
-            s.delete(user.id, NO_MESSAGE, &meta).unwrap(),
+            s.delete(user.id, NO_MESSAGE, None, &meta).unwrap(),
             Moved::NoMessage,
             "{b}"
         );
@@ -63,21 +63,29 @@ fn every_backend_answers_the_edge_cases_alike() {
             .unwrap();
         let id = rows[0].id;
         assert_eq!(
-            s.delete(other.id, id, &meta).unwrap(),
+            s.delete(other.id, id, None, &meta).unwrap(),
             Moved::NoMessage,
             "{b}"
         );
-        // Delete moves to Trash, delete again purges; counts follow.
+        // Delete moves to Trash; a retry changes nothing; only a delete that names Trash as
+        // where it saw the message purges it. Counts follow.
         assert_eq!(
-            s.delete(user.id, id, &meta).unwrap(),
+            s.delete(user.id, id, Some(inbox.id), &meta).unwrap(),
             Moved::Moved {
                 from: inbox.id,
                 to: trash.id
             },
             "{b}"
         );
+        for expect in [Some(inbox.id), None] {
+            assert_eq!(
+                s.delete(user.id, id, expect, &meta).unwrap(),
+                Moved::Unchanged { folder: trash.id },
+                "{b}: a retried delete"
+            );
+        }
         assert_eq!(
-            s.delete(user.id, id, &meta).unwrap(),
+            s.delete(user.id, id, Some(trash.id), &meta).unwrap(),
             Moved::Purged { from: trash.id },
             "{b}"
         );
