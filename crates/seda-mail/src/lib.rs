@@ -64,6 +64,7 @@ pub mod html;
 mod request;
 mod server;
 mod service;
+pub mod session;
 pub mod store;
 pub mod user_model;
 pub mod workload;

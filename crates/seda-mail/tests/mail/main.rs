@@ -1,6 +1,7 @@
 //! Integration tests of the mail service: every request type on every backend, escaping, bad
 //! input, consistency under concurrent moves with cancellations and rejections, HTTP.
 
+mod auth;
 mod cancel;
 mod common;
 mod conformance;
