@@ -61,6 +61,7 @@
 
 pub mod corpus;
 pub mod html;
+pub mod password;
 mod request;
 mod server;
 mod service;

@@ -244,13 +244,12 @@ impl<B: Backend> Store for SqlStore<B> {
         let n = self.tx(None, |c| {
             let mut n = Loaded::default();
             for u in corpus.users() {
+                // Hashed once per user, here: the corpus keeps the clear text (tests and the
+                // load generator log in with it), the database only the salted hash.
+                let hash = crate::password::hash(&u.password).map_err(StoreError::Invalid)?;
                 c.exec(
                     &format!("INSERT INTO {p}users (id, name, password) VALUES (?, ?, ?)"),
-                    &[
-                        u.id.into(),
-                        u.name.as_str().into(),
-                        u.password.as_str().into(),
-                    ],
+                    &[u.id.into(), u.name.as_str().into(), hash.as_str().into()],
                 )?;
                 n.users += 1;
                 for f in &u.folders {
@@ -329,16 +328,25 @@ impl<B: Backend> Store for SqlStore<B> {
     }
 
     fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>> {
-        self.with(Some(meta), |c| {
-            let rows = c.query(
-                &format!(
-                    "SELECT id FROM {}users WHERE name = ? AND password = ?",
-                    self.p
-                ),
-                &[name.into(), password.into()],
+        let row = self.with(Some(meta), |c| {
+            let mut rows = c.query(
+                &format!("SELECT id, password FROM {}users WHERE name = ?", self.p),
+                &[name.into()],
             )?;
-            first_int(&rows)
-        })
+            match rows.first_mut() {
+                Some(r) => Ok(Some((r.int(0)?, r.text(1)?))),
+                None => Ok(None),
+            }
+        })?;
+        // Verified here, off the connection: the hash's cost holds no database resource.
+        match row {
+            Some((id, hash)) if crate::password::verify(password, &hash) => Ok(Some(id)),
+            Some(_) => Ok(None),
+            None => {
+                crate::password::verify_nobody(password);
+                Ok(None)
+            }
+        }
     }
 
     fn folders(&self, user: i64, meta: &Meta) -> Result<Vec<Folder>> {

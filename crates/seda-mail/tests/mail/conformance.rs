@@ -99,6 +99,11 @@ fn every_backend_answers_the_edge_cases_alike() {
         assert_eq!(s.login("USER1", "pass1", &meta).unwrap(), None, "{b}");
         assert_eq!(s.login("user1", "PASS1", &meta).unwrap(), None, "{b}");
 
+        // The database holds a salted argon2id hash, not the password.
+        let stored = stored_password(b, "t_conformance_", "user1");
+        assert!(stored.starts_with("$argon2id$"), "{b}: {stored}");
+        assert!(!stored.contains("pass1"), "{b}");
+
         // The tables exist: create refuses and keeps the data.
         assert_eq!(s.tables().unwrap(), 3, "{b}");
         assert!(s.create().is_err(), "{b}: create over existing tables");
@@ -143,6 +148,26 @@ fn drop_tables(backend: &str, prefix: &str) {
             c.query_drop(sql).unwrap();
         }
         _ => {}
+    }
+}
+
+/// The password column of user `name`, read by hand.
+fn stored_password(backend: &str, prefix: &str, name: &str) -> String {
+    let sql = format!("SELECT password FROM {prefix}users WHERE name = '{name}'");
+    match backend {
+        "postgres" => {
+            let mut c = postgres::Client::connect(PG_URL, postgres::NoTls).unwrap();
+            c.query_one(&sql, &[]).unwrap().get(0)
+        }
+        "mysql" => {
+            use mysql::prelude::Queryable;
+            let mut c = mysql::Conn::new(mysql::Opts::from_url(MY_URL).unwrap()).unwrap();
+            c.query_first(sql).unwrap().unwrap()
+        }
+        _ => rusqlite::Connection::open(temp_db_path("conformance"))
+            .unwrap()
+            .query_row(&sql, [], |r| r.get(0))
+            .unwrap(),
     }
 }
 
