@@ -83,6 +83,11 @@ pub struct ServeArgs {
     /// self-protection. For experiments; it wastes work under overload.
     #[arg(long)]
     serve_abandoned: bool,
+    /// Take each request's class from its `x-seda-class` header or `class` cookie, as set by a
+    /// trusted proxy (or the lab's load generator). Off by default: the class is the logged-in
+    /// user's (`users.class`), since a client that picks its own class picks the top one.
+    #[arg(long)]
+    trust_class_header: bool,
 }
 
 fn open(db: &str, prefix: &str) -> Result<Arc<dyn Store>> {
@@ -154,6 +159,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             threshold: args.threshold,
             slowdown: args.slowdown,
             shared_admission,
+            trust_class_header: args.trust_class_header,
             ..ServiceOptions::default()
         },
         deadline: args.deadline_ms.map(Duration::from_millis),

@@ -46,8 +46,9 @@
 //!
 //! A stage whose queue is full rejects at enqueue: the client gets 503 with `Retry-After: 5`.
 //! Runtime configuration (stage names `mail.<type>`) can add token buckets or adaptive
-//! controllers per type. The user class comes from the `x-seda-class` header or the `class`
-//! cookie and travels in the request's [`seda::Meta`].
+//! controllers per type. A request's class is its session's (`users.class`; 0 before login),
+//! or, with [`ServiceOptions::trust_class_header`] (a trusted proxy in front), the
+//! `x-seda-class` header or `class` cookie; it travels in the request's [`seda::Meta`].
 //!
 //! # Cancellation
 //!

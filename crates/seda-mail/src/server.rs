@@ -199,8 +199,8 @@ fn route(
 }
 
 /// Builds a [`MailRequest`] from a parsed HTTP head and body, keeping `meta` (its birth time,
-/// cancellation token and deadline) and setting its class from `x-seda-class` or the `class`
-/// cookie.
+/// cancellation token and deadline) and the class it claims (`x-seda-class` or the `class`
+/// cookie; [`MailService::dispatch`] keeps it only from a trusted proxy).
 pub fn parse_head(
     head: &hyper::http::request::Parts,
     body: &[u8],

@@ -46,6 +46,11 @@ pub struct ServiceOptions {
     pub shared_admission: Option<SharedController>,
     /// Session expiry, the cap per user, the limit on failed logins.
     pub sessions: SessionLimits,
+    /// Take a request's class from the `x-seda-class` header or `class` cookie, as a trusted
+    /// proxy in front sets it (the lab's load generator plays that proxy). Off by default: a
+    /// client that could claim the top class would be shed last, so the class comes from the
+    /// user's session (`users.class`; 0 before login).
+    pub trust_class_header: bool,
 }
 
 /// Largest `slowdown` accepted.
@@ -60,6 +65,7 @@ impl Default for ServiceOptions {
             slowdown: 1,
             shared_admission: None,
             sessions: SessionLimits::default(),
+            trust_class_header: false,
         }
     }
 }
@@ -83,6 +89,7 @@ struct Core {
 pub struct MailService {
     core: Arc<Core>,
     sinks: Vec<Sink<MailEvent>>,
+    trust_class_header: bool,
 }
 
 impl std::fmt::Debug for MailService {
@@ -135,7 +142,31 @@ impl MailService {
             )?;
             sinks.push(sink);
         }
-        Ok(Arc::new(MailService { core, sinks }))
+        Ok(Arc::new(MailService {
+            core,
+            sinks,
+            trust_class_header: options.trust_class_header,
+        }))
+    }
+
+    /// `request` with the class admission control will see: the session's (0 without one),
+    /// or, with [`ServiceOptions::trust_class_header`], what the client sent.
+    fn classified(&self, mut request: MailRequest) -> MailRequest {
+        request.meta.class = self.class_of(&request);
+        request
+    }
+
+    /// The class admission control sees for `request`: its session's (0 without one), or,
+    /// with [`ServiceOptions::trust_class_header`], the one it carries.
+    pub fn class_of(&self, request: &MailRequest) -> u8 {
+        if self.trust_class_header {
+            return request.meta.class;
+        }
+        request
+            .cookies
+            .get("sid")
+            .and_then(|sid| self.core.sessions.class(sid, Instant::now()))
+            .unwrap_or(0)
     }
 
     /// The storage backend.
@@ -158,7 +189,7 @@ impl MailService {
         let Some(kind) = RequestKind::route(&request.method, &request.path) else {
             return Err((None, not_found()));
         };
-        let (event, rx) = MailEvent::new(request);
+        let (event, rx) = MailEvent::new(self.classified(request));
         match self.sink(kind).enqueue(event) {
             Ok(()) => Ok((kind, rx)),
             Err(rejected) => Err((Some(kind), unadmitted(rejected.reason))),
@@ -167,7 +198,8 @@ impl MailService {
 
     /// Routes an event to its stage; when there is no such page (404) or the stage does not
     /// admit it (503 with `Retry-After`), answers it at once. Returns its type, if routed.
-    pub fn dispatch(&self, event: MailEvent) -> Option<RequestKind> {
+    pub fn dispatch(&self, mut event: MailEvent) -> Option<RequestKind> {
+        event.request = self.classified(event.request);
         let Some(kind) = RequestKind::route(&event.request.method, &event.request.path) else {
             event.respond(not_found());
             return None;
@@ -268,14 +300,16 @@ impl Core {
                     .with_header("retry-after", "60".into()));
                 }
                 match self.store.login(user, password, &req.meta) {
-                    Ok(Some(id)) => match self.sessions.start(id, user, Instant::now()) {
-                        Ok(sid) => Ok(MailResponse::see_other("/folders").with_header(
-                            "set-cookie",
-                            format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax"),
-                        )),
-                        Err(Refused::Full) => Err(MailResponse::unavailable(RETRY_AFTER_S)),
-                        Err(_) => Err(MailResponse::error(500, "Cannot start a session.")),
-                    },
+                    Ok(Some((id, class))) => {
+                        match self.sessions.start(id, user, class, Instant::now()) {
+                            Ok(sid) => Ok(MailResponse::see_other("/folders").with_header(
+                                "set-cookie",
+                                format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax"),
+                            )),
+                            Err(Refused::Full) => Err(MailResponse::unavailable(RETRY_AFTER_S)),
+                            Err(_) => Err(MailResponse::error(500, "Cannot start a session.")),
+                        }
+                    }
                     Ok(None) => {
                         self.sessions.failed(user, Instant::now());
                         let mut r =

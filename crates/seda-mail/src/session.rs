@@ -52,6 +52,8 @@ pub struct Session {
     pub user: i64,
     /// User name.
     pub name: String,
+    /// The user's service class (from the database, never from the client).
+    pub class: u8,
 }
 
 struct Entry {
@@ -144,6 +146,14 @@ impl Sessions {
         Some(e.session.clone())
     }
 
+    /// The class of live session `id`, without marking it used (admission reads it before the
+    /// request is admitted).
+    pub fn class(&self, id: &str, now: Instant) -> Option<u8> {
+        let t = self.table.lock();
+        let e = t.by_id.get(id)?;
+        (!self.expired(e, now)).then_some(e.session.class)
+    }
+
     /// Ends session `id`.
     pub fn end(&self, id: &str) {
         self.table.lock().remove(id);
@@ -184,7 +194,7 @@ impl Sessions {
     }
 
     /// Starts a session for `user` (a correct login): ends the user's oldest past the cap.
-    pub fn start(&self, user: i64, name: &str, now: Instant) -> Result<String, Refused> {
+    pub fn start(&self, user: i64, name: &str, class: u8, now: Instant) -> Result<String, Refused> {
         let id = new_id().ok_or(Refused::NoRandom)?;
         let mut t = self.table.lock();
         t.failures.remove(name);
@@ -219,6 +229,7 @@ impl Sessions {
                 session: Session {
                     user,
                     name: name.to_string(),
+                    class,
                 },
                 created: now,
                 last: now,
@@ -258,8 +269,8 @@ mod tests {
     fn ids_are_128_random_bits_and_unrelated() {
         let s = Sessions::new(SessionLimits::default());
         let now = Instant::now();
-        let a = s.start(1, "user1", now).unwrap();
-        let b = s.start(1, "user1", now).unwrap();
+        let a = s.start(1, "user1", 0, now).unwrap();
+        let b = s.start(1, "user1", 0, now).unwrap();
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
@@ -272,14 +283,14 @@ mod tests {
     fn sessions_expire_idle_and_absolute() {
         let s = Sessions::new(limits());
         let t0 = Instant::now();
-        let a = s.start(1, "u1", t0).unwrap();
+        let a = s.start(1, "u1", 0, t0).unwrap();
         assert!(s.get(&a, t0 + Duration::from_secs(9)).is_some());
         // Used at 9 s: still alive at 18 s, gone after 10 idle seconds.
         assert!(s.get(&a, t0 + Duration::from_secs(18)).is_some());
         assert!(s.get(&a, t0 + Duration::from_secs(29)).is_none());
         assert!(s.is_empty());
         // Absolute: used every 5 s, it still ends at 100 s.
-        let b = s.start(1, "u1", t0).unwrap();
+        let b = s.start(1, "u1", 0, t0).unwrap();
         let mut t = 0;
         while t < 95 {
             t += 5;
@@ -292,10 +303,10 @@ mod tests {
     fn one_user_evicts_only_its_own_sessions_and_a_full_table_refuses() {
         let s = Sessions::new(limits());
         let now = Instant::now();
-        let other = s.start(2, "u2", now).unwrap();
+        let other = s.start(2, "u2", 0, now).unwrap();
         let mut mine = Vec::new();
         for _ in 0..50 {
-            mine.push(s.start(1, "u1", now).unwrap());
+            mine.push(s.start(1, "u1", 0, now).unwrap());
         }
         assert!(
             s.get(&other, now).is_some(),
@@ -304,11 +315,11 @@ mod tests {
         assert_eq!(s.len(), 4, "3 of user 1 and 1 of user 2");
         assert!(s.get(&mine[49], now).is_some());
         assert!(s.get(&mine[0], now).is_none(), "the oldest went first");
-        s.start(3, "u3", now).unwrap();
-        assert_eq!(s.start(4, "u4", now), Err(Refused::Full));
+        s.start(3, "u3", 0, now).unwrap();
+        assert_eq!(s.start(4, "u4", 0, now), Err(Refused::Full));
         // Once sessions expire, there is room again.
         let later = now + Duration::from_secs(11);
-        assert!(s.start(4, "u4", later).is_ok());
+        assert!(s.start(4, "u4", 0, later).is_ok());
     }
 
     #[test]

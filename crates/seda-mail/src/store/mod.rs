@@ -266,8 +266,9 @@ pub trait Store: Send + Sync + 'static {
     /// How many of the mail tables (users, folders, messages) exist: 0 means a database this
     /// service has never touched, the only kind `seda serve mail` seeds on its own.
     fn tables(&self) -> Result<u32>;
-    /// The user with this name and password.
-    fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>>;
+    /// The user with this name and password, and the service class the operator gave it
+    /// (`users.class`, 0 unless set).
+    fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<(i64, u8)>>;
     /// A user's folders, by name.
     fn folders(&self, user: i64, meta: &Meta) -> Result<Vec<Folder>>;
     /// One page of a folder (None: not this user's folder).

@@ -138,7 +138,7 @@ impl<B: Backend> SqlStore<B> {
         for sql in [
             format!(
                 "CREATE TABLE {p}users (id {int} PRIMARY KEY, name {exact} NOT NULL UNIQUE, \
-                 password {exact} NOT NULL){opts}"
+                 password {exact} NOT NULL, class {int} NOT NULL DEFAULT 0){opts}"
             ),
             format!(
                 "CREATE TABLE {p}folders (id {int} PRIMARY KEY, user_id {int} NOT NULL, \
@@ -327,20 +327,26 @@ impl<B: Backend> Store for SqlStore<B> {
         })
     }
 
-    fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>> {
+    fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<(i64, u8)>> {
         let row = self.with(Some(meta), |c| {
             let mut rows = c.query(
-                &format!("SELECT id, password FROM {}users WHERE name = ?", self.p),
+                &format!(
+                    "SELECT id, password, class FROM {}users WHERE name = ?",
+                    self.p
+                ),
                 &[name.into()],
             )?;
             match rows.first_mut() {
-                Some(r) => Ok(Some((r.int(0)?, r.text(1)?))),
+                Some(r) => Ok(Some((r.int(0)?, r.text(1)?, r.int(2)?))),
                 None => Ok(None),
             }
         })?;
         // Verified here, off the connection: the hash's cost holds no database resource.
         match row {
-            Some((id, hash)) if crate::password::verify(password, &hash) => Ok(Some(id)),
+            Some((id, hash, class)) if crate::password::verify(password, &hash) => {
+                let class = u8::try_from(class.clamp(0, i64::from(crate::MAX_CLASS))).unwrap_or(0);
+                Ok(Some((id, class)))
+            }
             Some(_) => Ok(None),
             None => {
                 crate::password::verify_nobody(password);

@@ -58,3 +58,60 @@ fn logins_are_capped_per_user_and_failures_are_limited() {
     login(&svc, 2);
     rt.shutdown();
 }
+
+#[test]
+fn the_class_comes_from_the_session_unless_a_trusted_proxy_sets_it() {
+    let corpus = small_corpus();
+    let path = temp_db("auth_class");
+    let store = seda_mail::store::open(&path, "").unwrap();
+    store.reset().unwrap();
+    store.load(&corpus).unwrap();
+    // The operator gives user 2 class 3.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE users SET class = 3 WHERE name = 'user2'", [])
+        .unwrap();
+    let claims = |cookie: Option<&str>| {
+        seda_mail::MailRequest::parse(
+            "GET",
+            "/folders",
+            cookie,
+            Some("7"),
+            b"",
+            std::time::Instant::now(),
+        )
+        .unwrap()
+    };
+    let (rt, svc) = service(store.clone(), ServiceOptions::default());
+    assert_eq!(
+        svc.class_of(&claims(None)),
+        0,
+        "a client cannot claim a class"
+    );
+    let c1 = login(&svc, 1);
+    let c2 = login(&svc, 2);
+    assert_eq!(svc.class_of(&claims(Some(&c1))), 0);
+    assert_eq!(svc.class_of(&claims(Some(&c2))), 3, "the session's class");
+    let cookie_claim = format!("{c1}; class=7");
+    let r = seda_mail::MailRequest::parse(
+        "GET",
+        "/folders",
+        Some(&cookie_claim),
+        None,
+        b"",
+        std::time::Instant::now(),
+    )
+    .unwrap();
+    assert_eq!(svc.class_of(&r), 0, "nor through the cookie");
+    rt.shutdown();
+
+    let (rt, svc) = service(
+        store,
+        ServiceOptions {
+            trust_class_header: true,
+            ..ServiceOptions::default()
+        },
+    );
+    assert_eq!(svc.class_of(&claims(None)), 7, "a trusted proxy's header");
+    rt.shutdown();
+}
