@@ -209,6 +209,15 @@ fn seed_if_new(store: &dyn Store, args: &ServeArgs) -> Result<()> {
     }
     match store.audit() {
         Ok(a) if tables == 3 => {
+            // A login reads every column a login needs (the hash, the class): tables made by
+            // an older version fail here rather than at every login.
+            if let Err(e) = store.login("", "", &seda::Meta::new()) {
+                bail!(
+                    "{} has mail tables of an older layout ({e}): refusing to start (nothing \
+                     was changed; `seda mail corpus --db ...` recreates them)",
+                    args.db
+                );
+            }
             if a.users == 0 {
                 println!("warning: {} has the mail tables but no users", args.db);
             }

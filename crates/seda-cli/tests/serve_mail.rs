@@ -271,6 +271,21 @@ fn serve_mail_never_drops_a_database_it_cannot_read() {
     .expect("damaged tables");
     drop(c);
     serve_must_refuse(&broken);
+
+    // The layout before hashed passwords and session classes (no `class` column).
+    let old = dir.join("old.db");
+    let c = rusqlite::Connection::open(&old).expect("sqlite");
+    c.execute_batch(
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, password TEXT);
+         INSERT INTO users VALUES (1, 'user1', 'pass1');
+         CREATE TABLE folders (id INTEGER PRIMARY KEY, user_id INTEGER, name TEXT,
+           msg_count INTEGER);
+         CREATE TABLE messages (id INTEGER PRIMARY KEY, folder_id INTEGER);",
+    )
+    .expect("old tables");
+    drop(c);
+    let out = serve_must_refuse(&old);
+    assert!(out.contains("older layout"), "{out}");
     let c = rusqlite::Connection::open(&broken).expect("sqlite");
     let n: i64 = c
         .query_row("SELECT COUNT(*) FROM users WHERE name = 'kept'", [], |r| {
