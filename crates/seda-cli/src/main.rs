@@ -55,7 +55,7 @@ enum Command {
 enum ServeCommand {
     /// Haboob: the staged static-file server.
     Static(serve::StaticArgs),
-    /// The e-mail service (SQLite by default, seeded when empty).
+    /// The e-mail service (SQLite by default; a database without the mail tables is seeded).
     Mail(mail::ServeArgs),
     /// 002 Section 4.5's CPU-bound page with a quality knob (service degradation).
     Bottleneck(serve_bottleneck::BottleneckArgs),
@@ -65,8 +65,6 @@ enum ServeCommand {
 enum MailCommand {
     /// Create the tables and load a deterministic corpus (one transaction).
     Corpus(mail::CorpusArgs),
-    /// Drive a running mail service with emulated users over HTTP; print per-type figures.
-    Load(mail::LoadArgs),
 }
 
 #[derive(Subcommand)]
@@ -92,7 +90,6 @@ fn main() -> anyhow::Result<()> {
         Command::Load(args) => load::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Mail(MailCommand::Corpus(args)) => mail::corpus(&args),
-        Command::Mail(MailCommand::Load(args)) => mail::load(&args),
         Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
         Command::Lab(cmd) => lab::run(&cmd),
