@@ -103,10 +103,18 @@ fn stage_config(control: &Control) -> String {
     toml
 }
 
+/// The mail store's table layout the cached corpus was built with; raise it when the layout
+/// changes (2: hashed passwords and a class per user).
+const CORPUS_LAYOUT: u32 = 2;
+
 /// A seeded corpus, built once per `seda lab run` and copied for each server so that every
 /// run starts from the same mailboxes.
 fn corpus(lab: &Lab) -> Result<PathBuf> {
-    let template = lab.cache_dir()?.join(format!("mail-{CORPUS_USERS}.db"));
+    // The name carries the store's table layout: a corpus cached by an older build (clear-text
+    // passwords, no class column) is refused by `seda serve mail`, so it must not be reused.
+    let template = lab
+        .cache_dir()?
+        .join(format!("mail-{CORPUS_USERS}-layout{CORPUS_LAYOUT}.db"));
     if !template.exists() {
         let partial = template.with_extension("partial");
         let _ = std::fs::remove_file(&partial);
