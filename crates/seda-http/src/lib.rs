@@ -66,6 +66,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod bottleneck;
 pub mod config;
 mod request;
@@ -74,6 +75,7 @@ mod server;
 pub mod specweb;
 pub mod statics;
 
+pub use admin::{AdminServer, AdminSources};
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
 pub use request::{Body, HttpRequest, Reply, overloaded, text};
 pub use serve::{ServerShutdown, StartError, StaticServer};
