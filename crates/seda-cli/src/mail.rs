@@ -43,6 +43,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
+    /// Admin address: dashboard, /metrics, /_seda/stats, /_seda/graph; never the service port
+    /// (`off`: none).
+    #[arg(long, default_value = crate::admin::DEFAULT)]
+    admin: crate::admin::AdminAddr,
     /// Users seeded into an empty database.
     #[arg(long, default_value_t = DEFAULT_SEED_USERS)]
     seed_users: u64,
@@ -272,6 +276,7 @@ fn serve_seda_http(
         max_body_bytes: seda_mail::MAX_FORM_BYTES,
         max_connections: args.max_connections,
         threads: args.http_threads,
+        admin_addr: args.admin.0,
         ..HttpConfig::default()
     };
     let server = HttpServer::start(config, route, Some(rt.clone()))
@@ -282,6 +287,7 @@ fn serve_seda_http(
         store.backend(),
         server.local_addr()
     );
+    crate::admin::announce(server.admin_addr());
     let waiter = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod admin;
 mod bench;
 mod demo;
 mod fileset;

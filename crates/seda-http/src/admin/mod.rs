@@ -296,11 +296,17 @@ fn route<B>(state: &State, req: &hyper::Request<B>) -> Response<Body> {
                 .runtime
                 .as_ref()
                 .map(|rt| serde_json::to_value(rt.stats()).unwrap_or_default());
-            json(&serde_json::json!({
+            let doc = serde_json::json!({
                 "frontend": src.frontend.as_ref().map(|f| f()),
                 "runtime": runtime,
                 "service": src.extra.as_ref().map(|f| f()),
-            }))
+            });
+            // Pretty: people read this one with curl.
+            respond(
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_string_pretty(&doc).unwrap_or_default(),
+            )
         }
         "/_seda/graph" => match &src.runtime {
             Some(rt) => respond(StatusCode::OK, "text/vnd.graphviz", rt.graph().to_dot()),
