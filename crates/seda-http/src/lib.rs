@@ -18,7 +18,9 @@
 //! config.http.addr = "127.0.0.1:0".parse()?;
 //! let server = StaticServer::start(config)?;
 //! println!("listening on http://{}", server.local_addr());
-//! // ... GET /index.html, GET /_seda/stats, GET /_seda/graph ...
+//! if let Some(admin) = server.admin_addr() {
+//!     println!("dashboard, /metrics and /_seda/stats on http://{admin}/");
+//! }
 //! let done = server.shutdown(Duration::from_secs(5));
 //! assert_eq!(done.http.connections_cut, 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

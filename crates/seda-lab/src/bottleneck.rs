@@ -77,6 +77,9 @@ impl BottleneckServer {
         }
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;
+        lab.log(format!(
+            "{name} serving on http://{addr}/; live dashboard http://{admin}/"
+        ));
         Ok(BottleneckServer { addr, admin, child })
     }
 

@@ -219,6 +219,9 @@ impl MailServer {
         }
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;
+        lab.log(format!(
+            "{name} serving on http://{addr}/; live dashboard http://{admin}/"
+        ));
         Ok(MailServer { addr, admin, child })
     }
 
