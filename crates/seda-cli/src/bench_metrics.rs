@@ -161,14 +161,26 @@ pub fn scrape(args: &ScrapeArgs) -> Result<()> {
     }
     sample_times.sort();
     let p50 = sample_times[sample_times.len() / 2].as_secs_f64();
-    let live = fetch(addr, "/_seda/live?since=0")?.len();
+    // What the page asks once a second (the admin server's own sampler has taken a few
+    // samples by now; `since=0` sends them all, as a page's refresh after a second does).
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut live_times = Vec::new();
+    let mut live = 0;
+    for _ in 0..50 {
+        let t = Instant::now();
+        live = fetch(addr, "/_seda/live?since=0")?.len();
+        live_times.push(t.elapsed());
+    }
+    live_times.sort();
+    let live_p50 = live_times[live_times.len() / 2].as_secs_f64();
     println!(
         "dashboard sample of {} stages: p50 {:.3} ms, i.e. {:.3}% of a core at one a second; \
-         /_seda/live answer {} bytes; history at most {} bytes (one hour)",
+         /_seda/live answer {} bytes in p50 {:.3} ms; history at most {} bytes (one hour)",
         args.stages,
         p50 * 1e3,
         p50 * 100.0,
         live,
+        live_p50 * 1e3,
         seda_http::admin::history::History::bytes_for(args.stages)
     );
     admin.shutdown();

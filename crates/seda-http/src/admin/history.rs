@@ -194,7 +194,11 @@ impl History {
             .iter()
             .map(|e| ((e.from.clone(), e.to.clone()), e.events))
             .collect();
-        let origin = backpressure_origin(&rows, &edges);
+        let named: Vec<(&str, Point)> = rows
+            .iter()
+            .map(|(s, p, ..)| (s.name.as_str(), *p))
+            .collect();
+        let origin = backpressure_origin(&named, &edges);
         let stages: Vec<Value> = rows
             .iter()
             .map(|(s, p, rejected_by, keys, values)| {
@@ -257,27 +261,19 @@ fn pressed(p: &Point) -> bool {
         || (p.threshold > 0 && f64::from(p.queue) >= PRESSED_FILL * f64::from(p.threshold))
 }
 
-type Row<'a> = (
-    &'a seda::stats::StageSnapshot,
-    Point,
-    BTreeMap<&'a str, f32>,
-    Vec<&'static str>,
-    Vec<f64>,
-);
-
 /// Where backpressure starts: a pressed stage none of whose downstream stages (edges carrying
 /// events now) is pressed. Upstream stages fill *because* of it; it is the one to look at.
 /// Among several, the fullest queue (then the most rejections) wins.
-fn backpressure_origin(rows: &[Row<'_>], edges: &[(String, String, f32)]) -> Option<String> {
-    let is_pressed = |name: &str| rows.iter().any(|(s, p, ..)| s.name == name && pressed(p));
+fn backpressure_origin(rows: &[(&str, Point)], edges: &[(String, String, f32)]) -> Option<String> {
+    let is_pressed = |name: &str| rows.iter().any(|(s, p)| *s == name && pressed(p));
     rows.iter()
-        .filter(|(_, p, ..)| pressed(p))
-        .filter(|(s, ..)| {
+        .filter(|(_, p)| pressed(p))
+        .filter(|(s, _)| {
             !edges
                 .iter()
-                .any(|(from, to, r)| *from == s.name && *r > 0.0 && is_pressed(to))
+                .any(|(from, to, r)| from == s && *r > 0.0 && is_pressed(to))
         })
-        .max_by(|(_, a, ..), (_, b, ..)| {
+        .max_by(|(_, a), (_, b)| {
             let fill = |p: &Point| {
                 if p.threshold == 0 {
                     0.0
@@ -289,12 +285,51 @@ fn backpressure_origin(rows: &[Row<'_>], edges: &[(String, String, f32)]) -> Opt
                 .total_cmp(&fill(b))
                 .then(a.rejected.total_cmp(&b.rejected))
         })
-        .map(|(s, ..)| s.name.clone())
+        .map(|(s, _)| s.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(queue: u32, threshold: u32, rejected: f32) -> Point {
+        Point {
+            t: 0,
+            queue,
+            threshold,
+            threads: 1,
+            threads_max: 1,
+            arrivals: 10.0,
+            admitted: 10.0,
+            rejected,
+            dropped: 0.0,
+            completed: 10.0,
+            p50: f32::NAN,
+            p90: f32::NAN,
+            p99: f32::NAN,
+            ctrl: [f32::NAN; CONTROLLER_VALUES],
+        }
+    }
+
+    #[test]
+    fn backpressure_starts_at_the_pressed_stage_whose_successors_are_not() {
+        let edge = |a: &str, b: &str| (a.to_string(), b.to_string(), 5.0);
+        let edges = [edge("outside", "a"), edge("a", "b"), edge("b", "c")];
+        // a and b full, c idle: b holds everything up, a is full because of it.
+        let rows = [
+            ("a", point(90, 100, 3.0)),
+            ("b", point(60, 100, 0.0)),
+            ("c", point(0, 100, 0.0)),
+        ];
+        assert_eq!(backpressure_origin(&rows, &edges).as_deref(), Some("b"));
+        // Nothing pressed: no origin.
+        let calm = [("a", point(1, 100, 0.0)), ("b", point(0, 100, 0.0))];
+        assert_eq!(backpressure_origin(&calm, &edges), None);
+        // Two independent branches: the fuller queue wins.
+        let edges = [edge("outside", "x"), edge("outside", "y")];
+        let rows = [("x", point(50, 100, 0.0)), ("y", point(8, 8, 1.0))];
+        assert_eq!(backpressure_origin(&rows, &edges).as_deref(), Some("y"));
+    }
 
     #[test]
     fn a_point_is_64_bytes_so_an_hour_of_20_stages_is_4_6_mb() {
