@@ -34,6 +34,13 @@ pub struct HopArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Compare the runtime's throughput bare and with an admin server whose `/metrics` is
+    /// scraped every `--scrape-ms` (rounds alternate), instead of runtime against raw.
+    #[arg(long)]
+    metrics: bool,
+    /// Scrape period with `--metrics`, ms (Prometheus's default is 60 s; 100 is harsh).
+    #[arg(long, default_value_t = 100)]
+    scrape_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -57,6 +64,9 @@ pub fn hop(args: &HopArgs) -> Result<()> {
         args.events > 0 && args.samples > 0 && args.rounds > 0,
         "--events, --samples and --rounds must be positive"
     );
+    if args.metrics {
+        return hop_metrics(args);
+    }
     // Alternate the two pipelines so a burst of noise hits both, and report medians.
     let (mut runtime_rates, mut raw_rates) = (Vec::new(), Vec::new());
     let (mut runtime_lat, mut raw_lat) = (Vec::new(), Vec::new());
@@ -164,8 +174,56 @@ fn pipeline<E: seda::Event>(
     Ok(next)
 }
 
+/// `hop --metrics`: the throughput pipeline bare and scraped, alternating, medians and spreads.
+fn hop_metrics(args: &HopArgs) -> Result<()> {
+    let period = Duration::from_millis(args.scrape_ms.max(1));
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    let mut scrapes = 0;
+    for _ in 0..args.rounds {
+        off.push(runtime_throughput_with(args.events, None, &mut scrapes)?);
+        on.push(runtime_throughput_with(
+            args.events,
+            Some(period),
+            &mut scrapes,
+        )?);
+    }
+    let spread = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        (lo, hi)
+    };
+    let (off_lo, off_hi) = spread(&off);
+    let (on_lo, on_hi) = spread(&on);
+    let (m_off, m_on) = (median(&mut off), median(&mut on));
+    println!(
+        "{HOPS}-hop pipeline, {} alternating rounds of {} events; metrics on = admin server \
+         scraped every {} ms ({scrapes} scrapes)",
+        args.rounds,
+        args.events,
+        period.as_millis()
+    );
+    println!("metrics off: median {m_off:.0} ev/s (min {off_lo:.0}, max {off_hi:.0})");
+    println!("metrics on:  median {m_on:.0} ev/s (min {on_lo:.0}, max {on_hi:.0})");
+    println!("on / off: {:.3}", m_on / m_off);
+    Ok(())
+}
+
 fn runtime_throughput(events: u64) -> Result<f64> {
+    runtime_throughput_with(events, None, &mut 0)
+}
+
+/// Throughput of the pipeline; with `scrape`, an admin server on the runtime is scraped that
+/// often meanwhile (`scrapes` counts the scrapes that succeeded).
+fn runtime_throughput_with(
+    events: u64,
+    scrape: Option<Duration>,
+    scrapes: &mut u64,
+) -> Result<f64> {
     let rt = Runtime::start()?;
+    let scraper = scrape
+        .map(|p| crate::bench_metrics::Scraped::start(&rt, p))
+        .transpose()?;
     let seen = Arc::new(AtomicU64::new(0));
     let (done_tx, done_rx) = mpsc::channel();
     let counter = seen.clone();
@@ -185,6 +243,9 @@ fn runtime_throughput(events: u64) -> Result<f64> {
     }
     done_rx.recv().context("pipeline ended early")?;
     let rate = events as f64 / start.elapsed().as_secs_f64();
+    if let Some(s) = scraper {
+        *scrapes += s.stop();
+    }
     rt.shutdown();
     Ok(rate)
 }

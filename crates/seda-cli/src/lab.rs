@@ -48,6 +48,7 @@ fn run_scenarios(args: &RunArgs) -> Result<()> {
     };
     let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
     let mut failed = Vec::new();
+    let mut index = Vec::new();
     for s in chosen {
         eprintln!(
             "== {} ({})",
@@ -56,6 +57,16 @@ fn run_scenarios(args: &RunArgs) -> Result<()> {
         );
         let ran = scenario::run(s, &args.out, &seda_bin, args.quick);
         let dir = args.out.join(ran.name);
+        index.push(seda_lab::index::IndexEntry {
+            name: ran.name.to_string(),
+            status: match &ran.outcome {
+                Ok(o) if o.passed() => "all claims hold".to_string(),
+                Ok(_) => "some claims do not hold".to_string(),
+                Err(e) => format!("could not run: {e:#}"),
+            },
+            passed: ran.outcome.as_ref().is_ok_and(|o| o.passed()),
+            elapsed_s: ran.elapsed_s,
+        });
         match &ran.outcome {
             Ok(outcome) => {
                 for c in &outcome.checks {
@@ -86,6 +97,10 @@ fn run_scenarios(args: &RunArgs) -> Result<()> {
                 failed.push(ran.name);
             }
         }
+    }
+    if args.name == "all" {
+        let page = seda_lab::index::write_index(&args.out, &index)?;
+        println!("index of every scenario: {}", page.display());
     }
     if !failed.is_empty() {
         bail!(

@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
+    /// Admin address: dashboard, /metrics, /_seda/stats, /_seda/graph; never the service port
+    /// (`off`: none).
+    #[arg(long, default_value = crate::admin::DEFAULT)]
+    admin: crate::admin::AdminAddr,
     /// Users seeded into an empty database.
     #[arg(long, default_value_t = DEFAULT_SEED_USERS)]
     seed_users: u64,
@@ -151,6 +155,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             addr: args.addr,
             max_connections: args.max_connections,
             threads: args.http_threads,
+            admin_addr: args.admin.0,
             ..HttpConfig::default()
         },
         runtime,
@@ -172,6 +177,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         server.backend(),
         server.local_addr()
     );
+    crate::admin::announce(server.admin_addr());
     let waiter = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -2,7 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
+mod admin;
 mod bench;
+mod bench_metrics;
 mod demo;
 mod fileset;
 mod lab;
@@ -77,6 +79,8 @@ enum FilesetCommand {
 enum BenchCommand {
     /// Events/s and idle per-hop latency of a 3-stage pipeline vs a raw channel chain.
     Hop(bench::HopArgs),
+    /// Time of a `/metrics` scrape and of a dashboard sample of a runtime with many stages.
+    Scrape(bench_metrics::ScrapeArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -92,6 +96,7 @@ fn main() -> anyhow::Result<()> {
         Command::Mail(MailCommand::Corpus(args)) => mail::corpus(&args),
         Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
+        Command::Bench(BenchCommand::Scrape(args)) => bench_metrics::scrape(&args),
         Command::Lab(cmd) => lab::run(&cmd),
     }
 }

@@ -16,6 +16,10 @@ pub struct StaticArgs {
     /// Address to listen on (overrides the file's `http.addr`).
     #[arg(long)]
     addr: Option<SocketAddr>,
+    /// Admin address: dashboard, /metrics, /_seda/stats, /_seda/graph; never the service port
+    /// (`off`: none).
+    #[arg(long, default_value = crate::admin::DEFAULT)]
+    admin: crate::admin::AdminAddr,
     /// TOML file with [http], [static] and the runtime's [runtime]/[domains.*]/[stages.*].
     #[arg(long)]
     config: Option<PathBuf>,
@@ -31,6 +35,7 @@ pub fn serve_static(args: &StaticArgs) -> anyhow::Result<()> {
     if let Some(addr) = args.addr {
         config.http.addr = addr;
     }
+    config.http.admin_addr = args.admin.0;
     let timeout = config.http.shutdown_timeout();
     let server = StaticServer::start(config).context("cannot start the static-file server")?;
     let addr = server.local_addr();
@@ -38,10 +43,7 @@ pub fn serve_static(args: &StaticArgs) -> anyhow::Result<()> {
         "seda serve static: serving {} on http://{addr}/",
         args.root.display()
     );
-    match server.admin_addr() {
-        Some(admin) => println!("introspection: http://{admin}/_seda/stats and /_seda/graph"),
-        None => println!("introspection: http://{addr}/_seda/stats and /_seda/graph"),
-    }
+    crate::admin::announce(server.admin_addr());
     wait_for_signal().context("cannot install the signal handlers")?;
     println!(
         "shutting down (waiting up to {} ms for requests in flight)",

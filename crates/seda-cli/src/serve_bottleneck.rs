@@ -30,6 +30,10 @@ pub struct BottleneckArgs {
     /// KiB checksummed per request whatever the quality (overrides `bottleneck.base_kb`).
     #[arg(long)]
     base_kb: Option<f64>,
+    /// Admin address: dashboard, /metrics, /_seda/stats, /_seda/graph; never the service port
+    /// (`off`: none).
+    #[arg(long, default_value = crate::admin::DEFAULT)]
+    admin: crate::admin::AdminAddr,
     /// TOML file with [http], [bottleneck] and the runtime's [runtime]/[stages.bottleneck].
     #[arg(long)]
     config: Option<PathBuf>,
@@ -44,6 +48,7 @@ pub fn serve(args: &BottleneckArgs) -> anyhow::Result<()> {
     if let Some(addr) = args.addr {
         config.http.addr = addr;
     }
+    config.http.admin_addr = args.admin.0;
     let b = &mut config.bottleneck;
     b.work_kb = args.work_kb.unwrap_or(b.work_kb);
     b.rounds = args.rounds.unwrap_or(b.rounds);
@@ -79,10 +84,7 @@ pub fn serve(args: &BottleneckArgs) -> anyhow::Result<()> {
         None => format!("{} (p90 target {} s)", control.name(), target.as_secs_f64()),
     };
     println!("seda serve bottleneck: control {control_text}, {summary}; serving on http://{addr}/");
-    match server.admin_addr() {
-        Some(admin) => println!("introspection: http://{admin}/_seda/stats and /_seda/graph"),
-        None => println!("introspection: http://{addr}/_seda/stats and /_seda/graph"),
-    }
+    crate::admin::announce(server.admin_addr());
     crate::serve::wait_for_signal().context("cannot install the signal handlers")?;
     println!(
         "shutting down (waiting up to {} ms for requests in flight)",

@@ -50,7 +50,8 @@ fn pages_state_their_quality_and_degrade_under_a_burst() {
         child,
         mut stdout,
         addr,
-    } = common::start(
+        admin,
+    } = common::start_with_admin(
         &[
             "serve",
             "bottleneck",
@@ -106,7 +107,8 @@ fn pages_state_their_quality_and_degrade_under_a_burst() {
     }
     let q = lowest.load(Ordering::Relaxed) as f64 / 1e6;
     assert!(q < 1.0, "the quality never fell below 1 under the burst");
-    let stats = get(&addr, "/_seda/stats");
+    assert!(get(&addr, "/_seda/stats").starts_with("HTTP/1.1 404"));
+    let stats = get(&admin.expect("admin address"), "/_seda/stats");
     assert!(stats.contains("\"name\": \"degradation\""), "{stats}");
     assert!(stats.contains("\"quality\""), "{stats}");
 

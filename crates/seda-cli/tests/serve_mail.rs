@@ -48,6 +48,7 @@ fn corpus_then_serve_mail_then_sigint() {
             mut child,
             mut stdout,
             addr,
+            ..
         } = common::start(&[
             "serve".as_ref(),
             "mail".as_ref(),
@@ -108,7 +109,20 @@ fn corpus_then_serve_mail_then_sigint() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The login stage's totals: (completed, dropped as expired or cancelled).
+/// The status of `/_seda/stats` at `addr`.
+fn login_totals_status(addr: &str) -> u16 {
+    let r = exchange(
+        addr,
+        "GET /_seda/stats HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n",
+    );
+    r.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The login stage's totals from the admin address: (completed, dropped as expired or
+/// cancelled).
 fn login_totals(addr: &str) -> (u64, u64) {
     let r = exchange(
         addr,
@@ -156,8 +170,17 @@ fn abandoned_logins_are_dropped_unless_the_server_is_told_to_serve_them() {
         let mut os: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
         os.extend(["--db".as_ref(), db.as_os_str()]);
         let common::Server {
-            mut child, addr, ..
-        } = common::start(&os);
+            mut child,
+            addr,
+            admin,
+            ..
+        } = common::start_with_admin(&os);
+        let admin = admin.expect("admin address");
+        assert_eq!(
+            login_totals_status(&addr),
+            404,
+            "introspection is not served on the service port"
+        );
         let body = "user=user1&password=pass1";
         let login = format!(
             "POST /login HTTP/1.1\r\nhost: t\r\ncontent-type: \
@@ -172,7 +195,7 @@ fn abandoned_logins_are_dropped_unless_the_server_is_told_to_serve_them() {
         }
         let mut totals = (0, 0);
         for _ in 0..200 {
-            totals = login_totals(&addr);
+            totals = login_totals(&admin);
             if totals.0 + totals.1 >= SENT {
                 break;
             }

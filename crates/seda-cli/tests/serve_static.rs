@@ -48,14 +48,39 @@ fn fileset_then_serve_then_sigint() {
         mut child,
         mut stdout,
         addr,
-    } = common::start(&[
+        admin,
+    } = common::start_with_admin(&[
         "serve".as_ref(),
         "static".as_ref(),
         "--addr".as_ref(),
         "127.0.0.1:0".as_ref(),
+        "--admin".as_ref(),
+        "127.0.0.1:0".as_ref(),
         "--root".as_ref(),
         root.as_os_str(),
     ]);
+    let admin = admin.expect("admin address");
+    let fetch = |at: &str, path: &str| {
+        let mut s = TcpStream::connect(at).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut r = String::new();
+        let _ = s.read_to_string(&mut r);
+        r
+    };
+    for path in ["/_seda/stats", "/metrics", "/"] {
+        assert!(
+            fetch(&admin, path).starts_with("HTTP/1.1 200"),
+            "{path} on the admin address"
+        );
+    }
+    assert!(fetch(&addr, "/_seda/stats").starts_with("HTTP/1.1 404"));
+    assert!(fetch(&addr, "/metrics").starts_with("HTTP/1.1 404"));
 
     let mut s = TcpStream::connect(&addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10)))

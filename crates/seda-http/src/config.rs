@@ -14,8 +14,8 @@
 //! idle_timeout_ms = 60000      # keep-alive idle time
 //! max_body_bytes = 1048576
 //! retry_after_s = 1            # Retry-After of a 503
-//! introspection = true         # /_seda/stats and /_seda/graph
-//! admin_addr = "127.0.0.1:8081"   # serve them there instead of on the service port
+//! admin_addr = "127.0.0.1:9090" # stats, graph, /metrics, dashboard; never the service
+//!                              # port (default 127.0.0.1:0: a free port, printed at start)
 //!
 //! [static]
 //! cache_bytes = 268435456
@@ -45,7 +45,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Front-end settings: address, limits, introspection.
+/// Front-end settings: address, limits, the admin address.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
@@ -78,9 +78,9 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Seconds in the `Retry-After` header of a 503.
     pub retry_after_s: u32,
-    /// Whether `/_seda/stats` and `/_seda/graph` are served.
-    pub introspection: bool,
-    /// Serve introspection on this address instead of the service port.
+    /// The admin address ([`crate::admin`]: `/_seda/stats`, `/_seda/graph`, `/metrics`, the
+    /// dashboard), never the service port; `None` serves none of them. Loopback with a free
+    /// port by default.
     pub admin_addr: Option<SocketAddr>,
     /// Time allowed for in-flight requests at shutdown, ms.
     pub shutdown_timeout_ms: u64,
@@ -101,8 +101,7 @@ impl Default for HttpConfig {
             idle_timeout_ms: 60_000,
             max_body_bytes: 1 << 20,
             retry_after_s: 1,
-            introspection: true,
-            admin_addr: None,
+            admin_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             shutdown_timeout_ms: 5_000,
         }
     }
@@ -121,6 +120,14 @@ impl HttpConfig {
             return Err(ConfigError(
                 "http.max_headers and http.max_connections must be at least 1".into(),
             ));
+        }
+        if let Some(admin) = self.admin_addr
+            && admin.port() != 0
+            && admin.port() == self.addr.port()
+        {
+            return Err(ConfigError(format!(
+                "http.admin_addr {admin} uses the service's port: give it a port of its own"
+            )));
         }
         if self.header_timeout_ms == 0 || self.idle_timeout_ms == 0 {
             return Err(ConfigError(

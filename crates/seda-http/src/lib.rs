@@ -18,7 +18,9 @@
 //! config.http.addr = "127.0.0.1:0".parse()?;
 //! let server = StaticServer::start(config)?;
 //! println!("listening on http://{}", server.local_addr());
-//! // ... GET /index.html, GET /_seda/stats, GET /_seda/graph ...
+//! if let Some(admin) = server.admin_addr() {
+//!     println!("dashboard, /metrics and /_seda/stats on http://{admin}/");
+//! }
 //! let done = server.shutdown(Duration::from_secs(5));
 //! assert_eq!(done.http.connections_cut, 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -66,6 +68,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod bottleneck;
 pub mod config;
 mod request;
@@ -74,6 +77,7 @@ mod server;
 pub mod specweb;
 pub mod statics;
 
+pub use admin::{AdminServer, AdminSources};
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
 pub use request::{Body, HttpRequest, Reply, overloaded, text};
 pub use serve::{ServerShutdown, StartError, StaticServer};

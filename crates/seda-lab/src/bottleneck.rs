@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use seda_http::bottleneck::{Control, STAGE};
 use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
 
-use crate::child::{Child, free_port};
+use crate::child::Child;
 use crate::lab::Lab;
 
 /// Think time between a reply and the next request. 002 Section 4.5 does not give one; this
@@ -22,6 +22,8 @@ pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 pub struct BottleneckServer {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Its admin address (`/_seda/stats`, `/metrics`, the dashboard).
+    pub admin: SocketAddr,
     child: Child,
 }
 
@@ -38,12 +40,14 @@ impl BottleneckServer {
         target_s: f64,
         time_scale: f64,
     ) -> Result<Self> {
-        let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
+        let (addr, admin) = crate::child::two_free_addrs()?;
         let mut cmd = lab.seda(&[
             "serve",
             "bottleneck",
             "--addr",
             &addr.to_string(),
+            "--admin",
+            &admin.to_string(),
             "--control",
             control.name(),
             "--target-s",
@@ -73,7 +77,10 @@ impl BottleneckServer {
         }
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;
-        Ok(BottleneckServer { addr, child })
+        lab.log(format!(
+            "{name} serving on http://{addr}/; live dashboard http://{admin}/"
+        ));
+        Ok(BottleneckServer { addr, admin, child })
     }
 
     /// CPU seconds (user + system) the server has used so far: on a shared machine, the

@@ -144,3 +144,16 @@ pub fn free_port() -> Result<u16> {
     let l = TcpListener::bind("127.0.0.1:0").context("cannot bind 127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
 }
+
+/// Two different free loopback addresses: a server's service port and its admin port.
+pub fn two_free_addrs() -> Result<(SocketAddr, SocketAddr)> {
+    let a = free_port()?;
+    let mut b = free_port()?;
+    for _ in 0..16 {
+        if b != a {
+            break;
+        }
+        b = free_port()?;
+    }
+    Ok((([127, 0, 0, 1], a).into(), ([127, 0, 0, 1], b).into()))
+}

@@ -85,7 +85,8 @@ impl Lab {
     /// Runs the load generator on the load core and returns its report.
     pub fn load(&self, mut config: LoadConfig) -> Result<Report> {
         config.cpu = self.load_cpu;
-        config.progress = false;
+        // A progress bar on a terminal; nothing when stderr is not one (CI, logs).
+        config.progress = true;
         seda_load::run(config).map_err(|e| anyhow!("load generator: {e}"))
     }
 

@@ -24,6 +24,7 @@
 pub mod bottleneck;
 mod child;
 pub mod haproxy;
+pub mod index;
 mod lab;
 mod machine;
 pub mod mail;

@@ -13,7 +13,7 @@ use seda_mail::RequestKind;
 use seda_mail::workload::MailWorkload;
 use serde_json::{Value, json};
 
-use crate::child::{Child, free_port};
+use crate::child::Child;
 use crate::lab::Lab;
 
 /// Accounts in the lab's corpus (002's users each read one account's folders).
@@ -168,6 +168,8 @@ impl Default for ServeOptions {
 pub struct MailServer {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Its admin address (`/_seda/stats`, `/metrics`, the dashboard).
+    pub admin: SocketAddr,
     child: Child,
 }
 
@@ -189,8 +191,16 @@ impl MailServer {
         std::fs::copy(corpus(lab)?, &db).context("cannot copy the corpus")?;
         let config = lab.file(&format!("{name}.toml"));
         std::fs::write(&config, stage_config(control))?;
-        let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
-        let mut cmd = lab.seda(&["serve", "mail", "--addr", &addr.to_string(), "--db"]);
+        let (addr, admin) = crate::child::two_free_addrs()?;
+        let mut cmd = lab.seda(&[
+            "serve",
+            "mail",
+            "--addr",
+            &addr.to_string(),
+            "--admin",
+            &admin.to_string(),
+            "--db",
+        ]);
         cmd.arg(&db).arg("--config").arg(&config);
         cmd.args(["--slowdown", &options.slowdown.to_string()]);
         // The lab's load generator plays a trusted proxy: `classes` sends each user's class in
@@ -220,7 +230,10 @@ impl MailServer {
         }
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;
-        Ok(MailServer { addr, child })
+        lab.log(format!(
+            "{name} serving on http://{addr}/; live dashboard http://{admin}/"
+        ));
+        Ok(MailServer { addr, admin, child })
     }
 
     /// Stops the server (SIGTERM, then SIGKILL) and removes its database copy.

@@ -1,4 +1,4 @@
-//! Samples a seda server's `/_seda/stats` in the background, so a scenario can plot what its
+//! Samples a seda server's `/_seda/stats` (on its admin address) in the background, so a scenario can plot what its
 //! controllers did (a token bucket's rate, a quality knob) beside what the clients saw.
 
 use std::io::{Read, Write};
@@ -30,7 +30,7 @@ pub struct StatsPoller {
 }
 
 impl StatsPoller {
-    /// Starts polling `addr` every `period`. Failed polls (a busy server, say) are skipped.
+    /// Starts polling the admin address `addr` every `period`. Failed polls (a busy server, say) are skipped.
     pub fn start(addr: SocketAddr, period: Duration) -> StatsPoller {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

@@ -133,7 +133,7 @@ pub fn run(
         spike.spike_s,
         spike.onset_s()
     ));
-    let poller = StatsPoller::start(server.addr, Duration::from_secs(1));
+    let poller = StatsPoller::start(server.admin, Duration::from_secs(1));
     let report = lab.load(cfg);
     let samples = poller.stop();
     drop(proxy);

@@ -157,6 +157,11 @@ impl Pool {
         self.wake.notify_all();
     }
 
+    /// The most threads the controller may grow the pool to.
+    pub(crate) fn max_threads(&self) -> usize {
+        self.controller.lock().config().max_threads
+    }
+
     /// Events ready in the pool's stages.
     pub(crate) fn queue_len(&self) -> usize {
         self.stages.lock().iter().map(|s| s.queue_len()).sum()

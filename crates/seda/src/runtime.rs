@@ -18,7 +18,7 @@ use crate::queue::Queue;
 use crate::shared::Shared;
 use crate::sink::Sink;
 use crate::stage::{CoreParts, Mode, StageBuilder, StageCore, StageDyn, admission_of};
-use crate::stats::{EDGE_SOURCES, StageSnapshot};
+use crate::stats::{EDGE_SOURCES, StageHistograms, StageSnapshot};
 
 /// Queue threshold of a queued stage when none is configured: queues are never unbounded by
 /// default (set `threshold = 0` to opt out).
@@ -396,6 +396,17 @@ impl Runtime {
                 })
                 .collect(),
         }
+    }
+
+    /// Every stage's cumulative queueing, service and response-time histograms, by stage name,
+    /// in the order the stages were added. Exporters render their own buckets from these at
+    /// scrape time, so recording stays the one relaxed atomic add it is.
+    pub fn histograms(&self) -> Vec<(String, StageHistograms)> {
+        let stages = self.inner.registry.stages.read().clone();
+        stages
+            .iter()
+            .map(|s| (s.name().to_string(), s.histograms()))
+            .collect()
     }
 
     /// [`stats`](Self::stats) as pretty JSON.

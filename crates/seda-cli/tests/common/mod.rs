@@ -1,5 +1,8 @@
 //! Shared by the CLI tests: start a `seda serve ...` process and learn where it listens.
 
+// Each test binary includes this module and uses only part of it.
+#![allow(dead_code)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
@@ -9,6 +12,29 @@ pub struct Server {
     pub stdout: BufReader<ChildStdout>,
     /// `host:port` from the line it prints when listening.
     pub addr: String,
+    /// `host:port` of its admin address, from the `admin: http://...` line that follows (read
+    /// by [`start_with_admin`] only).
+    pub admin: Option<String>,
+}
+
+fn host_port(line: &str) -> Option<String> {
+    let rest = line.split("http://").nth(1)?;
+    Some(rest.split('/').next().unwrap_or_default().to_string())
+}
+
+/// Like [`start`], then reads on to the `admin: http://host:port/` line.
+pub fn start_with_admin(args: &[&std::ffi::OsStr]) -> Server {
+    let mut server = start(args);
+    let admin = loop {
+        let mut line = String::new();
+        let n = server.stdout.read_line(&mut line).expect("server output");
+        assert!(n > 0, "the server exited before printing its admin address");
+        if line.starts_with("admin: ") {
+            break host_port(&line).expect("an admin address (not `off`)");
+        }
+    };
+    server.admin = Some(admin);
+    server
 }
 
 /// Starts the `seda` binary with `args` and reads stdout up to the line that names its
@@ -24,13 +50,14 @@ pub fn start(args: &[&std::ffi::OsStr]) -> Server {
         let mut line = String::new();
         let n = stdout.read_line(&mut line).expect("server output");
         assert!(n > 0, "the server exited before printing its address");
-        if let Some(rest) = line.split("http://").nth(1) {
-            break rest.split('/').next().unwrap_or_default().to_string();
+        if let Some(addr) = host_port(&line) {
+            break addr;
         }
     };
     Server {
         child,
         stdout,
         addr,
+        admin: None,
     }
 }

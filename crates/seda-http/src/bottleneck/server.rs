@@ -119,7 +119,7 @@ impl BottleneckServer {
         self.http.local_addr()
     }
 
-    /// Where introspection listens, if on its own port.
+    /// Where the admin address listens (stats, graph, `/metrics`, the dashboard), if on.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.http.admin_addr()
     }

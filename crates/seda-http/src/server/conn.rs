@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::{Body as _, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -31,7 +30,7 @@ const MAX_REFUSING: usize = 1024;
 static REFUSING: AtomicUsize = AtomicUsize::new(0);
 
 /// Accepts as fast as connections come, so the listen backlog never does admission control.
-pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, admin: bool) {
+pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let accepted = tokio::select! {
@@ -57,7 +56,7 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, admi
             continue;
         }
         inc(&shared.counters.accepted);
-        tokio::spawn(serve_connection(shared.clone(), stream, admin));
+        tokio::spawn(serve_connection(shared.clone(), stream));
     }
 }
 
@@ -106,14 +105,14 @@ impl Drop for OpenGuard {
     }
 }
 
-async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, admin: bool) {
+async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
     let _open = OpenGuard(shared.clone());
     let state = ConnState::new();
     let io = TokioIo::new(WatchedStream::new(stream, state.clone()));
     let svc = {
         let shared = shared.clone();
         let state = state.clone();
-        service_fn(move |req| handle(shared.clone(), state.clone(), req, admin))
+        service_fn(move |req| handle(shared.clone(), state.clone(), req))
     };
     let cfg = &shared.config;
     if cfg.h2c {
@@ -227,20 +226,13 @@ async fn handle(
     shared: Arc<Shared>,
     state: Arc<ConnState>,
     req: hyper::Request<Incoming>,
-    admin: bool,
 ) -> Result<Response<Body>, Infallible> {
     // hyper calls the service right after parsing the head: the request is born now.
     let born = Instant::now();
     state.begin();
     let _busy = Busy(state);
     inc(&shared.counters.requests);
-    let path = req.uri().path();
-    if (admin || shared.introspect_here) && path.starts_with("/_seda/") {
-        return Ok(introspect(&shared, path));
-    }
-    if admin {
-        return Ok(text(StatusCode::NOT_FOUND, "404 Not Found\n"));
-    }
+    // Introspection is on the admin address only (`crate::admin`), never here.
     let (head, body) = req.into_parts();
     let body = if body.is_end_stream() {
         Bytes::new()
@@ -290,37 +282,4 @@ async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<Bo
         Ok(Err(_)) => Err(text(StatusCode::BAD_REQUEST, "400 Bad Request\n")),
         Err(_) => Err(text(StatusCode::REQUEST_TIMEOUT, "408 Request Timeout\n")),
     }
-}
-
-fn introspect(shared: &Shared, path: &str) -> Response<Body> {
-    let (body, content_type) = match path {
-        "/_seda/stats" => {
-            let runtime = shared
-                .runtime
-                .as_ref()
-                .map(|rt| serde_json::to_value(rt.stats()).unwrap_or_default());
-            let service = shared.extra.as_ref().map(|f| f());
-            let doc = serde_json::json!({
-                "frontend": shared.counters.snapshot(),
-                "runtime": runtime,
-                "service": service,
-            });
-            (
-                serde_json::to_string_pretty(&doc).unwrap_or_default(),
-                "application/json",
-            )
-        }
-        "/_seda/graph" => match &shared.runtime {
-            Some(rt) => (rt.graph().to_dot(), "text/vnd.graphviz"),
-            None => return text(StatusCode::NOT_FOUND, "404 Not Found\n"),
-        },
-        _ => return text(StatusCode::NOT_FOUND, "404 Not Found\n"),
-    };
-    let len = body.len();
-    let mut r = Response::new(Full::new(Bytes::from(body)));
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r.headers_mut()
-        .insert(CONTENT_LENGTH, HeaderValue::from(len));
-    r
 }

@@ -16,26 +16,24 @@ use parking_lot::Mutex;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Notify, watch as tokio_watch};
 
+use crate::admin::{AdminServer, AdminSources};
 use crate::config::HttpConfig;
 use crate::request::HttpRequest;
 use stats::Counters;
 pub use stats::FrontendStats;
 
-/// Extra figures for `/_seda/stats` (a service's own counters, e.g. its cache's).
+/// Extra figures for the admin address's `/_seda/stats` (a service's own counters, e.g. its
+/// cache's).
 pub type ExtraStats = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 /// State shared by the accept loops and every connection.
 pub(crate) struct Shared {
     pub(crate) config: HttpConfig,
     pub(crate) sink: seda::Sink<HttpRequest>,
-    pub(crate) runtime: Option<seda::Runtime>,
-    pub(crate) extra: Option<ExtraStats>,
     pub(crate) counters: Counters,
     pub(crate) shutdown: tokio_watch::Sender<bool>,
     /// Signalled whenever a connection closes (shutdown waits on it).
     pub(crate) closed: Notify,
-    /// Whether introspection answers on the service port.
-    pub(crate) introspect_here: bool,
     /// When a shutdown stops waiting for connections.
     pub(crate) deadline: Mutex<Option<Instant>>,
 }
@@ -49,7 +47,7 @@ pub(crate) struct Shared {
 pub struct HttpServer {
     shared: Arc<Shared>,
     local_addr: SocketAddr,
-    admin_addr: Option<SocketAddr>,
+    admin: Option<AdminServer>,
     engine: Option<Engine>,
 }
 
@@ -62,7 +60,7 @@ impl std::fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpServer")
             .field("local_addr", &self.local_addr)
-            .field("admin_addr", &self.admin_addr)
+            .field("admin_addr", &self.admin_addr())
             .finish_non_exhaustive()
     }
 }
@@ -104,8 +102,9 @@ async fn wait_closed(shared: &Shared, deadline: Instant) -> usize {
 }
 
 impl HttpServer {
-    /// Binds `config.addr` (and the admin address), and starts serving: each request becomes an
-    /// [`HttpRequest`] enqueued into `sink`. `runtime` feeds `/_seda/stats` and `/_seda/graph`.
+    /// Binds `config.addr` and starts serving: each request becomes an [`HttpRequest`] enqueued
+    /// into `sink`. With `config.admin_addr`, an [`AdminServer`] shows `runtime` (stats, graph,
+    /// `/metrics`, the dashboard) and the front end's counters there.
     pub fn start(
         config: HttpConfig,
         sink: seda::Sink<HttpRequest>,
@@ -114,8 +113,8 @@ impl HttpServer {
         Self::start_with_stats(config, sink, runtime, None)
     }
 
-    /// Like [`start`](Self::start); `extra` adds the service's own figures to `/_seda/stats`
-    /// (under `"service"`).
+    /// Like [`start`](Self::start); `extra` adds the service's own figures to the admin
+    /// address's `/_seda/stats` (under `"service"`).
     pub fn start_with_stats(
         config: HttpConfig,
         sink: seda::Sink<HttpRequest>,
@@ -131,21 +130,35 @@ impl HttpServer {
         };
         let (shutdown, _) = tokio_watch::channel(false);
         let shared = Arc::new(Shared {
-            introspect_here: config.introspection && config.admin_addr.is_none(),
             config,
             sink,
-            runtime,
-            extra,
             counters: Counters::default(),
             shutdown,
             closed: Notify::new(),
             deadline: Mutex::new(None),
         });
-        if shared.config.per_core {
-            Self::start_per_core(shared, threads)
+        let admin =
+            match shared.config.admin_addr {
+                Some(addr) => {
+                    let counters = shared.clone();
+                    let sources = AdminSources {
+                        runtime,
+                        frontend: Some(Arc::new(move || counters.counters.snapshot())),
+                        extra,
+                    };
+                    Some(AdminServer::start(addr, sources).map_err(|e| {
+                        io::Error::new(e.kind(), format!("admin address {addr}: {e}"))
+                    })?)
+                }
+                None => None,
+            };
+        let mut server = if shared.config.per_core {
+            Self::start_per_core(shared, threads)?
         } else {
-            Self::start_shared(shared, threads)
-        }
+            Self::start_shared(shared, threads)?
+        };
+        server.admin = admin;
+        Ok(server)
     }
 
     fn start_shared(shared: Arc<Shared>, threads: usize) -> io::Result<HttpServer> {
@@ -155,24 +168,13 @@ impl HttpServer {
             .enable_all()
             .build()?;
         let cfg = &shared.config;
-        let (listener, admin) = tokio.block_on(async {
-            let l = listen(cfg.addr, cfg.backlog, false)?;
-            let a = match (cfg.introspection, cfg.admin_addr) {
-                (true, Some(addr)) => Some(listen(addr, 128, false)?),
-                _ => None,
-            };
-            Ok::<_, io::Error>((l, a))
-        })?;
+        let listener = tokio.block_on(async { listen(cfg.addr, cfg.backlog, false) })?;
         let local_addr = listener.local_addr()?;
-        let admin_addr = admin.as_ref().map(TcpListener::local_addr).transpose()?;
-        tokio.spawn(conn::accept_loop(shared.clone(), listener, false));
-        if let Some(admin) = admin {
-            tokio.spawn(conn::accept_loop(shared.clone(), admin, true));
-        }
+        tokio.spawn(conn::accept_loop(shared.clone(), listener));
         Ok(HttpServer {
             shared,
             local_addr,
-            admin_addr,
+            admin: None,
             engine: Some(Engine::Shared(tokio)),
         })
     }
@@ -185,26 +187,21 @@ impl HttpServer {
             // a plain bind first makes that an "address in use" error instead.
             drop(std::net::TcpListener::bind(addr)?);
         }
-        let mut admin_addr = None;
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {
             let (ready_tx, ready_rx) = std::sync::mpsc::channel();
             let shared2 = shared.clone();
-            let with_admin = i == 0;
             let handle = std::thread::Builder::new()
                 .name(format!("seda-http-{i}"))
-                .spawn(move || core_thread(shared2, addr, with_admin, ready_tx))?;
+                .spawn(move || core_thread(shared2, addr, ready_tx))?;
             let started = ready_rx
                 .recv()
                 .map_err(|_| io::Error::other("a front-end thread died while starting"))
                 .and_then(|r| r);
             match started {
-                Ok((bound, admin)) => {
+                Ok(bound) => {
                     // Later threads bind the port the first one got (port 0 asks for one).
                     addr = bound;
-                    if with_admin {
-                        admin_addr = admin;
-                    }
                     handles.push(handle);
                 }
                 Err(e) => {
@@ -219,7 +216,7 @@ impl HttpServer {
         Ok(HttpServer {
             shared,
             local_addr: addr,
-            admin_addr,
+            admin: None,
             engine: Some(Engine::PerCore(handles)),
         })
     }
@@ -229,9 +226,9 @@ impl HttpServer {
         self.local_addr
     }
 
-    /// Where introspection listens, if on its own port.
+    /// Where the admin address listens (stats, graph, `/metrics`, the dashboard), if on.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
-        self.admin_addr
+        self.admin.as_ref().map(AdminServer::local_addr)
     }
 
     /// The front end's counters.
@@ -243,6 +240,9 @@ impl HttpServer {
     /// `timeout` for every connection to end, then cuts what is left.
     pub fn shutdown(mut self, timeout: Duration) -> ShutdownSummary {
         let deadline = Instant::now() + timeout;
+        if let Some(admin) = self.admin.take() {
+            admin.shutdown();
+        }
         *self.shared.deadline.lock() = Some(deadline);
         let _ = self.shared.shutdown.send(true);
         let connections_cut = match self.engine.take() {
@@ -263,14 +263,13 @@ impl HttpServer {
     }
 }
 
-type Started = io::Result<(SocketAddr, Option<SocketAddr>)>;
+type Started = io::Result<SocketAddr>;
 
 /// One per-core front-end thread: its own single-thread runtime and listener. Returns the
 /// connections still open when the shutdown wait ran out.
 fn core_thread(
     shared: Arc<Shared>,
     addr: SocketAddr,
-    with_admin: bool,
     ready: std::sync::mpsc::Sender<Started>,
 ) -> usize {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -285,32 +284,18 @@ fn core_thread(
     };
     rt.block_on(async move {
         let cfg = &shared.config;
-        let bound = (|| {
-            let l = listen(addr, cfg.backlog, true)?;
-            let a = match (with_admin && cfg.introspection, cfg.admin_addr) {
-                (true, Some(a)) => Some(listen(a, 128, false)?),
-                _ => None,
-            };
-            let addrs = (
-                l.local_addr()?,
-                a.as_ref().map(TcpListener::local_addr).transpose()?,
-            );
-            Ok::<_, io::Error>((l, a, addrs))
-        })();
-        let (listener, admin) = match bound {
-            Ok((l, a, addrs)) => {
-                let _ = ready.send(Ok(addrs));
-                (l, a)
+        let bound = listen(addr, cfg.backlog, true).and_then(|l| Ok((l.local_addr()?, l)));
+        let listener = match bound {
+            Ok((local, l)) => {
+                let _ = ready.send(Ok(local));
+                l
             }
             Err(e) => {
                 let _ = ready.send(Err(e));
                 return 0;
             }
         };
-        if let Some(admin) = admin {
-            tokio::spawn(conn::accept_loop(shared.clone(), admin, true));
-        }
-        conn::accept_loop(shared.clone(), listener, false).await;
+        conn::accept_loop(shared.clone(), listener).await;
         let deadline = shared
             .deadline
             .lock()

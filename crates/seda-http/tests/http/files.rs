@@ -1,4 +1,4 @@
-//! The static-file service: bytes, HEAD, validators, ranges, safe paths, introspection.
+//! The static-file service: bytes, HEAD, validators, ranges, safe paths.
 
 use std::fs;
 use std::time::Duration;
@@ -203,51 +203,5 @@ fn a_fifo_in_the_root_is_not_served_and_blocks_nothing() {
     }
     let server = static_server(dir.path(), |c| c.statics.io_threads = 1);
     assert_eq!(get(server.local_addr(), "/pipe").status, 404);
-    server.shutdown(Duration::from_secs(5));
-}
-
-#[test]
-fn introspection_on_the_service_port_an_admin_port_or_off() {
-    let dir = TempDir::new();
-    fs::write(dir.path().join("a"), "a").expect("write");
-    let server = static_server(dir.path(), |_| {});
-    let addr = server.local_addr();
-    assert_eq!(get(addr, "/a").status, 200);
-    let stats = get(addr, "/_seda/stats");
-    assert_eq!(stats.status, 200);
-    assert_eq!(stats.header("content-type"), Some("application/json"));
-    let doc: serde_json::Value = serde_json::from_slice(&stats.body).expect("json");
-    assert!(doc["frontend"]["open_connections"].as_u64() >= Some(1));
-    assert!(doc["frontend"]["accepted_connections"].as_u64() >= Some(2));
-    let names: Vec<&str> = doc["runtime"]["stages"]
-        .as_array()
-        .expect("stages")
-        .iter()
-        .filter_map(|s| s["name"].as_str())
-        .collect();
-    for stage in seda_http::statics::STAGES {
-        assert!(names.contains(&stage), "{stage} in {names:?}");
-    }
-    assert!(doc["service"]["page_cache"]["hits"].as_u64().is_some());
-    let graph = get(addr, "/_seda/graph");
-    assert!(graph.text().contains("digraph") && graph.text().contains("\"route\" -> \"cache\""));
-    server.shutdown(Duration::from_secs(5));
-
-    let server = static_server(dir.path(), |c| c.http.introspection = false);
-    assert_eq!(get(server.local_addr(), "/_seda/stats").status, 404);
-    server.shutdown(Duration::from_secs(5));
-
-    let server = static_server(dir.path(), |c| {
-        c.http.admin_addr = Some("127.0.0.1:0".parse().expect("addr"));
-    });
-    let admin = server.admin_addr().expect("admin port");
-    assert_eq!(get(admin, "/_seda/stats").status, 200);
-    assert_eq!(
-        get(admin, "/a").status,
-        404,
-        "the admin port serves no files"
-    );
-    assert_eq!(get(server.local_addr(), "/_seda/stats").status, 404);
-    assert_eq!(get(server.local_addr(), "/a").status, 200);
     server.shutdown(Duration::from_secs(5));
 }

@@ -1,5 +1,6 @@
 //! Integration tests over real sockets on 127.0.0.1 (ephemeral ports).
 
+mod admin;
 mod client;
 mod files;
 mod frontend;

@@ -6,7 +6,7 @@ mod open;
 mod partly_open;
 
 use std::cell::{Cell, RefCell};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -92,7 +92,8 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
         limits,
         stopping: Cell::new(false),
     });
-    tokio::task::spawn_local(ticker(ctx.clone(), progress));
+    let bar = progress.then(|| progress_bar(ctx.cfg.warmup + ctx.cfg.duration));
+    tokio::task::spawn_local(ticker(ctx.clone(), bar.clone()));
     match ctx.cfg.model.clone() {
         Model::Closed(m) => {
             tokio::task::spawn_local(closed::controller(ctx.clone(), m));
@@ -107,8 +108,9 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
     tokio::time::sleep_until(ctx.end.into()).await;
     ctx.stopping.set(true);
     let elapsed = ctx.measure_from.elapsed();
-    if progress {
-        eprintln!();
+    if let Some(bar) = bar {
+        // Leave the last line on the terminal.
+        bar.abandon();
     }
     let model = ctx.cfg.describe();
     let classes = ctx.cfg.workload.classes();
@@ -120,8 +122,21 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
     Ok(rec.report(model, elapsed))
 }
 
-/// Closes an interval every `interval` and prints the progress line.
-async fn ticker(ctx: Rc<Ctx>, progress: bool) {
+/// A progress bar over the whole run (warm-up included), redrawn by the ticker. Only on a
+/// terminal: the caller passes none otherwise, so CI logs stay quiet.
+fn progress_bar(total: std::time::Duration) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total.as_millis().try_into().unwrap_or(u64::MAX)),
+        indicatif::ProgressDrawTarget::stderr_with_hz(4),
+    );
+    let style = indicatif::ProgressStyle::with_template("{bar:20} {elapsed:>4}/{duration:4} {msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+/// Closes an interval every `interval` and shows the progress line.
+async fn ticker(ctx: Rc<Ctx>, bar: Option<indicatif::ProgressBar>) {
     let interval = ctx.cfg.interval;
     let mut k: u32 = 1;
     loop {
@@ -136,10 +151,15 @@ async fn ticker(ctx: Rc<Ctx>, progress: bool) {
         rec.aimd_window = ctx.gate.as_ref().map(Gate::window);
         let line = rec.close_interval(at - ctx.measure_from).progress_line();
         drop(rec);
-        if progress {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r{line}\x1b[K");
-            let _ = err.flush();
+        if let Some(bar) = &bar {
+            bar.set_position(
+                ctx.start
+                    .elapsed()
+                    .as_millis()
+                    .try_into()
+                    .unwrap_or(u64::MAX),
+            );
+            bar.set_message(line);
         }
         k += 1;
     }

@@ -439,11 +439,16 @@ impl<E: Event> StageDyn for StageCore<E> {
             queue_len: self.queue_len(),
             threshold: self.queue.threshold(),
             threads: self.pool.as_ref().map_or(0, |p| p.threads()),
+            threads_max: self.pool.as_ref().map_or(0, |p| p.max_threads()),
             batch_size: self.batch_max.load(Ordering::Relaxed),
             controller,
             totals,
             period,
         }
+    }
+
+    fn histograms(&self) -> crate::stats::StageHistograms {
+        self.stats.histograms()
     }
 
     fn edge_counts(&self) -> Vec<(usize, u64)> {

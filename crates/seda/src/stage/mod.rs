@@ -52,6 +52,7 @@ pub(crate) trait StageDyn: Send + Sync {
     fn settled(&self) -> u64;
     fn roll_stats(&self, now: Instant);
     fn snapshot(&self) -> StageSnapshot;
+    fn histograms(&self) -> crate::stats::StageHistograms;
     fn edge_counts(&self) -> Vec<(usize, u64)>;
     fn mode_name(&self) -> &'static str;
     /// Drops whatever is still queued (shutdown gave up waiting); returns how many.

@@ -140,6 +140,30 @@ impl Histogram {
         Some(Duration::from_secs_f64(sum / total as f64 / 1e9))
     }
 
+    /// Values recorded in buckets that lie wholly at or below `bound`: the cumulative count of
+    /// a Prometheus bucket `le = bound`, short by at most the one bucket (about 3% wide) that
+    /// straddles `bound`.
+    pub fn count_at_most(&self, bound: Duration) -> u64 {
+        let ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
+        // Buckets before the one holding `ns + 1` hold only values <= ns.
+        let whole = match ns.checked_add(1) {
+            Some(next) => index(next),
+            None => BUCKETS,
+        };
+        self.counts[..whole.min(BUCKETS)].iter().sum()
+    }
+
+    /// The sum of the recorded values (bucket midpoints), seconds.
+    pub fn sum_s(&self) -> f64 {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c != 0)
+            .map(|(i, &c)| c as f64 * midpoint(i) as f64)
+            .sum::<f64>()
+            / 1e9
+    }
+
     /// The summary stats and JSON show.
     pub fn summary(&self) -> HistogramSummary {
         let s = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
@@ -202,6 +226,27 @@ mod tests {
         let mut again = Histogram::default();
         h.take_into(&mut again);
         assert_eq!(again.count(), 0, "take resets");
+    }
+
+    #[test]
+    fn count_at_most_is_cumulative_within_a_bucket() {
+        let h = AtomicHistogram::new();
+        for ms in 1..=1000u64 {
+            h.record(Duration::from_millis(ms));
+        }
+        let mut snap = Histogram::default();
+        h.take_into(&mut snap);
+        let at = |ms| snap.count_at_most(Duration::from_millis(ms));
+        // Within one ~3% bucket of the true count (ms values 1..=bound).
+        for bound in [1u64, 10, 100, 250, 500, 999] {
+            let n = at(bound);
+            assert!(n <= bound, "bound {bound}: {n}");
+            assert!(n as f64 >= bound as f64 * 0.96 - 1.0, "bound {bound}: {n}");
+        }
+        assert_eq!(at(10_000), 1000);
+        assert_eq!(snap.count_at_most(Duration::ZERO), 0);
+        let sum = snap.sum_s();
+        assert!((sum - 500.5).abs() / 500.5 < 0.04, "sum {sum}");
     }
 
     #[test]

@@ -160,6 +160,22 @@ impl StageStats {
         p.started = now;
     }
 
+    /// The histograms since start (including the running period), for exporters that render
+    /// their own buckets (Prometheus). Reads the live counts without resetting them.
+    pub(crate) fn histograms(&self) -> StageHistograms {
+        let p = self.period.lock();
+        let mut h = StageHistograms {
+            queueing: p.queueing.clone(),
+            service: p.service.clone(),
+            response: p.response.clone(),
+        };
+        drop(p);
+        self.queueing.add_to(&mut h.queueing);
+        self.service.add_to(&mut h.service);
+        self.response.add_to(&mut h.response);
+        h
+    }
+
     /// Totals since start (including the running period) and the last closed period.
     pub(crate) fn snapshot(&self) -> (PeriodSnapshot, Option<PeriodSnapshot>) {
         let p = self.period.lock();
@@ -286,6 +302,8 @@ pub struct StageSnapshot {
     pub threshold: Option<usize>,
     /// Worker threads of its pool.
     pub threads: usize,
+    /// The most threads its pool's controller may grow to (0 when inline).
+    pub threads_max: usize,
     /// Current batch-size target.
     pub batch_size: usize,
     /// Admission controller name and state, if one is attached.
@@ -303,6 +321,27 @@ pub struct ControllerSnapshot {
     pub name: &'static str,
     /// Its state as named numbers.
     pub state: BTreeMap<&'static str, f64>,
+}
+
+/// A stage's cumulative histograms since start (see [`crate::Runtime::histograms`]).
+#[derive(Clone, Default)]
+pub struct StageHistograms {
+    /// Time from enqueue to dequeue.
+    pub queueing: Histogram,
+    /// Handler time per event.
+    pub service: Histogram,
+    /// Time from the request's birth to the end of this stage.
+    pub response: Histogram,
+}
+
+impl std::fmt::Debug for StageHistograms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageHistograms")
+            .field("queueing", &self.queueing.count())
+            .field("service", &self.service.count())
+            .field("response", &self.response.count())
+            .finish()
+    }
 }
 
 /// Time a batch of `n` events took, recorded as `n` samples of the per-event average.

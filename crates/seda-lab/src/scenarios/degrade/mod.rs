@@ -242,7 +242,7 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
         spike.onset_s(),
         spike.target_s
     ));
-    let poller = StatsPoller::start(server.addr, Duration::from_millis(500));
+    let poller = StatsPoller::start(server.admin, Duration::from_millis(500));
     let core = |c: Option<usize>| c.and_then(bottleneck::core_busy_seconds);
     let me = || bottleneck::process_cpu_seconds(std::process::id());
     let (cpu_before, core_before) = (server.cpu_seconds(), core(lab.server_cpu));

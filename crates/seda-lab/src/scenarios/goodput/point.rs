@@ -172,7 +172,7 @@ pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, capacity: f64) -> Result<
             "{}: {load_x} x capacity = {rate:.0} logins/s",
             v.name
         ));
-        let poller = StatsPoller::start(server.addr, Duration::from_secs(1));
+        let poller = StatsPoller::start(server.admin, Duration::from_secs(1));
         let report = lab.load(cfg);
         Ok::<_, anyhow::Error>((report, poller.stop()))
     })();
