@@ -57,6 +57,7 @@
 mod config;
 mod dist;
 mod engine;
+pub mod levers;
 pub mod metrics;
 mod rng;
 pub mod scenarios;
@@ -80,6 +81,10 @@ pub struct SimResult {
     pub wall_s: f64,
     /// Per-stage counts over the whole run (stage 0 first).
     pub stages: Vec<StageStats>,
+    /// Stage 0's control periods when a lever is on ([`SimConfig::levers`]).
+    pub periods: Vec<levers::Period>,
+    /// The pool controller's mean one-step ARX prediction error, if it fits a model.
+    pub arx_error: Option<f64>,
 }
 
 /// What happened at one stage over a whole run.
@@ -93,6 +98,8 @@ pub struct StageStats {
     pub expired: u64,
     /// Requests it served.
     pub served: u64,
+    /// Requests cut in service by the terminator.
+    pub terminated: u64,
     /// End-to-end response times of the requests that left the graph from this stage.
     pub exits: LogHistogram,
 }
