@@ -7,6 +7,7 @@ mod classes;
 mod common;
 mod degrade;
 mod goodput;
+pub mod pool_control;
 mod spike;
 mod stages;
 mod users;
@@ -70,13 +71,14 @@ pub struct Scenario {
 }
 
 /// Every scenario.
-pub const ALL: [Scenario; 6] = [
+pub const ALL: [Scenario; 7] = [
     spike::SCENARIO,
     users::SCENARIO,
     classes::SCENARIO,
     goodput::SCENARIO,
     degrade::SCENARIO,
     stages::SCENARIO,
+    pool_control::SCENARIO,
 ];
 
 /// Runs the scenario called `name`.
