@@ -10,6 +10,7 @@ mod goodput;
 pub mod pool_control;
 mod spike;
 mod stages;
+pub mod thesis_open;
 mod users;
 
 use anyhow::{Result, bail};
@@ -71,7 +72,7 @@ pub struct Scenario {
 }
 
 /// Every scenario.
-pub const ALL: [Scenario; 7] = [
+pub const ALL: [Scenario; 8] = [
     spike::SCENARIO,
     users::SCENARIO,
     classes::SCENARIO,
@@ -79,6 +80,7 @@ pub const ALL: [Scenario; 7] = [
     degrade::SCENARIO,
     stages::SCENARIO,
     pool_control::SCENARIO,
+    thesis_open::SCENARIO,
 ];
 
 /// Runs the scenario called `name`.
