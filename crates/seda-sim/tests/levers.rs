@@ -100,3 +100,30 @@ fn thesis_open_serves_90_percent_of_all_within_target_rejecting_at_most_4_percen
         "{of_all:?}"
     );
 }
+
+#[test]
+fn sert_doubles_throughput_during_the_shift_and_serves_85_percent_within_1s() {
+    use seda_sim::scenarios::sert;
+    let mut s = Vec::new();
+    for name in sert::SHIFT_VARIANTS {
+        let r = sert::run_shift_variant(name, 1).unwrap();
+        let sum = sert::shift_summary(name, &r);
+        println!(
+            "{name}: throughput {:.1}/s, mean response {:.3} s, within 1 s {:.3}, terminated {:.3}",
+            sum.throughput_per_s.unwrap(),
+            sum.extra_f64("mean_response_s").unwrap(),
+            sum.extra_f64("within_1s_fraction").unwrap(),
+            sum.extra_f64("terminated_fraction").unwrap()
+        );
+        s.push(sum);
+    }
+    let (alone, sert) = (&s[0], &s[1]);
+    assert!(
+        sert.throughput_per_s.unwrap() >= 2.0 * alone.throughput_per_s.unwrap(),
+        "{:?} vs {:?}",
+        sert.throughput_per_s,
+        alone.throughput_per_s
+    );
+    let within = sert.extra_f64("within_1s_fraction").unwrap();
+    assert!(within >= 0.85, "{within}");
+}

@@ -26,6 +26,8 @@ pub(crate) struct LeverState {
     response: LogHistogram,
     response_sum_s: f64,
     pub periods: Vec<Period>,
+    /// Stage 0's service phases: (start in ns, distribution), sorted.
+    pub phases: Vec<(u64, crate::Dist)>,
 }
 
 impl LeverState {
@@ -35,7 +37,14 @@ impl LeverState {
             .termination
             .as_ref()
             .map_or(u64::MAX, |t| t.terminator.threshold().as_nanos() as u64);
+        let mut phases: Vec<(u64, crate::Dist)> = l
+            .phases
+            .into_iter()
+            .map(|(t, d)| (secs_to_ns(t), d))
+            .collect();
+        phases.sort_by_key(|p| p.0);
         LeverState {
+            phases,
             pool: l.pool,
             termination: l.termination,
             period_ns,

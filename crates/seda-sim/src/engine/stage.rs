@@ -143,7 +143,11 @@ impl Sim {
             self.finish(req, Outcome::Expired);
             return false;
         }
-        let mut service_s = st.cfg.service.sample(&mut self.rng_service) * st.service_scale;
+        let dist = match self.levers.phases.iter().rev().find(|p| p.0 <= now) {
+            Some(p) if s == 0 => &p.1,
+            _ => &st.cfg.service,
+        };
+        let mut service_s = dist.sample(&mut self.rng_service) * st.service_scale;
         if let Some(c) = st.contention {
             let busy = st.active.saturating_sub(st.free_servers.len() as u32);
             service_s *= c.factor(busy);

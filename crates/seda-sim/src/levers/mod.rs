@@ -131,6 +131,9 @@ pub struct Levers {
     pub termination: Option<Termination>,
     /// The control period of the pool and the terminator (003 uses 2 s).
     pub period_s: f64,
+    /// Changes of stage 0's service-time distribution: from each `(time_s, dist)` on (a shift
+    /// in the request mix, 004's `sert-shift`). Before the first, the stage's own.
+    pub phases: Vec<(f64, crate::Dist)>,
 }
 
 impl Levers {
@@ -159,6 +162,12 @@ impl Levers {
         {
             return Err(format!("contention needs knee, slope >= 0, got {c:?}"));
         }
+        for (t, d) in &self.phases {
+            if !t.is_finite() {
+                return Err(format!("a service phase needs a finite start, got {t}"));
+            }
+            d.validate()?;
+        }
         if let Some(p) = &self.pool
             && !(1..=1_000_000).contains(&p.max_servers)
         {
@@ -181,6 +190,7 @@ impl std::fmt::Debug for Levers {
                 &self.termination.as_ref().map(|t| t.terminator.threshold()),
             )
             .field("period_s", &self.period_s)
+            .field("phases", &self.phases)
             .finish()
     }
 }

@@ -8,6 +8,7 @@ mod common;
 mod degrade;
 mod goodput;
 pub mod pool_control;
+pub mod sert;
 mod spike;
 mod stages;
 pub mod thesis_open;
@@ -72,7 +73,7 @@ pub struct Scenario {
 }
 
 /// Every scenario.
-pub const ALL: [Scenario; 8] = [
+pub const ALL: [Scenario; 10] = [
     spike::SCENARIO,
     users::SCENARIO,
     classes::SCENARIO,
@@ -81,6 +82,8 @@ pub const ALL: [Scenario; 8] = [
     stages::SCENARIO,
     pool_control::SCENARIO,
     thesis_open::SCENARIO,
+    sert::SHIFT,
+    sert::THRESHOLD,
 ];
 
 /// Runs the scenario called `name`.

@@ -140,8 +140,8 @@ pub fn run_plant(
             sizer,
             max_servers: MAX_THREADS,
         }),
-        termination: None,
         period_s: PERIOD_S,
+        ..Levers::new()
     };
     sim(cfg)
 }
