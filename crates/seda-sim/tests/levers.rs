@@ -127,3 +127,102 @@ fn sert_doubles_throughput_during_the_shift_and_serves_85_percent_within_1s() {
     let within = sert.extra_f64("within_1s_fraction").unwrap();
     assert!(within >= 0.85, "{within}");
 }
+
+#[test]
+fn eager_clients_send_again_when_the_reply_is_late() {
+    use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
+    // One server of 1 s service, 10 clients with 0.2 s patience and no think: a closed loop
+    // would offer 10 requests over the first second; eager clients offer one per 0.2 s each.
+    let eager = Population::Eager {
+        clients: 10,
+        patience: Dist::Deterministic { mean_s: 0.2 },
+        think: Dist::Deterministic { mean_s: 0.0 },
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
+    let stage = StageConfig {
+        servers: 1,
+        service: Dist::Deterministic { mean_s: 1.0 },
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(1.05, stage, vec![SourceConfig::new(eager)]);
+    cfg.bucket_s = 0.05;
+    let r = simulate(cfg).unwrap();
+    // Sends at 0, 0.2, 0.4, 0.6, 0.8, 1.0 (the reply at 1.0 for the first client's first one
+    // makes it send then, not again at 1.0 by patience).
+    assert_eq!(r.metrics.total.offered, 60, "{:?}", r.metrics.total.offered);
+    assert_eq!(r.metrics.total.completed, 1);
+}
+
+#[test]
+fn a_request_past_the_threshold_is_cut_and_frees_its_server() {
+    use seda_control::terminate::FixedThreshold;
+    use seda_sim::levers::{Levers, Termination};
+    use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
+    use std::time::Duration;
+    // One server; every request takes 1 s; the threshold is 0.3 s, so each is
+    // cut at 0.3 s and the next starts at once: over 3 s, 10 cut, none completed.
+    let open = Population::Open {
+        rate_per_s: 100.0,
+        poisson: false,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
+    let stage = StageConfig {
+        servers: 1,
+        service: Dist::Deterministic { mean_s: 1.0 },
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(3.0 + 1e-6, stage, vec![SourceConfig::new(open)]);
+    cfg.levers = Levers::new();
+    cfg.levers.termination = Some(Termination {
+        terminator: Box::new(FixedThreshold(Duration::from_millis(300))),
+    });
+    let r = simulate(cfg).unwrap();
+    assert_eq!(r.metrics.total.terminated, 10);
+    assert_eq!(r.metrics.total.completed, 0);
+    assert_eq!(r.stages[0].terminated, 10);
+}
+
+#[test]
+fn a_pool_resized_each_period_serves_with_its_new_size() {
+    use seda_sim::levers::{Levers, PoolControl, PoolPeriod, PoolSizer};
+    use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
+    // 2 servers, then 8 from the first period on: saturated, 1 s service, 10 s.
+    struct Grow;
+    impl PoolSizer for Grow {
+        fn name(&self) -> &'static str {
+            "grow"
+        }
+        fn resize(&mut self, _p: &PoolPeriod) -> u32 {
+            8
+        }
+    }
+    let users = Population::Closed {
+        users: 50,
+        think: Dist::Deterministic { mean_s: 0.0 },
+        reject_wait: None,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
+    let stage = StageConfig {
+        servers: 2,
+        service: Dist::Deterministic { mean_s: 1.0 },
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(10.5, stage, vec![SourceConfig::new(users)]);
+    cfg.levers = Levers::new();
+    cfg.levers.period_s = 2.0;
+    cfg.levers.pool = Some(PoolControl {
+        sizer: Box::new(Grow),
+        max_servers: 6,
+    });
+    let r = simulate(cfg).unwrap();
+    // 2 servers for 2 s (4 done), then 6 (clamped to max) for 8.5 s (48 done by 10).
+    assert_eq!(r.metrics.total.completed, 4 + 6 * 8);
+    assert_eq!(r.periods[0].servers, 2);
+    assert!(r.periods[1..].iter().all(|p| p.servers == 6));
+}

@@ -6,6 +6,7 @@
 mod classes;
 mod common;
 mod degrade;
+pub mod dynamic_groups;
 mod goodput;
 pub mod pool_control;
 pub mod sert;
@@ -73,7 +74,7 @@ pub struct Scenario {
 }
 
 /// Every scenario.
-pub const ALL: [Scenario; 10] = [
+pub const ALL: [Scenario; 11] = [
     spike::SCENARIO,
     users::SCENARIO,
     classes::SCENARIO,
@@ -84,6 +85,7 @@ pub const ALL: [Scenario; 10] = [
     thesis_open::SCENARIO,
     sert::SHIFT,
     sert::THRESHOLD,
+    dynamic_groups::SCENARIO,
 ];
 
 /// Runs the scenario called `name`.
