@@ -7,7 +7,7 @@ use seda_sim::scenarios::{pool_control, thesis_open};
 #[test]
 fn arx_one_step_prediction_error_is_within_10_percent_on_each_plant() {
     for plant in &pool_control::PLANTS {
-        let (_, _, best) = pool_control::best_fixed(plant, 1).unwrap();
+        let best = pool_control::best_fixed(plant, 1).unwrap().per_s;
         let steps: Vec<(f64, f64)> = pool_control::STEPS
             .iter()
             .enumerate()
@@ -24,7 +24,7 @@ fn arx_one_step_prediction_error_is_within_10_percent_on_each_plant() {
 #[test]
 fn p_control_follows_a_step_within_3_periods_with_steady_error_within_5_percent() {
     for plant in &pool_control::PLANTS {
-        let (_, _, best) = pool_control::best_fixed(plant, 1).unwrap();
+        let best = pool_control::best_fixed(plant, 1).unwrap().per_s;
         let targets: Vec<f64> = pool_control::STEPS.iter().map(|f| f * best).collect();
         let steps: Vec<(f64, f64)> = targets
             .iter()
@@ -43,7 +43,11 @@ fn p_control_follows_a_step_within_3_periods_with_steady_error_within_5_percent(
 #[test]
 fn self_tuning_pool_reaches_95_percent_of_the_best_fixed_pool_with_overshoot_within_20_percent() {
     for plant in &pool_control::PLANTS {
-        let (sweep, best_n, best) = pool_control::best_fixed(plant, 1).unwrap();
+        let pool_control::BestFixed {
+            sweep,
+            threads: best_n,
+            per_s: best,
+        } = pool_control::best_fixed(plant, 1).unwrap();
         // The sweep really has an interior optimum on the contention plant.
         if plant.name == "contention" {
             assert!(sweep.last().unwrap().1 < 0.8 * best, "{sweep:?}");

@@ -156,18 +156,33 @@ pub fn mean_throughput(periods: &[Period], from_s: f64) -> f64 {
     tail.iter().sum::<f64>() / tail.len().max(1) as f64
 }
 
+/// The fixed-pool sweep and its best point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BestFixed {
+    /// (threads, throughput) per pool size.
+    pub sweep: Vec<(u32, f64)>,
+    /// The best pool's size.
+    pub threads: u32,
+    /// Its throughput.
+    pub per_s: f64,
+}
+
 /// The fixed-pool sweep: (threads, throughput) per size, and the best.
-pub fn best_fixed(plant: &Plant, seed: u64) -> Result<(Vec<(u32, f64)>, u32, f64)> {
+pub fn best_fixed(plant: &Plant, seed: u64) -> Result<BestFixed> {
     let mut sweep = Vec::new();
     for n in SWEEP {
         let r = run_plant(plant, Box::new(FixedPool(n)), n, SWEEP_S, seed)?;
         sweep.push((n, mean_throughput(&r.periods, SWEEP_S / 4.0)));
     }
-    let (n, y) = sweep
+    let (threads, per_s) = sweep
         .iter()
         .copied()
         .fold((0, 0.0), |b, x| if x.1 > b.1 { x } else { b });
-    Ok((sweep, n, y))
+    Ok(BestFixed {
+        sweep,
+        threads,
+        per_s,
+    })
 }
 
 /// How a controller followed the target steps.
@@ -236,7 +251,11 @@ fn run(args: &Options) -> Result<Output> {
     );
     let mut plants_json = Vec::new();
     for plant in &PLANTS {
-        let (sweep, best_n, best) = best_fixed(plant, args.seed)?;
+        let BestFixed {
+            sweep,
+            threads: best_n,
+            per_s: best,
+        } = best_fixed(plant, args.seed)?;
         text += &format!(
             "\nplant {} (knee {}, slope {:.3}): best fixed pool {best_n} threads, {best:.0}/s; sweep {}\n",
             plant.name,
