@@ -8,7 +8,8 @@ use seda_sim::scenarios::{self, Options};
 /// Arguments of `seda sim`.
 #[derive(Args, Debug, Clone)]
 pub struct SimArgs {
-    /// Scenario: spike, users, classes, goodput, degrade or stages.
+    /// Scenario: spike, users, classes, goodput, degrade, stages, pool-control, thesis-open,
+    /// sert-shift, sert-threshold or dynamic-groups.
     pub scenario: String,
     /// Run only this controller (default: every controller of the scenario).
     #[arg(long)]

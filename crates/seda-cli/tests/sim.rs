@@ -62,3 +62,56 @@ fn bad_names_give_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("NAME=VALUE"));
 }
+
+#[test]
+fn the_levers_scenarios_print_the_summary_keys_the_issues_name() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = seda(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let v = json(&["sim", "pool-control", "--controller", "p", "--json"]);
+    for plant in v["plants"].as_array().expect("plants") {
+        let s = &plant["runs"][0]["summary"];
+        for key in [
+            "steady_error",
+            "settle_periods",
+            "thread_overshoot",
+            "fraction_of_best_fixed",
+            "arx_error",
+        ] {
+            assert!(s[key].is_number(), "pool-control {key}: {s}");
+        }
+    }
+    let v = json(&["sim", "thesis-open", "--json"]);
+    for (_, run) in v["runs"].as_object().expect("runs") {
+        let s = &run["summary"];
+        for key in [
+            "within_target_of_all",
+            "within_target_of_processed",
+            "rejected_fraction",
+        ] {
+            assert!(s[key].is_number(), "thesis-open {key}: {s}");
+        }
+    }
+    let v = json(&["sim", "sert-shift", "--json"]);
+    for (_, run) in v["runs"].as_object().expect("runs") {
+        let s = &run["summary"];
+        for key in [
+            "throughput_per_s",
+            "mean_response_s",
+            "within_1s_fraction",
+            "terminated_fraction",
+            "throughput_loss",
+        ] {
+            assert!(s[key].is_number(), "sert-shift {key}: {s}");
+        }
+    }
+    let out = seda(&["sim", "pool-control", "--controller", "nope"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hill_climbing"));
+}

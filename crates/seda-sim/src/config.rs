@@ -4,6 +4,7 @@
 use seda_control::{AdmissionController, AimdWindowConfig};
 
 use crate::Dist;
+use crate::levers::Levers;
 
 /// How a source generates requests.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +48,23 @@ pub enum Population {
         /// First session not before this.
         start_s: f64,
         /// No session after this.
+        end_s: f64,
+    },
+    /// The thesis's partly-open clients (003 Section 5.2): `clients` clients, active in
+    /// `[start_s, end_s)`; each sends its next request when its reply arrives (after `think`)
+    /// or when `patience` has passed since its last send without a reply, whichever is first, so
+    /// a client has more than one request outstanding, and the offered load grows, when the
+    /// server falls behind. A refused request counts as a reply.
+    Eager {
+        /// Number of clients.
+        clients: u32,
+        /// The expected time: past it without a reply the client sends again.
+        patience: Dist,
+        /// Think time after a reply.
+        think: Dist,
+        /// When the clients arrive.
+        start_s: f64,
+        /// When they leave.
         end_s: f64,
     },
 }
@@ -148,6 +166,8 @@ pub struct SimConfig {
     /// admission controller reports a `quality` in its state (as `degradation` does), service
     /// times become `s x (1 - degradable + degradable x quality)`, updated every tick.
     pub degradable: f64,
+    /// Stage 0's resource and termination levers (pool sizing, an emulated plant, a terminator).
+    pub levers: Levers,
 }
 
 impl std::fmt::Debug for SimConfig {
@@ -158,6 +178,7 @@ impl std::fmt::Debug for SimConfig {
             .field("stage", &self.stage)
             .field("sources", &self.sources)
             .field("admission", &self.admission.as_ref().map(|a| a.name()))
+            .field("levers", &self.levers)
             .finish_non_exhaustive()
     }
 }
@@ -180,6 +201,7 @@ impl SimConfig {
             more_stages: Vec::new(),
             entry_control: false,
             degradable: 1.0,
+            levers: Levers::new(),
         }
     }
 
@@ -249,6 +271,7 @@ impl SimConfig {
             .iter()
             .map(|s| match s.population {
                 Population::Closed { users, .. } => u64::from(users),
+                Population::Eager { clients, .. } => u64::from(clients),
                 _ => 0,
             })
             .sum();
@@ -257,6 +280,7 @@ impl SimConfig {
                 "at most 100000000 closed users in all, got {users}"
             ));
         }
+        self.levers.validate()?;
         if self.sources.len() > u16::MAX as usize {
             return Err("too many sources".into());
         }
@@ -305,6 +329,22 @@ impl SimConfig {
                     }
                     if !(start_s.is_finite() && end_s >= start_s) {
                         return Err("a partly-open source needs start_s <= end_s".into());
+                    }
+                }
+                Population::Eager {
+                    patience,
+                    think,
+                    start_s,
+                    end_s,
+                    ..
+                } => {
+                    think.validate()?;
+                    patience.validate()?;
+                    if patience.mean_s() <= 0.0 {
+                        return Err("eager clients need a patience > 0".into());
+                    }
+                    if !(start_s.is_finite() && end_s >= start_s) {
+                        return Err("an eager source needs start_s <= end_s".into());
                     }
                 }
             }

@@ -34,6 +34,11 @@
 //!   [`Bucket`]s (offered, admitted, rejected, expired, completed, goodput, response-time
 //!   histogram, controller state) and whole-run totals after the warm-up, plus
 //!   [`StageStats`] per stage.
+//! - [`levers`]: stage 0's resource and termination levers: a pool whose size a
+//!   [`levers::PoolSizer`] changes each control period (fixed, SEDA's heuristic, the self-tuning
+//!   pool with global control, hill climbing), emulated plants where threads matter
+//!   ([`levers::Contention`]), a terminator cutting requests that run past its threshold, and
+//!   shifts of the service mix. [`Population::Eager`] is the thesis's partly-open client.
 //! - [`summary`]: the result vocabulary shared with the lab ([`summary::RunSummary`],
 //!   [`summary::Series`], the settle time).
 //! - [`scenarios`]: the seeds' overload experiments that `seda sim` runs, behind
@@ -42,7 +47,7 @@
 //! # Accounting
 //!
 //! Every offered request ends exactly once: rejected (admission, queue bound or the client's
-//! own window), expired (dropped at dequeue), or completed. Only completed requests are
+//! own window), expired (dropped at dequeue), terminated (cut in service), or completed. Only completed requests are
 //! response-time samples; goodput counts those completed within the target whose client was
 //! still waiting.
 //!
@@ -57,6 +62,7 @@
 mod config;
 mod dist;
 mod engine;
+pub mod levers;
 pub mod metrics;
 mod rng;
 pub mod scenarios;
@@ -80,6 +86,10 @@ pub struct SimResult {
     pub wall_s: f64,
     /// Per-stage counts over the whole run (stage 0 first).
     pub stages: Vec<StageStats>,
+    /// Stage 0's control periods when a lever is on ([`SimConfig::levers`]).
+    pub periods: Vec<levers::Period>,
+    /// The pool controller's mean one-step ARX prediction error, if it fits a model.
+    pub arx_error: Option<f64>,
 }
 
 /// What happened at one stage over a whole run.
@@ -93,6 +103,8 @@ pub struct StageStats {
     pub expired: u64,
     /// Requests it served.
     pub served: u64,
+    /// Requests cut in service by the terminator.
+    pub terminated: u64,
     /// End-to-end response times of the requests that left the graph from this stage.
     pub exits: LogHistogram,
 }

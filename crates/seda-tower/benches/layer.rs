@@ -17,18 +17,38 @@ async fn answer(_r: Req) -> Result<http::Response<String>, Infallible> {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let mut group = c.benchmark_group("per_request");
     let mut bare = tower::service_fn(answer);
     group.bench_function(BenchmarkId::new("bare", ""), |b| {
-        b.iter(|| rt.block_on(async { bare.ready().await.unwrap().call(Req::new(())).await.unwrap() }))
+        b.iter(|| {
+            rt.block_on(async {
+                bare.ready()
+                    .await
+                    .unwrap()
+                    .call(Req::new(()))
+                    .await
+                    .unwrap()
+            })
+        })
     });
     let target = Duration::from_secs(1);
     let mut ours = ServiceBuilder::new()
         .layer(SedaLayer::response_time(target).unwrap().http())
         .service_fn(answer);
     group.bench_function(BenchmarkId::new("layer", "response_time_tuned"), |b| {
-        b.iter(|| rt.block_on(async { ours.ready().await.unwrap().call(Req::new(())).await.unwrap() }))
+        b.iter(|| {
+            rt.block_on(async {
+                ours.ready()
+                    .await
+                    .unwrap()
+                    .call(Req::new(()))
+                    .await
+                    .unwrap()
+            })
+        })
     });
     let controller = ResponseTimeController::new(ResponseTimeConfig {
         max_rate_per_s: 1e12,
@@ -41,7 +61,16 @@ fn bench(c: &mut Criterion) {
         .layer(SedaLayer::new(controller).http())
         .service_fn(answer);
     group.bench_function(BenchmarkId::new("layer", "response_time"), |b| {
-        b.iter(|| rt.block_on(async { wc03.ready().await.unwrap().call(Req::new(())).await.unwrap() }))
+        b.iter(|| {
+            rt.block_on(async {
+                wc03.ready()
+                    .await
+                    .unwrap()
+                    .call(Req::new(()))
+                    .await
+                    .unwrap()
+            })
+        })
     });
     group.finish();
 }

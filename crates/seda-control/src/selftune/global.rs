@@ -6,7 +6,10 @@
 //! - `alpha(k+1) = W*alpha(k) + (1-W) * R(k) / R_p(k)` (equation 3) maps the percentile target
 //!   to a mean target `alpha * R_desired` (equation 2);
 //! - `N(k+1) = R(k) * T(k)` estimates the number in system by Little's law (equation 4);
-//! - the throughput target is `N(k+1) / (alpha(k+1) * R_desired)` (equation 5).
+//! - the throughput target is `N(k+1) / (alpha(k+1) * R_desired)` (equation 5), but never
+//!   below the period's arrival rate: with the percentile under its target equation 5 asks for
+//!   less than arrives, and a pool sized to that builds a queue until the percentile overshoots
+//!   (found in `seda sim thesis-open`, where it cost a fifth of the requests).
 //!
 //! A feedback loop lags a jump in load, so when arrivals jump (this period's arrival rate more
 //! than [`GlobalConfig::jump`] above the previous period's) the target becomes the highest arrival
@@ -145,9 +148,11 @@ impl GlobalTargets {
             self.hold -= 1;
             self.source = TargetSource::ArrivalPeak;
             self.target_per_s = self.arrivals.iter().copied().reduce(f64::max);
-        } else if littles.is_some() {
+        } else if let Some(t) = littles {
+            // Never below what arrives: a stage serving less than its arrivals only grows its
+            // queue, and Little's law gives such a target whenever the p90 is under its target.
             self.source = TargetSource::LittlesLaw;
-            self.target_per_s = littles;
+            self.target_per_s = Some(t.max(arrivals));
         }
         self.target_per_s
     }

@@ -9,12 +9,29 @@
 //! Until the model has a fit (it needs periods with different thread counts), the controller
 //! probes: one thread toward the target each period. When the fit is lost (a plant that stops
 //! answering thread changes, `b` near zero) it probes again rather than divide by nothing.
+//!
+//! The ARX model is linear in the thread change, so it cannot see an interior optimum: asked
+//! for more than the plant can give (a target above its peak, or a plant where threads contend
+//! past a knee), the law keeps adding threads and the throughput falls. So while the throughput
+//! is below the target ([`SEEK_BAND`]) the pool checks each move against what the last one
+//! earned ([`MIN_MARGINAL_GAIN`]): additions grow at most geometrically while they pay; when
+//! adding threads did not pay (or removing them gained throughput) it undoes half the last move,
+//! which bisects toward the knee; pinned at `max_threads` it probes one thread down so the check
+//! has a move to read.
 
 use super::arx::{ArxEstimate, ArxModel, DEFAULT_FORGETTING};
 use super::design::{Gains, Law, PoleSpec, gains};
 
 /// Default most threads added or removed in one period.
 pub const DEFAULT_MAX_STEP: usize = 4;
+
+/// An added thread must raise throughput by at least this share of the average per-thread
+/// throughput, or the pool is past its knee (see the module docs).
+pub const MIN_MARGINAL_GAIN: f64 = 0.1;
+
+/// Below `(1 - SEEK_BAND) x target` the pool checks each move against the last (see the
+/// module docs); within it the law alone acts.
+pub const SEEK_BAND: f64 = 0.05;
 
 /// Settings of a [`SelfTuningPool`].
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +80,7 @@ pub struct SelfTuningPool {
     config: SelfTuningConfig,
     model: ArxModel,
     prev_threads: Option<usize>,
+    prev_y: Option<f64>,
     integral: f64,
     prev_error: f64,
     gains: Option<Gains>,
@@ -78,6 +96,7 @@ impl SelfTuningPool {
             model: ArxModel::new(config.forgetting),
             config,
             prev_threads: None,
+            prev_y: None,
             integral: 0.0,
             prev_error: 0.0,
             gains: None,
@@ -90,6 +109,7 @@ impl SelfTuningPool {
             .threads
             .clamp(self.config.min_threads, self.config.max_threads);
         let du = self.prev_threads.map_or(0.0, |p| threads as f64 - p as f64);
+        let last_move = self.prev_threads.zip(self.prev_y);
         self.prev_threads = Some(threads);
         let y = if s.throughput_per_s.is_finite() {
             s.throughput_per_s.max(0.0)
@@ -107,8 +127,12 @@ impl SelfTuningPool {
             Some(g) => self.control(g, y, target),
             None => probe(y, target),
         };
+        self.prev_y = Some(y);
         let max_step = self.config.max_step as f64;
-        let step = step.clamp(-max_step, max_step).round() as i64;
+        let mut step = step.clamp(-max_step, max_step).round() as i64;
+        if y < (1.0 - SEEK_BAND) * target {
+            step = self.seek(step, threads, y, last_move);
+        }
         let next = (threads as i64 + step).clamp(
             self.config.min_threads as i64,
             self.config.max_threads as i64,
@@ -119,6 +143,38 @@ impl SelfTuningPool {
             self.integral -= self.gains.map_or(0.0, |g| g.ki) * self.prev_error;
         }
         next
+    }
+
+    /// Below the target, the law's step checked against what the last move earned (see the
+    /// module docs): additions grow at most geometrically while they pay; a move that did not
+    /// pay is half undone; the law's gain is not trusted to remove many threads while more
+    /// throughput is wanted.
+    fn seek(&self, step: i64, threads: usize, y: f64, last: Option<(usize, f64)>) -> i64 {
+        let Some((n0, y0)) = last else {
+            return step;
+        };
+        let dn = threads as i64 - n0 as i64;
+        let dy = y - y0;
+        let per_thread = y0 / n0.max(1) as f64;
+        let half = (dn.abs() / 2).max(1);
+        let paid = |n: i64| MIN_MARGINAL_GAIN * n as f64 * per_thread;
+        if dn > 0 {
+            if dy < paid(dn) {
+                -half
+            } else {
+                step.clamp(1, 2 * dn)
+            }
+        } else if dn < 0 {
+            if dy > paid(-dn) {
+                -half
+            } else {
+                step.clamp(1, half)
+            }
+        } else if threads >= self.config.max_threads {
+            -1 // pinned at the top: probe so the next period has a move to read
+        } else {
+            step.max(-1)
+        }
     }
 
     fn control(&mut self, g: Gains, y: f64, target: f64) -> f64 {

@@ -21,9 +21,14 @@ impl Sim {
         let src = &self.sources[s as usize];
         let start = src.start_ns;
         match &src.population {
-            Population::Closed { users, think, .. } => {
+            Population::Closed {
+                users: n, think, ..
+            }
+            | Population::Eager {
+                clients: n, think, ..
+            } => {
                 let think = think.clone();
-                for _ in 0..*users {
+                for _ in 0..*n {
                     let u = self.user_source.len() as u32;
                     self.user_source.push(s);
                     let t = start + secs_to_ns(think.sample(&mut self.rng_client));
@@ -141,12 +146,29 @@ impl Sim {
             source: s,
             class,
             entry_held: false,
+            seq: 0,
         };
+        if let Population::Eager { patience, .. } = &src.population
+            && user != NONE
+        {
+            let wait = secs_to_ns(patience.sample(&mut self.rng_client));
+            let u = user as usize;
+            if self.eager.len() <= u {
+                self.eager.resize(u + 1, (0, false));
+            }
+            let e = &mut self.eager[u];
+            e.0 = e.0.wrapping_add(1);
+            e.1 = true;
+            req.seq = e.0;
+            self.events
+                .push_gen(now + wait, Kind::Patience, user, u32::from(s), e.0);
+        }
+        let src = &mut self.sources[s as usize];
         if let Some(w) = src.window.as_mut()
             && !w.try_acquire()
         {
             self.record_refused(class);
-            self.heard(s, user, Heard::Refused);
+            self.heard(s, user, Heard::Refused, req.seq);
             return;
         }
         if let Some(t) = src.timeout_ns {
@@ -186,11 +208,25 @@ impl Sim {
         st.abandoned = true;
         let (s, user) = (st.source, st.user);
         self.metrics.record(self.now, |b| b.timed_out += 1);
-        self.heard(s, user, Heard::TimedOut);
+        self.heard(s, user, Heard::TimedOut, NONE);
+    }
+
+    /// An eager client's patience for its request `seq` ran out: unless the reply came, it
+    /// sends again (the earlier request stays outstanding).
+    pub(crate) fn on_patience(&mut self, user: u32, s: u16, seq: u32) {
+        let Some(e) = self.eager.get_mut(user as usize) else {
+            return;
+        };
+        if e.0 != seq || !e.1 {
+            return;
+        }
+        e.1 = false;
+        self.on_send(user, s);
     }
 
     /// The stage is done with a request: record it and tell its client.
     pub(crate) fn finish(&mut self, req: Req, outcome: Outcome) {
+        self.levers.on_end(outcome);
         if req.entry_held
             && let Some(a) = self.stages[0].admission.as_mut()
         {
@@ -200,7 +236,9 @@ impl Sim {
                     let r = super::dur(self.now - req.born);
                     a.on_complete(now, req.class, r, r);
                 }
-                Outcome::Rejected | Outcome::Expired => a.on_drop(now, req.class),
+                Outcome::Rejected | Outcome::Expired | Outcome::Terminated => {
+                    a.on_drop(now, req.class)
+                }
             }
         }
         let c = (req.class as usize).min(CLASSES - 1);
@@ -222,6 +260,7 @@ impl Sim {
                 b.expired += 1;
                 b.class_refused[c] += 1;
             }),
+            Outcome::Terminated => self.metrics.record(self.now, |b| b.terminated += 1),
         }
         if abandoned {
             return; // the client gave up already
@@ -233,19 +272,20 @@ impl Sim {
                 }
                 Heard::Reply
             }
-            Outcome::Rejected | Outcome::Expired => Heard::Refused,
+            Outcome::Rejected | Outcome::Expired | Outcome::Terminated => Heard::Refused,
         };
         if heard == Heard::Refused
             && let Some(w) = self.sources[req.source as usize].window.as_mut()
         {
             w.on_failure();
         }
-        self.heard(req.source, req.user, heard);
+        self.heard(req.source, req.user, heard, req.seq);
     }
 
     /// The client of source `s` (user `user`, or none for open arrivals) learnt an outcome;
-    /// with a timeout, the window hears of the failure here.
-    fn heard(&mut self, s: u16, user: u32, heard: Heard) {
+    /// with a timeout, the window hears of the failure here. `seq` is an eager client's request
+    /// number: only the reply to its latest request counts.
+    fn heard(&mut self, s: u16, user: u32, heard: Heard, seq: u32) {
         let src = &mut self.sources[s as usize];
         if heard == Heard::TimedOut
             && let Some(w) = src.window.as_mut()
@@ -269,6 +309,16 @@ impl Sim {
                     self.free_users.push(user);
                     return;
                 }
+            }
+            Population::Eager { think, .. } => {
+                let Some(e) = self.eager.get_mut(user as usize) else {
+                    return;
+                };
+                if heard == Heard::TimedOut || e.0 != seq || !e.1 {
+                    return; // an older request, or the client has sent again already
+                }
+                e.1 = false;
+                think.sample(&mut self.rng_client)
             }
             Population::Open { .. } => return,
         };

@@ -16,6 +16,13 @@ pub(crate) enum Kind {
     Timeout,
     /// The controller's periodic tick.
     Tick,
+    /// The levers' control period: pool sizing and the terminator (see `SimConfig::levers`).
+    Lever,
+    /// A request in service may have run past the termination threshold (`a` = server,
+    /// `b` = stage, `c` = the server's start generation).
+    Cut,
+    /// A thesis client's patience ran out (`a` = user, `b` = source, `c` = its request number).
+    Patience,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +30,8 @@ pub(crate) struct Event {
     key: u64,
     pub a: u32,
     pub b: u32,
+    /// A generation: stale `Done` and `Cut` events of a server that moved on are ignored.
+    pub c: u32,
     pub kind: Kind,
 }
 
@@ -73,10 +82,16 @@ impl EventQueue {
 
     #[inline]
     pub fn push(&mut self, time_ns: u64, kind: Kind, a: u32, b: u32) {
+        self.push_gen(time_ns, kind, a, b, 0);
+    }
+
+    /// As [`EventQueue::push`], with a generation `c`.
+    #[inline]
+    pub fn push_gen(&mut self, time_ns: u64, kind: Kind, a: u32, b: u32, c: u32) {
         // Scheduling in the past would break monotonicity: run it now instead.
         let key = time_ns.max(self.last);
         let i = bucket_of(key, self.last);
-        self.buckets[i].push(Event { key, a, b, kind });
+        self.buckets[i].push(Event { key, a, b, c, kind });
         self.mark(i);
         self.len += 1;
     }

@@ -2,6 +2,7 @@
 
 mod clients;
 mod event;
+mod lever;
 mod stage;
 
 use std::time::{Duration, Instant};
@@ -29,6 +30,8 @@ pub(crate) struct Req {
     pub class: u8,
     /// Stage 0's controller admitted it and follows it to the exit (`SimConfig::entry_control`).
     pub entry_held: bool,
+    /// An eager client's request number (to tell its latest request from older ones).
+    pub seq: u32,
 }
 
 impl Req {
@@ -41,6 +44,7 @@ impl Req {
         source: 0,
         class: 0,
         entry_held: false,
+        seq: 0,
     };
 }
 
@@ -78,6 +82,9 @@ pub(crate) struct Sim {
     pub free_slots: Vec<u32>,
     pub rng_service: Rng,
     pub rng_client: Rng,
+    /// Per user of an eager source: its latest request number and whether it awaits the reply.
+    pub eager: Vec<(u32, bool)>,
+    pub levers: lever::LeverState,
 }
 
 #[inline]
@@ -96,6 +103,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         .iter()
         .map(|s| match s.population {
             Population::Closed { users, .. } => users as usize,
+            Population::Eager { clients, .. } => clients as usize,
             _ => 0,
         })
         .sum();
@@ -104,6 +112,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
     }
     let name = cfg.admission.as_ref().map_or("none", |a| a.name());
     let mut stages = vec![StageState::new(cfg.stage, cfg.admission, &cfg.next)];
+    stages[0].contention = cfg.levers.contention;
     for node in cfg.more_stages {
         stages.push(StageState::new(node.stage, node.admission, &node.next));
     }
@@ -123,13 +132,16 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         free_slots: Vec::new(),
         rng_service,
         rng_client,
+        eager: Vec::new(),
+        levers: lever::LeverState::new(cfg.levers),
     };
     let degradable = cfg.degradable;
     for (i, s) in cfg.sources.into_iter().enumerate() {
         let (start_s, end_s) = match &s.population {
             Population::Closed { start_s, end_s, .. }
             | Population::Open { start_s, end_s, .. }
-            | Population::PartlyOpen { start_s, end_s, .. } => (*start_s, *end_s),
+            | Population::PartlyOpen { start_s, end_s, .. }
+            | Population::Eager { start_s, end_s, .. } => (*start_s, *end_s),
         };
         sim.sources.push(Source {
             population: s.population,
@@ -145,6 +157,9 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
     if controlled {
         sim.events.push(0, Kind::Tick, 0, 0);
     }
+    if let Some(p) = sim.levers.period_ns {
+        sim.events.push(p, Kind::Lever, 0, 0);
+    }
     let mut events: u64 = 0;
     while let Some(ev) = sim.events.pop() {
         let t = ev.time();
@@ -157,7 +172,15 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
             Kind::Arrival => sim.on_arrival(ev.a as u16),
             Kind::Session => sim.on_session(ev.a as u16),
             Kind::Send => sim.on_send(ev.a, ev.b as u16),
-            Kind::Done => sim.on_done(ev.b as u16, ev.a),
+            Kind::Done => sim.on_done(ev.b as u16, ev.a, ev.c),
+            Kind::Cut => sim.on_cut(ev.b as u16, ev.a, ev.c),
+            Kind::Patience => sim.on_patience(ev.a, ev.b as u16, ev.c),
+            Kind::Lever => {
+                sim.on_lever();
+                if let Some(p) = sim.levers.period_ns {
+                    sim.events.push(t + p, Kind::Lever, 0, 0);
+                }
+            }
             Kind::Timeout => sim.on_timeout(ev.a, ev.b),
             Kind::Tick => {
                 for (i, st) in sim.stages.iter_mut().enumerate() {
@@ -179,7 +202,16 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
     }
     let wall_s = wall.elapsed().as_secs_f64();
     let stages = sim.stages.iter().map(|s| s.stats.clone()).collect();
+    let periods = std::mem::take(&mut sim.levers.periods);
+    let arx_error = sim
+        .levers
+        .pool
+        .as_ref()
+        .and_then(|p| p.sizer.arx_error())
+        .and_then(|e| e.mean());
     Ok(SimResult {
+        periods,
+        arx_error,
         controller: name,
         metrics: sim.metrics,
         events,

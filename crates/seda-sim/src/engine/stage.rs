@@ -1,4 +1,5 @@
-//! A stage: admission, FIFO queue, c servers, dequeue-time dropping, routing to the next stage.
+//! A stage: admission, FIFO queue, c servers (a count the pool lever may change), dequeue-time
+//! dropping, an emulated plant's slow-down, termination, routing to the next stage.
 
 use std::collections::VecDeque;
 
@@ -6,6 +7,7 @@ use seda_control::{AdmissionController, RejectReason};
 
 use super::{Kind, Req, Sim, dur};
 use crate::config::StageConfig;
+use crate::levers::Contention;
 use crate::{StageStats, secs_to_ns};
 
 /// How a request ended.
@@ -14,6 +16,7 @@ pub(crate) enum Outcome {
     Completed(f64),
     Rejected,
     Expired,
+    Terminated,
 }
 
 /// One simulated stage's state.
@@ -29,6 +32,19 @@ pub(crate) struct StageState {
     /// of the probability leaves the system (the request completes).
     pub next: Vec<(f64, u16)>,
     pub stats: StageStats,
+    /// Servers the pool should have; `active` may exceed it until busy servers finish.
+    pub target: u32,
+    /// Server ids in the pool (busy or idle).
+    pub active: u32,
+    /// Ids retired by a shrink, reused by a growth.
+    pub spare: Vec<u32>,
+    /// Per server: bumped at every start, completion and cut, so stale events are ignored.
+    pub epoch: Vec<u32>,
+    /// Per server: when its request started and when it would finish.
+    pub started: Vec<u64>,
+    pub ends: Vec<u64>,
+    /// The emulated plant's slow-down with busy servers.
+    pub contention: Option<Contention>,
 }
 
 impl StageState {
@@ -55,6 +71,13 @@ impl StageState {
             service_scale: 1.0,
             next,
             stats: StageStats::default(),
+            target: servers,
+            active: servers,
+            spare: Vec::new(),
+            epoch: vec![0; servers as usize],
+            started: vec![0; servers as usize],
+            ends: vec![0; servers as usize],
+            contention: None,
         }
     }
 }
@@ -120,23 +143,97 @@ impl Sim {
             self.finish(req, Outcome::Expired);
             return false;
         }
-        let service_s = st.cfg.service.sample(&mut self.rng_service) * st.service_scale;
-        st.in_service[server as usize] = req;
-        self.events.push(
-            now + secs_to_ns(service_s),
-            Kind::Done,
-            server,
-            u32::from(s),
-        );
+        let dist = match self.levers.phases.iter().rev().find(|p| p.0 <= now) {
+            Some(p) if s == 0 => &p.1,
+            _ => &st.cfg.service,
+        };
+        let mut service_s = dist.sample(&mut self.rng_service) * st.service_scale;
+        if let Some(c) = st.contention {
+            let busy = st.active.saturating_sub(st.free_servers.len() as u32);
+            service_s *= c.factor(busy);
+        }
+        let i = server as usize;
+        st.in_service[i] = req;
+        st.epoch[i] = st.epoch[i].wrapping_add(1);
+        st.started[i] = now;
+        st.ends[i] = now + secs_to_ns(service_s);
+        let (end, g) = (st.ends[i], st.epoch[i]);
+        self.events
+            .push_gen(end, Kind::Done, server, u32::from(s), g);
+        if s == 0 {
+            self.schedule_cut(server);
+        }
         true
     }
 
-    /// A server of stage `s` finished its request.
-    pub(crate) fn on_done(&mut self, s: u16, server: u32) {
+    /// Whether stage `s`'s server `server` still serves the request of generation `g`.
+    pub(crate) fn serving(&self, s: u16, server: u32, g: u32) -> bool {
+        self.stages[s as usize].epoch.get(server as usize) == Some(&g)
+    }
+
+    /// The server is free: it retires if the pool is shrinking, else takes the next request.
+    pub(crate) fn release(&mut self, s: u16, server: u32) {
+        let st = &mut self.stages[s as usize];
+        if st.active > st.target {
+            st.active -= 1;
+            st.spare.push(server);
+            return;
+        }
+        while let Some(next) = self.stages[s as usize].queue.pop_front() {
+            if self.try_start(s, next, server) {
+                return;
+            }
+        }
+        self.stages[s as usize].free_servers.push(server);
+    }
+
+    /// Sets stage `s`'s pool to `n` servers: new ones start on the queue at once; idle ones
+    /// retire at once, busy ones when they finish.
+    pub(crate) fn resize(&mut self, s: u16, n: u32) {
+        let st = &mut self.stages[s as usize];
+        st.target = n.max(1);
+        while st.active > st.target {
+            let Some(id) = st.free_servers.pop() else {
+                break;
+            };
+            st.spare.push(id);
+            st.active -= 1;
+        }
+        let mut fresh = Vec::new();
+        while st.active < st.target {
+            let id = st.spare.pop().unwrap_or_else(|| {
+                st.in_service.push(Req::EMPTY);
+                st.epoch.push(0);
+                st.started.push(0);
+                st.ends.push(0);
+                (st.in_service.len() - 1) as u32
+            });
+            st.active += 1;
+            fresh.push(id);
+        }
+        for id in fresh {
+            // A growth keeps the servers: release never retires them (active == target).
+            self.release(s, id);
+        }
+    }
+
+    /// A server of stage `s` finished its request (generation `g`; a stale event of a cut
+    /// request is ignored).
+    pub(crate) fn on_done(&mut self, s: u16, server: u32, g: u32) {
+        if !self.serving(s, server, g) {
+            return;
+        }
         let now = self.now;
         let st = &mut self.stages[s as usize];
-        let req = st.in_service[server as usize];
+        let i = server as usize;
+        st.epoch[i] = st.epoch[i].wrapping_add(1);
+        let req = st.in_service[i];
         st.stats.served += 1;
+        if s == 0 {
+            let running = now - st.started[i];
+            self.levers.on_served(dur(running));
+        }
+        let st = &mut self.stages[s as usize];
         let response = now - req.born;
         if let Some(a) = st.admission.as_mut()
             && !(s == 0 && req.entry_held)
@@ -158,11 +255,6 @@ impl Sim {
                 self.finish(req, Outcome::Completed(r));
             }
         }
-        while let Some(next) = self.stages[s as usize].queue.pop_front() {
-            if self.try_start(s, next, server) {
-                return;
-            }
-        }
-        self.stages[s as usize].free_servers.push(server);
+        self.release(s, server);
     }
 }

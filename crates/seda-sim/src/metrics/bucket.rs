@@ -17,6 +17,8 @@ pub struct Bucket {
     pub rejected: u64,
     /// Admitted requests dropped at dequeue (deadline passed, queued too long).
     pub expired: u64,
+    /// Requests cut in service by the terminator (not latency samples).
+    pub terminated: u64,
     /// Requests served to completion (including ones their client had given up on).
     pub completed: u64,
     /// Completed within the target and before the client gave up.
@@ -46,6 +48,7 @@ impl Bucket {
         self.admitted += o.admitted;
         self.rejected += o.rejected;
         self.expired += o.expired;
+        self.terminated += o.terminated;
         self.completed += o.completed;
         self.good += o.good;
         self.timed_out += o.timed_out;

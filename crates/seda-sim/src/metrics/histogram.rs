@@ -91,6 +91,21 @@ impl LogHistogram {
         }
         Some(value_of(BINS - 1))
     }
+
+    /// The mean of the recorded durations from the bins' middles (within 2%), or `None` when
+    /// empty.
+    pub fn mean(&self) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let sum: f64 = self
+            .bins
+            .iter()
+            .enumerate()
+            .map(|(b, &n)| n as f64 * value_of(b))
+            .sum();
+        Some(sum / self.count as f64)
+    }
 }
 
 #[cfg(test)]

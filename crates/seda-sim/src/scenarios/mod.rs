@@ -6,9 +6,13 @@
 mod classes;
 mod common;
 mod degrade;
+pub mod dynamic_groups;
 mod goodput;
+pub mod pool_control;
+pub mod sert;
 mod spike;
 mod stages;
+pub mod thesis_open;
 mod users;
 
 use anyhow::{Result, bail};
@@ -70,13 +74,18 @@ pub struct Scenario {
 }
 
 /// Every scenario.
-pub const ALL: [Scenario; 6] = [
+pub const ALL: [Scenario; 11] = [
     spike::SCENARIO,
     users::SCENARIO,
     classes::SCENARIO,
     goodput::SCENARIO,
     degrade::SCENARIO,
     stages::SCENARIO,
+    pool_control::SCENARIO,
+    thesis_open::SCENARIO,
+    sert::SHIFT,
+    sert::THRESHOLD,
+    dynamic_groups::SCENARIO,
 ];
 
 /// Runs the scenario called `name`.

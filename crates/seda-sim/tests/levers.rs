@@ -1,0 +1,232 @@
+//! The resource and termination levers' goals (issues 13 and 14) checked in the simulator:
+//! fixed seeds, virtual time, so every figure is deterministic; each test prints its figures.
+
+use seda_sim::levers::{FixedPool, TargetPlan};
+use seda_sim::scenarios::{pool_control, thesis_open};
+
+#[test]
+fn arx_one_step_prediction_error_is_within_10_percent_on_each_plant() {
+    for plant in &pool_control::PLANTS {
+        let best = pool_control::best_fixed(plant, 1).unwrap().per_s;
+        let steps: Vec<(f64, f64)> = pool_control::STEPS
+            .iter()
+            .enumerate()
+            .map(|(j, f)| (j as f64 * pool_control::STEP_S, f * best))
+            .collect();
+        let sizer = pool_control::sizer("p", TargetPlan::Steps(steps)).unwrap();
+        let r = pool_control::run_plant(plant, sizer, 4, 180.0, 1).unwrap();
+        let e = r.arx_error.expect("the model fitted");
+        println!("{}: ARX one-step error {e:.3}", plant.name);
+        assert!(e <= 0.10, "{}: {e}", plant.name);
+    }
+}
+
+#[test]
+fn p_control_follows_a_step_within_3_periods_with_steady_error_within_5_percent() {
+    for plant in &pool_control::PLANTS {
+        let best = pool_control::best_fixed(plant, 1).unwrap().per_s;
+        let targets: Vec<f64> = pool_control::STEPS.iter().map(|f| f * best).collect();
+        let steps: Vec<(f64, f64)> = targets
+            .iter()
+            .enumerate()
+            .map(|(j, &t)| (j as f64 * pool_control::STEP_S, t))
+            .collect();
+        let sizer = pool_control::sizer("p", TargetPlan::Steps(steps)).unwrap();
+        let r = pool_control::run_plant(plant, sizer, 4, 180.0, 1).unwrap();
+        let t = pool_control::tracking(&r.periods, &targets);
+        println!("{}: {t:?}", plant.name);
+        assert!(t.settle_periods <= 3.0, "{}: {t:?}", plant.name);
+        assert!(t.steady_error <= 0.05, "{}: {t:?}", plant.name);
+    }
+}
+
+#[test]
+fn self_tuning_pool_reaches_95_percent_of_the_best_fixed_pool_with_overshoot_within_20_percent() {
+    for plant in &pool_control::PLANTS {
+        let pool_control::BestFixed {
+            sweep,
+            threads: best_n,
+            per_s: best,
+        } = pool_control::best_fixed(plant, 1).unwrap();
+        // The sweep really has an interior optimum on the contention plant.
+        if plant.name == "contention" {
+            assert!(sweep.last().unwrap().1 < 0.8 * best, "{sweep:?}");
+        }
+        let sizer = pool_control::sizer("p", TargetPlan::Steps(vec![(0.0, 2.0 * best)])).unwrap();
+        let r = pool_control::run_plant(plant, sizer, 4, 120.0, 1).unwrap();
+        let reached = pool_control::mean_throughput(&r.periods, 60.0);
+        let targets: Vec<f64> = pool_control::STEPS.iter().map(|f| f * best).collect();
+        let steps: Vec<(f64, f64)> = targets
+            .iter()
+            .enumerate()
+            .map(|(j, &t)| (j as f64 * pool_control::STEP_S, t))
+            .collect();
+        let sizer = pool_control::sizer("p", TargetPlan::Steps(steps)).unwrap();
+        let track = pool_control::run_plant(plant, sizer, 4, 180.0, 1).unwrap();
+        let t = pool_control::tracking(&track.periods, &targets);
+        println!(
+            "{}: best fixed {best_n} threads {best:.0}/s; self-tuning {reached:.0}/s ({:.3}); {t:?}",
+            plant.name,
+            reached / best
+        );
+        assert!(
+            reached >= 0.95 * best,
+            "{}: {reached} vs {best}",
+            plant.name
+        );
+        assert!(t.thread_overshoot <= 0.20, "{}: {t:?}", plant.name);
+        // A fixed pool of the best size is what it is compared with: the same plant, measured.
+        let fixed =
+            pool_control::run_plant(plant, Box::new(FixedPool(best_n)), best_n, 40.0, 1).unwrap();
+        assert!(pool_control::mean_throughput(&fixed.periods, 10.0) > 0.9 * best);
+    }
+}
+
+#[test]
+fn thesis_open_serves_90_percent_of_all_within_target_rejecting_at_most_4_percent() {
+    let mut of_all = Vec::new();
+    for name in thesis_open::VARIANTS {
+        let r = thesis_open::run_variant(name, 1).unwrap();
+        let s = thesis_open::summary(name, &r);
+        let all = s.extra_f64("within_target_of_all").unwrap();
+        println!(
+            "{name}: within target of all {all:.3}, of processed {:.3}, rejected {:.3}",
+            s.extra_f64("within_target_of_processed").unwrap(),
+            s.rejected_fraction
+        );
+        of_all.push((all, s.rejected_fraction));
+    }
+    let (ours, rejected) = of_all[0];
+    assert!(ours >= 0.90, "{ours}");
+    assert!(rejected <= 0.04, "{rejected}");
+    assert!(
+        of_all[1..].iter().all(|&(seda, _)| ours > seda),
+        "{of_all:?}"
+    );
+}
+
+#[test]
+fn sert_doubles_throughput_during_the_shift_and_serves_85_percent_within_1s() {
+    use seda_sim::scenarios::sert;
+    let mut s = Vec::new();
+    for name in sert::SHIFT_VARIANTS {
+        let r = sert::run_shift_variant(name, 1).unwrap();
+        let sum = sert::shift_summary(name, &r);
+        println!(
+            "{name}: throughput {:.1}/s, mean response {:.3} s, within 1 s {:.3}, terminated {:.3}",
+            sum.throughput_per_s.unwrap(),
+            sum.extra_f64("mean_response_s").unwrap(),
+            sum.extra_f64("within_1s_fraction").unwrap(),
+            sum.extra_f64("terminated_fraction").unwrap()
+        );
+        s.push(sum);
+    }
+    let (alone, sert) = (&s[0], &s[1]);
+    assert!(
+        sert.throughput_per_s.unwrap() >= 2.0 * alone.throughput_per_s.unwrap(),
+        "{:?} vs {:?}",
+        sert.throughput_per_s,
+        alone.throughput_per_s
+    );
+    let within = sert.extra_f64("within_1s_fraction").unwrap();
+    assert!(within >= 0.85, "{within}");
+}
+
+#[test]
+fn eager_clients_send_again_when_the_reply_is_late() {
+    use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
+    // One server of 1 s service, 10 clients with 0.2 s patience and no think: a closed loop
+    // would offer 10 requests over the first second; eager clients offer one per 0.2 s each.
+    let eager = Population::Eager {
+        clients: 10,
+        patience: Dist::Deterministic { mean_s: 0.2 },
+        think: Dist::Deterministic { mean_s: 0.0 },
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
+    let stage = StageConfig {
+        servers: 1,
+        service: Dist::Deterministic { mean_s: 1.0 },
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(1.05, stage, vec![SourceConfig::new(eager)]);
+    cfg.bucket_s = 0.05;
+    let r = simulate(cfg).unwrap();
+    // Sends at 0, 0.2, 0.4, 0.6, 0.8, 1.0 (the reply at 1.0 for the first client's first one
+    // makes it send then, not again at 1.0 by patience).
+    assert_eq!(r.metrics.total.offered, 60, "{:?}", r.metrics.total.offered);
+    assert_eq!(r.metrics.total.completed, 1);
+}
+
+#[test]
+fn a_request_past_the_threshold_is_cut_and_frees_its_server() {
+    use seda_control::terminate::FixedThreshold;
+    use seda_sim::levers::{Levers, Termination};
+    use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
+    use std::time::Duration;
+    // One server; every request takes 1 s; the threshold is 0.3 s, so each is
+    // cut at 0.3 s and the next starts at once: over 3 s, 10 cut, none completed.
+    let open = Population::Open {
+        rate_per_s: 100.0,
+        poisson: false,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
+    let stage = StageConfig {
+        servers: 1,
+        service: Dist::Deterministic { mean_s: 1.0 },
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(3.0 + 1e-6, stage, vec![SourceConfig::new(open)]);
+    cfg.levers = Levers::new();
+    cfg.levers.termination = Some(Termination {
+        terminator: Box::new(FixedThreshold(Duration::from_millis(300))),
+    });
+    let r = simulate(cfg).unwrap();
+    assert_eq!(r.metrics.total.terminated, 10);
+    assert_eq!(r.metrics.total.completed, 0);
+    assert_eq!(r.stages[0].terminated, 10);
+}
+
+#[test]
+fn a_pool_resized_each_period_serves_with_its_new_size() {
+    use seda_sim::levers::{Levers, PoolControl, PoolPeriod, PoolSizer};
+    use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
+    // 2 servers, then 8 from the first period on: saturated, 1 s service, 10 s.
+    struct Grow;
+    impl PoolSizer for Grow {
+        fn name(&self) -> &'static str {
+            "grow"
+        }
+        fn resize(&mut self, _p: &PoolPeriod) -> u32 {
+            8
+        }
+    }
+    let users = Population::Closed {
+        users: 50,
+        think: Dist::Deterministic { mean_s: 0.0 },
+        reject_wait: None,
+        start_s: 0.0,
+        end_s: f64::INFINITY,
+    };
+    let stage = StageConfig {
+        servers: 2,
+        service: Dist::Deterministic { mean_s: 1.0 },
+        queue_cap: None,
+        drop_expired: false,
+    };
+    let mut cfg = SimConfig::new(10.5, stage, vec![SourceConfig::new(users)]);
+    cfg.levers = Levers::new();
+    cfg.levers.period_s = 2.0;
+    cfg.levers.pool = Some(PoolControl {
+        sizer: Box::new(Grow),
+        max_servers: 6,
+    });
+    let r = simulate(cfg).unwrap();
+    // 2 servers for 2 s (4 done), then 6 (clamped to max) for 8.5 s (48 done by 10).
+    assert_eq!(r.metrics.total.completed, 4 + 6 * 8);
+    assert_eq!(r.periods[0].servers, 2);
+    assert!(r.periods[1..].iter().all(|p| p.servers == 6));
+}
