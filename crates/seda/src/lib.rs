@@ -86,8 +86,8 @@ mod stage;
 pub mod stats;
 
 pub use config::{
-    AdmissionConfig, BatchControllerConfig, Config, ConfigError, PoolControllerConfig,
-    PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
+    AdmissionConfig, BatchControllerConfig, Config, ConfigError, OverrideProblem,
+    PoolControllerConfig, PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
 };
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
@@ -97,7 +97,7 @@ pub use runtime::{
     BuildError, DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder,
     RuntimeSnapshot, ShutdownReport,
 };
-pub use seda_control::{AdmissionController, RejectReason, Time};
+pub use seda_control::{AdmissionController, Knob, KnobKind, Quality, RejectReason, Time};
 pub use sink::{Prepared, Rejected, Sink};
 pub use stage::{Stage, StageBuilder};
 

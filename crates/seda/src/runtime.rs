@@ -27,7 +27,8 @@ pub const DEFAULT_THRESHOLD: usize = 10_000;
 pub const DEFAULT_BATCH: usize = 64;
 
 /// Why a stage could not be added or looked up.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum BuildError {
     /// Another stage already has this name.
     DuplicateStage(String),
@@ -46,6 +47,14 @@ pub enum BuildError {
     ShutDown,
     /// Invalid settings.
     Config(ConfigError),
+    /// The handler reads a knob (`StageBuilder::knob`) that the stage's controller, as the
+    /// code or the configuration file chose it, does not have.
+    Knob {
+        /// The stage.
+        stage: String,
+        /// Which knob, and the controller.
+        source: seda_control::KnobError,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -68,11 +77,20 @@ impl fmt::Display for BuildError {
             }
             BuildError::ShutDown => f.write_str("the runtime is shut down"),
             BuildError::Config(e) => e.fmt(f),
+            BuildError::Knob { stage, source } => write!(f, "stage `{stage}`: {source}"),
         }
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Config(e) => e.source(),
+            BuildError::Knob { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 impl From<ConfigError> for BuildError {
     fn from(e: ConfigError) -> Self {
@@ -176,7 +194,7 @@ impl RuntimeBuilder {
             std::thread::Builder::new()
                 .name("seda-control".into())
                 .spawn(move || control_loop(&registry, &shared, &stop, tick, period))
-                .map_err(|e| ConfigError(format!("cannot start the control thread: {e}")))?
+                .map_err(ConfigError::ControlThread)?
         };
         let rt = Runtime {
             inner: Arc::new(Inner {
@@ -275,6 +293,7 @@ impl Runtime {
             config,
             predicates,
             controller,
+            knobs,
             on_drop,
         } = builder;
         let handler = handler.ok_or_else(|| BuildError::MissingHandler(name.clone()))?;
@@ -284,15 +303,24 @@ impl Runtime {
         };
         config.validate(&name)?;
         let controller = match &config.admission {
-            Some(a) => Some(
-                a.build()
-                    .map_err(|e| ConfigError(format!("stage `{name}`: admission: {e}")))?,
-            ),
+            Some(a) => Some(a.build().map_err(|source| ConfigError::Admission {
+                stage: name.clone(),
+                source,
+            })?),
             None => controller,
         };
         let mut stages = self.inner.registry.stages.write();
         if stages.iter().any(|s| s.name() == name) {
             return Err(BuildError::DuplicateStage(name));
+        }
+        // The controller is final now (the file may have replaced the builder's): the handler's
+        // knobs must be its, or the stage is refused.
+        for knob in &knobs {
+            knob.bind(controller.as_deref())
+                .map_err(|source| BuildError::Knob {
+                    stage: name.clone(),
+                    source,
+                })?;
         }
         let (mode, pool) = if config.inline == Some(true) {
             (Mode::Inline, None)
@@ -377,6 +405,11 @@ impl Runtime {
         let p = p.ok_or_else(|| BuildError::NoSuchStage(pool.to_string()))?;
         p.resize(min, max);
         Ok(())
+    }
+
+    /// The configuration the runtime was started with (file settings by stage name).
+    pub fn configuration(&self) -> &Config {
+        &self.inner.config
     }
 
     /// A snapshot of every stage's and pool's state and measurements.

@@ -66,7 +66,7 @@ pub(crate) const AIMD_ENTRY: Entry = Entry {
         let cfg = AimdLimitConfig::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(AimdLimit::new(cfg)?)))
     },
-    aim: aim,
+    aim,
 };
 
 /// Aimed at a target, a request slower than the target counts as a drop.
