@@ -76,6 +76,7 @@ mod clock;
 mod config;
 mod graph;
 pub mod handler;
+mod handoff;
 mod meta;
 mod pool;
 mod queue;
@@ -84,6 +85,7 @@ mod shared;
 mod sink;
 mod stage;
 pub mod stats;
+mod sync;
 
 pub use config::{
     AdmissionConfig, BatchControllerConfig, Config, ConfigError, OverrideProblem,

@@ -153,7 +153,10 @@ struct Inner {
 
 /// A running stage graph. Cheap to clone; every clone is the same runtime.
 ///
-/// Call [`shutdown`](Self::shutdown) when done: it drains every queue and joins every thread.
+/// [`shutdown`](Self::shutdown) drains every queue and joins every thread; dropping the last
+/// clone does the same (as tokio's blocking pool does), so a runtime never outlives its owner
+/// with threads running. Shutting down twice is harmless: the second call returns the first
+/// report. (A handler that holds a clone keeps the runtime alive until it is shut down.)
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
@@ -489,13 +492,28 @@ impl Runtime {
     }
 
     fn shutdown_inner(&self, timeout: Option<Duration>) -> ShutdownReport {
-        let mut report = self.inner.report.lock();
+        self.inner.shutdown(timeout)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // On one of its own workers (a handler dropped the last clone) a drain would wait for
+        // the handler itself: give up at once instead, dropping what is queued.
+        let timeout = crate::pool::on_worker_thread().then_some(Duration::ZERO);
+        self.shutdown(timeout);
+    }
+}
+
+impl Inner {
+    fn shutdown(&self, timeout: Option<Duration>) -> ShutdownReport {
+        let mut report = self.report.lock();
         if let Some(r) = report.as_ref() {
             return r.clone();
         }
-        let shared = &self.inner.shared;
+        let shared = &self.shared;
         shared.start_draining();
-        let stages = self.inner.registry.stages.read().clone();
+        let stages = self.registry.stages.read().clone();
         let drained = wait_quiet(&stages, timeout);
         shared.close();
         let abandoned = if drained {
@@ -504,14 +522,14 @@ impl Runtime {
             stages.iter().map(|s| s.abandon()).sum()
         };
         {
-            let (flag, cv) = &*self.inner.stop;
+            let (flag, cv) = &*self.stop;
             *flag.lock() = true;
             cv.notify_all();
         }
-        if let Some(control) = self.inner.control.lock().take() {
+        if let Some(control) = self.control.lock().take() {
             let _ = control.join();
         }
-        let pools = self.inner.registry.pools.read().clone();
+        let pools = self.registry.pools.read().clone();
         let threads_left_running = pools.iter().map(|p| p.stop(timeout)).sum();
         let r = ShutdownReport {
             drained,

@@ -60,6 +60,10 @@ pub struct Entry {
     pub source: &'static str,
     /// What it acts on.
     pub role: Role,
+    /// Whether side-by-side comparisons run it (the lab's `controllers` scenario); variants
+    /// and controllers that need a differently shaped workload (classes, a degradable
+    /// handler) have their own scenarios.
+    pub compared: bool,
     pub(crate) build: BuildFn,
     pub(crate) aim: AimFn,
 }
@@ -135,24 +139,30 @@ pub(crate) fn target_s(target: Duration) -> Vec<(&'static str, f64)> {
     vec![("target_s", target.as_secs_f64())]
 }
 
-/// Every controller, in the order listings show them.
-static CATALOGUE: [Entry; 11] = [
-    crate::response_time::ENTRY,
+/// Every controller, in the order listings and comparisons run them (ours and the seeds'
+/// first; a quick comparison runs a prefix).
+static CATALOGUE: &[Entry] = &[
     crate::response_time::TUNED_ENTRY,
+    crate::response_time::ENTRY,
+    crate::peers::VEGAS_ENTRY,
+    crate::peers::CODEL_ENTRY,
+    crate::peers::GRADIENT2_ENTRY,
+    crate::peers::ENVOY_ENTRY,
+    crate::peers::AIMD_ENTRY,
+    crate::dropper::ENTRY,
     crate::response_time::TUNED_TRIM_ENTRY,
     crate::multiclass::ENTRY,
     crate::degradation::ENTRY,
-    crate::dropper::ENTRY,
-    crate::peers::VEGAS_ENTRY,
-    crate::peers::GRADIENT2_ENTRY,
-    crate::peers::AIMD_ENTRY,
-    crate::peers::ENVOY_ENTRY,
-    crate::peers::CODEL_ENTRY,
 ];
+
+/// The controllers side-by-side comparisons run, in order.
+pub fn compared() -> impl Iterator<Item = &'static Entry> {
+    CATALOGUE.iter().filter(|e| e.compared)
+}
 
 /// Every controller a configuration can name.
 pub fn catalogue() -> &'static [Entry] {
-    &CATALOGUE
+    CATALOGUE
 }
 
 /// Every controller's name, in catalogue order.

@@ -16,6 +16,7 @@ pub(crate) const ENTRY: Entry = Entry {
     about: "early selective dropping, threshold = target / 2",
     source: "003 Section 4.2.3",
     role: Role::Drop,
+    compared: true,
     build: |p| {
         let threshold = p.secs("threshold_s", DEFAULT_DROP_THRESHOLD);
         Ok(Box::new(SelectiveDropper::new(threshold)))

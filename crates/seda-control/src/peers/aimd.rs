@@ -62,6 +62,7 @@ pub(crate) const AIMD_ENTRY: Entry = Entry {
     about: "AIMD concurrency limit, timeout = target",
     source: "Netflix concurrency-limits AIMDLimit",
     role: Role::Limit,
+    compared: true,
     build: |p| {
         let cfg = AimdLimitConfig::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(AimdLimit::new(cfg)?)))

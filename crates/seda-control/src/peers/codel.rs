@@ -50,6 +50,7 @@ pub(crate) const CODEL_ENTRY: Entry = Entry {
     about: "CoDel (5 ms target delay, 100 ms interval)",
     source: "folly's CoDel (Nichols and Jacobson)",
     role: Role::Drop,
+    compared: true,
     build: |p| {
         let cfg = CodelConfig::read(p);
         Ok(Box::new(Codel::new(cfg)?))

@@ -77,6 +77,7 @@ pub(crate) const ENVOY_ENTRY: Entry = Entry {
     about: "Envoy's adaptive concurrency (gradient)",
     source: "Envoy's adaptive concurrency filter, gradient controller",
     role: Role::Limit,
+    compared: true,
     build: |p| {
         let cfg = EnvoyGradientConfig::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(EnvoyGradient::new(cfg)?)))

@@ -72,6 +72,7 @@ pub(crate) const GRADIENT2_ENTRY: Entry = Entry {
     about: "Netflix Gradient2 concurrency limit",
     source: "Netflix concurrency-limits Gradient2Limit",
     role: Role::Limit,
+    compared: true,
     build: |p| {
         let cfg = Gradient2Config::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(Gradient2Limit::new(cfg)?)))

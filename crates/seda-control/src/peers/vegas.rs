@@ -62,6 +62,7 @@ pub(crate) const VEGAS_ENTRY: Entry = Entry {
     about: "Netflix Vegas concurrency limit",
     source: "Netflix concurrency-limits VegasLimit",
     role: Role::Limit,
+    compared: true,
     build: |p| {
         let cfg = VegasConfig::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(VegasLimit::new(cfg)?)))

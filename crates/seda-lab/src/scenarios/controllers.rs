@@ -14,19 +14,13 @@ use crate::{Lab, Scenario};
 /// The scenario.
 pub struct Controllers;
 
-/// The controllers compared, in the order run: the catalogue's admission controllers, ours
-/// and the seeds' first. The quick form runs the first five.
-const KINDS: [&str; 9] = [
-    "none",
-    "response_time_tuned",
-    "response_time",
-    "vegas",
-    "codel",
-    "gradient2",
-    "envoy_gradient",
-    "aimd_limit",
-    "selective_dropper",
-];
+/// The controllers compared, in the order run: none, then the catalogue's compared
+/// controllers (ours and the seeds' first). The quick form runs the first five.
+fn kinds() -> Vec<&'static str> {
+    std::iter::once("none")
+        .chain(seda_control::catalogue::compared().map(|e| e.name))
+        .collect()
+}
 
 /// What `kind` is, from the catalogue.
 fn about(kind: &str) -> &'static str {
@@ -66,7 +60,8 @@ impl Scenario for Controllers {
             after_s: lab.pick(1.0, 5.0),
             ..calibrated(lab, capacity)
         };
-        let kinds = &KINDS[..lab.pick(5, KINDS.len())];
+        let all = kinds();
+        let kinds = &all[..lab.pick(5, all.len()).min(all.len())];
         let mut runs: Vec<(&str, SpikeRun)> = Vec::new();
         let mut described = Vec::new();
         for kind in kinds {
@@ -205,4 +200,31 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64) -> String {
           own controller starts at a low rate and raises it slowly, so it admits too little \
           during a short spike (the simulator shows the same: `seda sim spike`).\n";
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_form_runs_none_ours_the_seeds_and_two_peers_and_every_control_builds() {
+        let kinds = kinds();
+        assert_eq!(
+            kinds[..5],
+            [
+                "none",
+                "response_time_tuned",
+                "response_time",
+                "vegas",
+                "codel"
+            ]
+        );
+        for kind in kinds {
+            let c = control(kind, 0.5).unwrap();
+            if let Control::PerStage { kind, params } = c {
+                let params = params.into_iter().collect();
+                seda_control::build_admission(&kind, &params).unwrap();
+            }
+        }
+    }
 }

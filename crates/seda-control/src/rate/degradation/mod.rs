@@ -25,6 +25,7 @@ pub(crate) const ENTRY: Entry = Entry {
     about: "002's quality knob, admission control as the last resort",
     source: "002 Section 3.4",
     role: Role::Rate,
+    compared: false,
     build: |p| {
         let rt = ResponseTimeConfig::read(
             p,

@@ -37,6 +37,7 @@ pub(crate) const ENTRY: Entry = Entry {
     about: "002's per-class targets, lower classes cut first",
     source: "002 Section 3.3",
     role: Role::Rate,
+    compared: false,
     build: |p| {
         Ok(Box::new(MulticlassController::new(
             MulticlassConfig::read(p)?,

@@ -28,6 +28,7 @@ pub(crate) const ENTRY: Entry = Entry {
     about: "002's token-bucket controller (Figure 4 parameters)",
     source: "002 Section 3.2, Figure 4",
     role: Role::Rate,
+    compared: true,
     build: |p| {
         let cfg = ResponseTimeConfig::read(
             p,

@@ -39,6 +39,7 @@ pub(crate) const TUNED_ENTRY: Entry = Entry {
     about: "ours: p90 target, queue sized by Little's law",
     source: "ours, on 002 Section 3.2's goal and 003 Section 4.3.1's mapping",
     role: Role::Rate,
+    compared: true,
     build: |p| {
         let cfg = TunedConfig::read(p, false);
         Ok(Box::new(TunedResponseTimeController::new(cfg)?))
@@ -53,6 +54,7 @@ pub(crate) const TUNED_TRIM_ENTRY: Entry = Entry {
     about: "ours, trimming a standing queue (trim = 1)",
     source: "ours, with CoDel's standing-queue observation",
     role: Role::Rate,
+    compared: false,
     build: |p| {
         let cfg = TunedConfig::read(p, true);
         Ok(Box::new(TunedResponseTimeController::new(cfg)?))
