@@ -202,7 +202,7 @@ pub fn listing() -> String {
     let width = CATALOGUE.iter().map(|e| e.name.len()).max().unwrap_or(0);
     CATALOGUE
         .iter()
-        .map(|e| format!("  {:width$}  {} ({})\n", e.name, e.about, e.source))
+        .map(|e| format!("  {:width$}  {} [{}]\n", e.name, e.about, e.source))
         .collect()
 }
 
