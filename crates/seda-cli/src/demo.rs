@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use seda_lab::scenario;
-use serde_json::Value;
+use seda_sim::summary::RunSummary;
+use serde::Deserialize;
 
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
@@ -34,23 +35,16 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         "", "p90 (spike)", "p90 settled", "rejected", "users unanswered"
     );
     for (name, s) in &outcome.summary {
-        let f = |k: &str, unit: &str| {
-            s.get(k)
-                .and_then(Value::as_f64)
-                .map_or("-".into(), |v| format!("{v:.2}{unit}"))
-        };
-        let pct = |k: &str| {
-            s.get(k)
-                .and_then(Value::as_f64)
-                .map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
-        };
+        let s = RunSummary::deserialize(s).context("mail-spike's summary")?;
+        let secs = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.2} s"));
+        let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.0}%", v * 100.0));
         println!(
             "{:<22} {:>12} {:>12} {:>10} {:>16}",
             label(name),
-            f("p90_admitted_s", " s"),
-            f("p90_admitted_after_settle_s", " s"),
-            pct("rejected_fraction"),
-            pct("unanswered_clients_fraction")
+            secs(s.p90_admitted_s),
+            secs(s.p90_admitted_after_settle_s),
+            pct(Some(s.rejected_fraction)),
+            pct(s.unanswered_clients_fraction)
         );
     }
     println!();

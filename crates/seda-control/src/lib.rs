@@ -80,7 +80,9 @@ mod knob;
 pub mod peers;
 mod pool;
 mod rate;
+pub mod selftune;
 mod shared;
+pub mod terminate;
 
 pub use admission::{AdmissionController, RejectReason};
 pub use catalogue::build_admission;

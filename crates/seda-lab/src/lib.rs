@@ -35,6 +35,7 @@ pub mod scenario;
 mod scenarios;
 pub mod spike;
 pub mod steady;
+pub mod vocabulary;
 
 pub use child::{Child, free_port};
 pub use lab::Lab;

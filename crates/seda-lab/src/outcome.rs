@@ -50,8 +50,9 @@ pub struct Outcome {
     pub paper: String,
     /// The configuration it ran with (loads, durations, targets, scale-down).
     pub config: Value,
-    /// Headline figures, with the simulator's key names (`p90_admitted_after_settle_s`,
-    /// `settle_time_s`, `goodput_per_s`, `capacity_per_s`, `rejected_fraction`, `target_s`).
+    /// Headline figures per run or variant: a [`seda_sim::summary::RunSummary`] serialized
+    /// (`p90_admitted_after_settle_s`, `settle_time_s`, `goodput_per_s`, `capacity_per_s`,
+    /// `rejected_fraction`, `target_s`...), or a scenario's own shape built from them.
     pub summary: Map<String, Value>,
     /// Everything else: per-interval series, per-run tables.
     pub data: Value,

@@ -1,16 +1,20 @@
-//! A load spike against the e-mail service, and its figures under the simulator's key names:
+//! A load spike against the e-mail service, and its figures as a [`RunSummary`]:
 //! shared by `mail-spike`, `controllers` and `seda demo`.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
+use seda_load::record::{Counts, IntervalStats};
 use seda_load::{Report, Schedule};
+use seda_sim::summary::{RunSummary, fraction, settle_time};
 use serde_json::{Value, json};
 
 use crate::lab::Lab;
 use crate::mail::{self, Control, MailServer};
 use crate::poll::{Sample, StatsPoller, controller_series};
+use crate::steady::ended;
+use crate::vocabulary::windows;
 
 /// The shape of the spike.
 #[derive(Debug, Clone, Copy)]
@@ -73,8 +77,8 @@ impl Spike {
 /// What one spike run measured.
 #[derive(Debug)]
 pub struct SpikeRun {
-    /// Headline figures (the simulator's key names).
-    pub summary: Value,
+    /// Headline figures.
+    pub summary: RunSummary,
     /// p90 of requests completed in each 1 s interval: `(t_s, seconds)`.
     pub p90: Vec<(f64, f64)>,
     /// Rejected fraction of the requests that ended in each interval.
@@ -138,22 +142,14 @@ pub fn run(
     Ok(measure(&report, &samples, spike, capacity, control))
 }
 
-/// The simulator's definition: the time from the onset until every 1 s interval's p90 stays at
-/// or below 1.2 x target up to the end of the spike (the end of the last interval over it).
-pub fn settle_time(report: &Report, spike: &Spike) -> f64 {
-    let limit_ms = 1.2 * spike.target_s * 1000.0;
-    let mut settle = 0.0;
-    for i in &report.series {
-        let end = i.t_s + i.duration_s;
-        if i.t_s >= spike.onset_s() - 1e-6
-            && end <= spike.end_s() + 1e-6
-            && i.counts.completed > 0
-            && i.latency.p90_ms > limit_ms
-        {
-            settle = end - spike.onset_s();
-        }
-    }
-    settle
+/// The settle time of the spike ([`settle_time`]) over the load generator's 1 s intervals.
+pub fn settle(report: &Report, spike: &Spike) -> f64 {
+    settle_time(
+        windows(report, spike.onset_s()),
+        spike.onset_s(),
+        spike.end_s(),
+        spike.target_s,
+    )
 }
 
 /// The fraction of users who got neither a page nor a rejection in the whole run: left
@@ -169,6 +165,49 @@ fn unanswered_clients(report: &Report) -> f64 {
     silent as f64 / n
 }
 
+/// The load generator's intervals that start during the spike.
+pub fn intervals<'a>(
+    report: &'a Report,
+    spike: &Spike,
+) -> impl Iterator<Item = &'a IntervalStats> + 'a {
+    let (on, end) = (spike.onset_s(), spike.end_s());
+    report
+        .series
+        .iter()
+        .filter(move |i| i.t_s >= on - 1e-6 && i.t_s < end - 1e-6)
+}
+
+/// The headline figures of the spike: p90s, settling, goodput and throughput against
+/// `capacity`, and the shares rejected, timed out and failed.
+pub fn summary(report: &Report, spike: &Spike, capacity: f64) -> RunSummary {
+    let (on, end) = (spike.onset_s(), spike.end_s());
+    let mut c = Counts::default();
+    for i in intervals(report, spike) {
+        c.completed += i.counts.completed;
+        c.good += i.counts.good;
+        c.rejected += i.counts.rejected;
+        c.timeouts += i.counts.timeouts;
+        c.errors += i.counts.errors;
+    }
+    let ended = ended(&c);
+    let settle = settle(report, spike);
+    let p90_from = |from: f64| report.latency_between(from, end).map(|l| l.p90_ms / 1000.0);
+    let mut s = RunSummary::new(spike.target_s);
+    s.p90_admitted_s = p90_from(on);
+    s.settling(
+        settle,
+        spike.spike_s,
+        p90_from((on + settle).min(end - 1.0)),
+    );
+    s.rates(c.good, c.completed, spike.spike_s, capacity);
+    s.rejected_fraction = fraction(c.rejected, ended);
+    s.timeout_fraction = Some(fraction(c.timeouts, ended));
+    s.error_fraction = Some(fraction(c.errors, ended));
+    s.timeouts = Some(c.timeouts);
+    s.errors = Some(c.errors);
+    s
+}
+
 fn measure(
     report: &Report,
     samples: &[Sample],
@@ -176,50 +215,14 @@ fn measure(
     capacity: f64,
     control: &Control,
 ) -> SpikeRun {
-    let (on, end) = (spike.onset_s(), spike.end_s());
-    let during: Vec<_> = report
-        .series
-        .iter()
-        .filter(|i| i.t_s >= on - 1e-6 && i.t_s < end - 1e-6)
-        .collect();
-    let sum = |f: &dyn Fn(&seda_load::record::Counts) -> u64| -> u64 {
-        during.iter().map(|i| f(&i.counts)).sum()
-    };
-    let (completed, good) = (sum(&|c| c.completed), sum(&|c| c.good));
-    let (rejected, timeouts, errors) = (
-        sum(&|c| c.rejected),
-        sum(&|c| c.timeouts),
-        sum(&|c| c.errors),
-    );
-    let ended = (completed + rejected + timeouts + errors).max(1) as f64;
-    let settle = settle_time(report, spike);
-    let settled = settle < spike.spike_s - 1.0;
-    let after = report.latency_between((on + settle).min(end - 1.0), end);
-    let all = report.latency_between(on, end);
-    let secs = spike.spike_s;
-    let goodput = good as f64 / secs;
-    let opt = |x: Option<f64>| x.map_or(Value::Null, |v| json!(v));
-    let summary = json!({
-        "control": control.describe(),
-        "target_s": spike.target_s,
-        "capacity_per_s": capacity,
-        "p90_admitted_s": opt(all.map(|l| l.p90_ms / 1000.0)),
-        "p90_admitted_after_settle_s": opt(after.map(|l| l.p90_ms / 1000.0)),
-        "max_admitted_s": opt(all.map(|l| l.max_ms / 1000.0)),
-        "settle_time_s": settle,
-        "settled": settled,
-        "goodput_per_s": goodput,
-        "goodput_fraction_of_capacity": goodput / capacity,
-        "throughput_per_s": completed as f64 / secs,
-        "rejected_fraction": rejected as f64 / ended,
-        "timeout_fraction": timeouts as f64 / ended,
-        "error_fraction": errors as f64 / ended,
-        "timeouts": timeouts,
-        "errors": errors,
-        "error_kinds": report.summary.error_kinds,
-        "unanswered_clients_fraction": unanswered_clients(report),
-        "jain_completed": report.summary.jain_completed,
-    });
+    let mut summary = summary(report, spike, capacity);
+    summary.control = Some(control.describe());
+    summary.max_admitted_s = report
+        .latency_between(spike.onset_s(), spike.end_s())
+        .map(|l| l.max_ms / 1000.0);
+    summary.error_kinds = Some(report.summary.error_kinds.clone());
+    summary.unanswered_clients_fraction = Some(unanswered_clients(report));
+    summary.jain_completed = report.summary.jain_completed;
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
         report
             .series
@@ -246,5 +249,101 @@ fn measure(
         rejected: rejected_series,
         rate,
         series,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use seda_load::record::{Latency, Summary};
+
+    use super::*;
+
+    /// A second of load: `completed` pages (`good` in time) at `p90_s`, and `rejected` 503s.
+    fn second(t_s: f64, completed: u64, good: u64, rejected: u64, p90_s: f64) -> IntervalStats {
+        IntervalStats {
+            t_s,
+            duration_s: 1.0,
+            counts: Counts {
+                completed,
+                good,
+                rejected,
+                ..Counts::default()
+            },
+            throughput_per_s: completed as f64,
+            goodput_per_s: good as f64,
+            latency: Latency {
+                p90_ms: p90_s * 1000.0,
+                ..Latency::default()
+            },
+            level: 0.0,
+            active: 0,
+            aimd_window: None,
+        }
+    }
+
+    fn report(series: Vec<IntervalStats>) -> Report {
+        Report {
+            model: String::new(),
+            summary: Summary {
+                duration_s: series.len() as f64,
+                counts: Counts::default(),
+                in_flight_at_end: 0,
+                dropped: 0,
+                throughput_per_s: 0.0,
+                goodput_per_s: 0.0,
+                goodput_target_ms: 1000.0,
+                latency: Latency::default(),
+                statuses: BTreeMap::new(),
+                error_kinds: BTreeMap::new(),
+                clients: 0,
+                jain_completed: None,
+                jain_sent: None,
+            },
+            series,
+            classes: Vec::new(),
+            clients: Vec::new(),
+            interval_histograms: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_spike_is_summarised_in_the_shared_vocabulary() {
+        let spike = Spike {
+            base_users: 3,
+            spike_users: 100,
+            before_s: 2.0,
+            spike_s: 5.0,
+            after_s: 2.0,
+            target_s: 1.0,
+            time_scale: 1.0,
+        };
+        // Over 1.2 x target in the spike's first two seconds (and before it, which does not
+        // count), within it after; nothing completes in the fourth second.
+        let p90 = [5.0, 0.5, 3.0, 2.0, 1.1, 0.0, 0.9, 9.0, 9.0];
+        let series = p90
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let completed = if i == 5 { 0 } else { 10 };
+                second(i as f64, completed, completed / 2, 10, p)
+            })
+            .collect();
+        let s = summary(&report(series), &spike, 20.0);
+        assert_eq!(s.settle_time_s, Some(2.0));
+        assert_eq!(s.settled, Some(true));
+        // Seconds 2 to 6: 40 completed (20 good), 50 rejected.
+        assert_eq!(s.goodput_per_s, 4.0);
+        assert_eq!(s.throughput_per_s, Some(8.0));
+        assert_eq!(s.goodput_fraction_of_capacity, Some(0.2));
+        assert!((s.rejected_fraction - 50.0 / 90.0).abs() < 1e-12);
+        assert_eq!(s.timeouts, Some(0));
+        // No histograms kept: no percentiles, and the JSON leaves them out.
+        assert_eq!(s.p90_admitted_s, None);
+        let v = s.to_json();
+        assert!(v.get("p90_admitted_s").is_none());
+        assert_eq!(v["settle_time_s"], 2.0);
+        assert_eq!(v["capacity_per_s"], 20.0);
     }
 }

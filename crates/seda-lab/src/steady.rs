@@ -1,15 +1,16 @@
-//! A steady population of e-mail users against the service, and its figures under the
-//! simulator's key names: shared by `mail-users`, `per-stage` and `classes`.
+//! A steady population of e-mail users against the service, and its figures as a
+//! [`RunSummary`]: shared by `mail-users`, `per-stage` and `classes`.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use seda_load::{LoadConfig, Report};
+use seda_sim::summary::{RunSummary, fraction, settle_time};
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::lab::Lab;
 use crate::mail::{self, Control};
+use crate::vocabulary::windows;
 
 /// One steady load.
 #[derive(Debug, Clone, Copy)]
@@ -58,8 +59,8 @@ pub struct TypeRow {
 /// What one steady run measured.
 #[derive(Debug)]
 pub struct SteadyRun {
-    /// Headline figures (the simulator's key names).
-    pub summary: Value,
+    /// Headline figures.
+    pub summary: RunSummary,
     /// Per request type.
     pub types: Vec<TypeRow>,
     /// Rejected fraction of the requests that ended in each 1 s interval: `(t_s, fraction)`.
@@ -128,28 +129,14 @@ pub fn types(report: &Report) -> Vec<TypeRow> {
         .collect()
 }
 
-/// Seconds from the start of the measured run until every 1 s interval's p90 stays at or
-/// below 1.2 x target (the simulator's settling rule; 0 when the warm-up sufficed).
-fn settle_time(report: &Report, target_s: f64) -> f64 {
-    let limit_ms = 1.2 * target_s * 1000.0;
-    report
-        .series
-        .iter()
-        .filter(|i| i.counts.completed > 0 && i.latency.p90_ms > limit_ms)
-        .map(|i| i.t_s + i.duration_s)
-        .fold(0.0, f64::max)
-}
-
 /// The figures of a steady run.
 pub fn measure(report: &Report, steady: &Steady, capacity: f64, control: &Control) -> SteadyRun {
     let s = &report.summary;
     let c = &s.counts;
-    let all = ended(c).max(1) as f64;
     let secs = s.duration_s.max(1e-9);
-    let settle = settle_time(report, steady.target_s);
-    let settled = settle < steady.duration_s - 1.0;
+    // From the start of the measured run (0 when the warm-up sufficed) to its end.
+    let settle = settle_time(windows(report, 0.0), 0.0, f64::INFINITY, steady.target_s);
     let after = report.latency_between(settle.min(steady.duration_s - 1.0), steady.duration_s);
-    let opt = |x: Option<f64>| x.map_or(Value::Null, |v| json!(v));
     let completed = (c.completed > 0).then_some(s.latency);
     // Little's law on the closed loop: each user is waiting for a reply, thinking, or
     // waiting after a rejection, so users = X (R + think) + rejections/s x wait. Unlike the
@@ -161,26 +148,19 @@ pub fn measure(report: &Report, steady: &Steady, capacity: f64, control: &Contro
     let littles = (x > 0.0).then(|| {
         ((steady.users as f64 - c.rejected as f64 / secs * wait_s) / x - think_s).max(0.0)
     });
-    let summary = json!({
-        "control": control.describe(),
-        "users": steady.users,
-        "target_s": steady.target_s,
-        "capacity_per_s": capacity,
-        "p90_admitted_s": opt(completed.map(|l| l.p90_ms / 1000.0)),
-        "p90_admitted_after_settle_s": opt(after.map(|l| l.p90_ms / 1000.0)),
-        "max_admitted_s": opt(completed.map(|l| l.max_ms / 1000.0)),
-        "mean_response_littles_s": opt(littles),
-        "settle_time_s": settle,
-        "settled": settled,
-        "goodput_per_s": c.good as f64 / secs,
-        "goodput_fraction_of_capacity": c.good as f64 / secs / capacity,
-        "throughput_per_s": c.completed as f64 / secs,
-        "rejected_fraction": c.rejected as f64 / all,
-        "timeout_fraction": c.timeouts as f64 / all,
-        "error_fraction": c.errors as f64 / all,
-        "error_kinds": s.error_kinds,
-        "jain_completed": s.jain_completed,
-    });
+    let mut summary = RunSummary::new(steady.target_s);
+    summary.control = Some(control.describe());
+    summary.users = Some(steady.users as u64);
+    summary.p90_admitted_s = completed.map(|l| l.p90_ms / 1000.0);
+    summary.max_admitted_s = completed.map(|l| l.max_ms / 1000.0);
+    summary.mean_response_littles_s = littles;
+    summary.settling(settle, steady.duration_s, after.map(|l| l.p90_ms / 1000.0));
+    summary.rates(c.good, c.completed, secs, capacity);
+    summary.rejected_fraction = fraction(c.rejected, ended(c));
+    summary.timeout_fraction = Some(fraction(c.timeouts, ended(c)));
+    summary.error_fraction = Some(fraction(c.errors, ended(c)));
+    summary.error_kinds = Some(s.error_kinds.clone());
+    summary.jain_completed = s.jain_completed;
     SteadyRun {
         summary,
         types: types(report),

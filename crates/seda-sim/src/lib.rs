@@ -34,6 +34,10 @@
 //!   [`Bucket`]s (offered, admitted, rejected, expired, completed, goodput, response-time
 //!   histogram, controller state) and whole-run totals after the warm-up, plus
 //!   [`StageStats`] per stage.
+//! - [`summary`]: the result vocabulary shared with the lab ([`summary::RunSummary`],
+//!   [`summary::Series`], the settle time).
+//! - [`scenarios`]: the seeds' overload experiments that `seda sim` runs, behind
+//!   [`scenarios::Scenario`].
 //!
 //! # Accounting
 //!
@@ -55,6 +59,8 @@ mod dist;
 mod engine;
 pub mod metrics;
 mod rng;
+pub mod scenarios;
+pub mod summary;
 
 pub use config::{Population, SimConfig, SourceConfig, StageConfig, StageNode};
 pub use dist::Dist;

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use seda_control::{AimdWindowConfig, build_admission};
+use seda_sim::summary::settle_time;
 use seda_sim::{Dist, Population, SimConfig, SimResult, SourceConfig, StageConfig, simulate};
 
 /// One stage of 4 servers with 10 ms exponential service: capacity 400/s.
@@ -228,7 +229,7 @@ fn spike(kind: &str, service: Dist) -> (f64, f64, f64) {
     );
     cfg.admission = Some(build_admission(kind, &BTreeMap::new()).unwrap());
     let m = simulate(cfg).unwrap().metrics;
-    let settle = m.settle_time(10.0, 40.0, 1.0, 0.9, 1.2);
+    let settle = settle_time(m.sliding_windows(1.0, 10.0, 40.0), 10.0, 40.0, 1.0);
     let after = m.window(10.0 + settle, 40.0);
     let goodput = m.window(10.0, 40.0).good as f64 / 30.0;
     (settle, after.quantile(0.9).unwrap_or(0.0), goodput)

@@ -14,6 +14,8 @@ use anyhow::{Result, anyhow};
 use seda_load::Report;
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_mail::workload::MailWorkload;
+use seda_sim::summary::{RunSummary, per_s};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::mail_spike::measure_capacity;
@@ -189,10 +191,19 @@ impl Scenario for Classes {
             runs.push((*name, run_variant(lab, name, control, &plan)?));
         }
         plots(lab, &runs, &plan)?;
-        let mut summary = Map::new();
-        for (name, r) in &runs {
-            summary.insert((*name).to_string(), summarize(r, &plan, capacity));
-        }
+        let summaries: Vec<(&str, ClassesSummary)> = runs
+            .iter()
+            .map(|(name, r)| (*name, summarize(r, &plan, capacity)))
+            .collect();
+        let summary: Map<String, Value> = summaries
+            .iter()
+            .map(|(n, s)| {
+                (
+                    (*n).to_string(),
+                    serde_json::to_value(s).unwrap_or(Value::Null),
+                )
+            })
+            .collect();
         Ok(Outcome {
             paper: "002 Figures 14 and 15".into(),
             config: json!({
@@ -220,16 +231,27 @@ impl Scenario for Classes {
                     })
                     .collect(),
             ),
-            checks: checks(&summary),
-            report: report(&summary, &plan, capacity),
+            checks: checks(&summaries),
+            report: report(&summaries, &plan, capacity),
             summary,
         })
     }
 }
 
-/// One class's figures while both are active (`[from_s, to_s)` on its own clock).
-fn class_figures(r: &Report, from_s: f64, to_s: f64) -> Value {
-    let opt = |x: Option<f64>| x.map_or(Value::Null, |v| json!(v));
+/// One variant's figures.
+#[derive(Debug, Clone, Serialize)]
+struct ClassesSummary {
+    target_s: f64,
+    capacity_per_s: f64,
+    /// While both are active: the low class's clock starts with the run, the high class's
+    /// when it arrives.
+    low_both_active: RunSummary,
+    high_both_active: RunSummary,
+    low_alone_before: RunSummary,
+}
+
+/// One class's figures over `[from_s, to_s)` on its own clock.
+fn class_figures(r: &Report, from_s: f64, to_s: f64, target_s: f64) -> RunSummary {
     let (mut good, mut secs) = (0, 0.0);
     for i in r
         .series
@@ -239,42 +261,43 @@ fn class_figures(r: &Report, from_s: f64, to_s: f64) -> Value {
         good += i.counts.good;
         secs += i.duration_s;
     }
-    json!({
-        "rejected_fraction": opt(rejected_between(r, from_s, to_s)),
-        "p90_admitted_s": opt(r.latency_between(from_s, to_s).map(|l| l.p90_ms / 1000.0)),
-        "goodput_per_s": if secs > 0.0 { json!(good as f64 / secs) } else { Value::Null },
-    })
+    RunSummary {
+        rejected_fraction: rejected_between(r, from_s, to_s).unwrap_or(0.0),
+        p90_admitted_s: r.latency_between(from_s, to_s).map(|l| l.p90_ms / 1000.0),
+        goodput_per_s: per_s(good, secs),
+        ..RunSummary::new(target_s)
+    }
 }
 
-fn summarize(r: &ClassRun, plan: &Plan, capacity: f64) -> Value {
+fn summarize(r: &ClassRun, plan: &Plan, capacity: f64) -> ClassesSummary {
     let (on, off) = plan.both();
-    json!({
-        "target_s": plan.target_s,
-        "capacity_per_s": capacity,
-        // While both are active: the low class's clock starts with the run, the high class's
-        // when it arrives.
-        "low_both_active": class_figures(&r.low, on, off),
-        "high_both_active": class_figures(&r.high, 0.0, off - on),
-        "low_alone_before": class_figures(&r.low, 0.0, on),
-    })
+    let t = plan.target_s;
+    ClassesSummary {
+        target_s: t,
+        capacity_per_s: capacity,
+        low_both_active: class_figures(&r.low, on, off, t),
+        high_both_active: class_figures(&r.high, 0.0, off - on, t),
+        low_alone_before: class_figures(&r.low, 0.0, on, t),
+    }
 }
 
-fn rej(summary: &Map<String, Value>, variant: &str, class: &str) -> Option<f64> {
-    summary
-        .get(variant)
-        .and_then(|v| v.get(class))
-        .and_then(|c| c.get("rejected_fraction"))
-        .and_then(Value::as_f64)
+type Summaries<'a> = [(&'a str, ClassesSummary)];
+
+fn variant<'a>(summaries: &'a Summaries<'_>, name: &str) -> Option<&'a ClassesSummary> {
+    summaries.iter().find(|(n, _)| *n == name).map(|(_, s)| s)
 }
 
-fn checks(summary: &Map<String, Value>) -> Vec<Check> {
+fn checks(summaries: &Summaries<'_>) -> Vec<Check> {
+    let rej = |v: &str, class: fn(&ClassesSummary) -> &RunSummary| {
+        variant(summaries, v).map(|s| class(s).rejected_fraction)
+    };
     let (lo, hi) = (
-        rej(summary, "with", "low_both_active"),
-        rej(summary, "with", "high_both_active"),
+        rej("with", |s| &s.low_both_active),
+        rej("with", |s| &s.high_both_active),
     );
     let (lo0, hi0) = (
-        rej(summary, "without", "low_both_active"),
-        rej(summary, "without", "high_both_active"),
+        rej("without", |s| &s.low_both_active),
+        rej("without", |s| &s.high_both_active),
     );
     vec![
         Check::new(
@@ -319,7 +342,7 @@ fn plots(lab: &Lab, runs: &[(&str, ClassRun)], plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-fn report(summary: &Map<String, Value>, plan: &Plan, capacity: f64) -> String {
+fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
     let t = plan.target_s;
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
@@ -339,12 +362,8 @@ fn report(summary: &Map<String, Value>, plan: &Plan, capacity: f64) -> String {
         3.0 * plan.third_s,
     );
     s += "### Rejected fraction while both classes are active\n\n| | low class | high class | p90 low | p90 high | paper low | paper high |\n|---|---|---|---|---|---|---|\n";
-    let get = |v: &str, c: &str, k: &str| {
-        summary
-            .get(v)
-            .and_then(|x| x.get(c))
-            .and_then(|x| x.get(k))
-            .and_then(Value::as_f64)
+    let get = |v: &str, figure: fn(&ClassesSummary) -> Option<f64>| {
+        variant(summaries, v).and_then(figure)
     };
     for (v, label, paper) in [
         (
@@ -356,10 +375,10 @@ fn report(summary: &Map<String, Value>, plan: &Plan, capacity: f64) -> String {
     ] {
         s += &format!(
             "| {label} | {} | {} | {} s | {} s | {} | {} |\n",
-            pct(get(v, "low_both_active", "rejected_fraction")),
-            pct(get(v, "high_both_active", "rejected_fraction")),
-            fmt(get(v, "low_both_active", "p90_admitted_s")),
-            fmt(get(v, "high_both_active", "p90_admitted_s")),
+            pct(get(v, |s| Some(s.low_both_active.rejected_fraction))),
+            pct(get(v, |s| Some(s.high_both_active.rejected_fraction))),
+            fmt(get(v, |s| s.low_both_active.p90_admitted_s)),
+            fmt(get(v, |s| s.high_both_active.p90_admitted_s)),
             pct(Some(paper.0)),
             pct(Some(paper.1)),
         );
@@ -367,8 +386,10 @@ fn report(summary: &Map<String, Value>, plan: &Plan, capacity: f64) -> String {
     s += &format!(
         "\nBefore the high class arrives the low class alone is rejected {} (without) and {} \
          (with differentiation).\n\n",
-        pct(get("without", "low_alone_before", "rejected_fraction")),
-        pct(get("with", "low_alone_before", "rejected_fraction")),
+        pct(get("without", |s| Some(
+            s.low_alone_before.rejected_fraction
+        ))),
+        pct(get("with", |s| Some(s.low_alone_before.rejected_fraction))),
     );
     s += "**The paper (002 Figures 14, 15):** without differentiation both classes see about \
           the same rejection rate (55.5% low, 57.6% high); with it the low class is rejected \

@@ -10,6 +10,7 @@ use crate::plot::{LineChart, Series};
 use crate::scenarios::mail_spike::{calibrated, measure_capacity};
 use crate::spike::{self, Spike, SpikeRun};
 use crate::{Lab, Scenario};
+use seda_sim::summary::{RunSummary, spike_table};
 
 /// The scenario.
 pub struct Controllers;
@@ -93,7 +94,7 @@ impl Scenario for Controllers {
         )?;
         let mut summary = Map::new();
         for (n, r) in &runs {
-            summary.insert((*n).to_string(), r.summary.clone());
+            summary.insert((*n).to_string(), r.summary.to_json());
         }
         Ok(Outcome {
             paper: "002 Figure 10's spike, with the peers' controllers".into(),
@@ -113,28 +114,24 @@ impl Scenario for Controllers {
     }
 }
 
-fn figure(r: &SpikeRun, key: &str) -> Option<f64> {
-    r.summary.get(key).and_then(Value::as_f64)
-}
-
 /// Goodput counts only requests answered within the target, so a controller that admits too
 /// much (late answers) or too little (idle server) both lose.
 fn leader<'a>(runs: &[(&'a str, SpikeRun)]) -> Option<(&'a str, f64)> {
     runs.iter()
-        .filter_map(|(n, r)| figure(r, "goodput_per_s").map(|g| (*n, g)))
+        .map(|(n, r)| (*n, r.summary.goodput_per_s))
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
-    let get = |name: &str, key: &str| {
+    let run = |name: &str| {
         runs.iter()
             .find(|(n, _)| *n == name)
-            .and_then(|(_, r)| figure(r, key))
+            .map(|(_, r)| &r.summary)
     };
-    let ours = get("response_time_tuned", "goodput_per_s").unwrap_or(0.0);
+    let ours = run("response_time_tuned").map_or(0.0, |s| s.goodput_per_s);
     let best = leader(runs).map_or(0.0, |(_, g)| g);
-    let none = get("none", "goodput_per_s").unwrap_or(0.0);
-    let ours_p90 = get("response_time_tuned", "p90_admitted_after_settle_s");
+    let none = run("none").map_or(0.0, |s| s.goodput_per_s);
+    let ours_p90 = run("response_time_tuned").and_then(|s| s.p90_admitted_after_settle_s);
     vec![
         // Observed: which controller leads is the experiment's finding, not a claim of the
         // papers; the report names the leader.
@@ -161,31 +158,21 @@ fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
 }
 
 fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64) -> String {
-    let f = |x: Option<f64>, d: usize| x.map_or("-".into(), |v| format!("{v:.d$}"));
+    let rows: Vec<(&str, &RunSummary)> = runs.iter().map(|(n, r)| (*n, &r.summary)).collect();
     let mut s = format!(
         "The spike of `mail-spike` ({} -> {} users, target {} s, service {}x slowed, capacity \
          {capacity:.0} requests/s), {:.0} s long, against each controller placed on every \
-         request-type stage. Goodput counts requests answered within the target.\n\n\
-         | controller | goodput/s | of capacity | p90 during spike | p90 after settling | \
-         settle | rejected |\n|---|---|---|---|---|---|---|\n",
+         request-type stage. Goodput counts requests answered within the target. The table is \
+         `seda sim spike`'s: p90s in seconds over the spike and after settling, settle time, \
+         goodput per second and as a multiple of capacity (xC), shares refused, timed out or \
+         failed, and of users never answered.\n\n```\n{}```\n",
         spike.base_users,
         spike.spike_users,
         spike.target_s,
         crate::mail::SLOWDOWN,
-        spike.spike_s
+        spike.spike_s,
+        spike_table(&rows),
     );
-    for (n, r) in runs {
-        let g = |k: &str| figure(r, k);
-        s += &format!(
-            "| {n} | {} | {} | {} s | {} s | {} s | {} |\n",
-            f(g("goodput_per_s"), 0),
-            f(g("goodput_fraction_of_capacity"), 2),
-            f(g("p90_admitted_s"), 3),
-            f(g("p90_admitted_after_settle_s"), 3),
-            f(g("settle_time_s"), 0),
-            f(g("rejected_fraction"), 2),
-        );
-    }
     if let Some((n, g)) = leader(runs) {
         s += &format!("\nHighest goodput within the target: **{n}** ({g:.0}/s).");
         if n != "response_time_tuned" {

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE};
 use serde_json::{Map, Value, json};
 
 use super::mail_spike::measure_capacity;
@@ -105,6 +106,9 @@ impl Plan {
     }
 }
 
+/// One figure of a run's summary.
+type Figure = fn(&RunSummary) -> Option<f64>;
+
 /// One variant's runs, in increasing order of users.
 struct Variant {
     name: &'static str,
@@ -117,10 +121,8 @@ impl Variant {
         self.runs.iter().find(|(u, _)| *u == users).map(|(_, r)| r)
     }
 
-    fn get(&self, users: usize, key: &str) -> Option<f64> {
-        self.at(users)
-            .and_then(|r| r.summary.get(key))
-            .and_then(Value::as_f64)
+    fn get(&self, users: usize, figure: Figure) -> Option<f64> {
+        self.at(users).and_then(|r| figure(&r.summary))
     }
 }
 
@@ -180,7 +182,7 @@ impl Scenario for MailUsers {
         let mut summary = Map::new();
         for v in &variants {
             if let Some(r) = v.at(top) {
-                summary.insert(v.name.to_string(), r.summary.clone());
+                summary.insert(v.name.to_string(), r.summary.to_json());
             }
         }
         Ok(Outcome {
@@ -231,14 +233,14 @@ fn checks(variants: &[Variant], plan: &Plan) -> Vec<Check> {
     let top = *plan.users.last().unwrap_or(&MAX_USERS);
     let low = *plan.users.first().unwrap_or(&2);
     let mut out = Vec::new();
-    let p_ours = ours.get(top, "p90_admitted_after_settle_s");
+    let p_ours = ours.get(top, |s| s.p90_admitted_after_settle_s);
     out.push(Check::new(
         format!("with control, the p90 of admitted requests at {top} users stays near the target (within 1.5 x)"),
         p_ours.is_some_and(|p| p <= 1.5 * t),
         format!("ours {} s against target {t} s", fmt(p_ours)),
     ));
-    let p_none = none.get(top, "p90_admitted_s");
-    let mean_none = none.get(top, "mean_response_littles_s");
+    let p_none = none.get(top, |s| s.p90_admitted_s);
+    let mean_none = none.get(top, |s| s.mean_response_littles_s);
     out.push(Check::new(
         format!("without control, response times at {top} users exceed the target (p90 of completed requests, or the mean by Little's law)"),
         p_none.is_some_and(|p| p > t) || mean_none.is_some_and(|m| m > t),
@@ -247,7 +249,7 @@ fn checks(variants: &[Variant], plan: &Plan) -> Vec<Check> {
     let rejected: Vec<(usize, f64)> = plan
         .users
         .iter()
-        .filter_map(|&u| ours.get(u, "rejected_fraction").map(|r| (u, r)))
+        .filter_map(|&u| ours.get(u, |s| Some(s.rejected_fraction)).map(|r| (u, r)))
         .collect();
     let grows = rejected.windows(2).all(|w| w[1].1 >= w[0].1 - 0.05)
         && rejected
@@ -263,7 +265,7 @@ fn checks(variants: &[Variant], plan: &Plan) -> Vec<Check> {
             .collect::<Vec<_>>()
             .join(", "),
     ));
-    let r_low = ours.get(low, "rejected_fraction");
+    let r_low = ours.get(low, |s| Some(s.rejected_fraction));
     out.push(Check::new(
         format!("with control, a light load ({low} users) is left alone (rejected <= 2%)"),
         r_low.is_some_and(|r| r <= 0.02),
@@ -274,22 +276,17 @@ fn checks(variants: &[Variant], plan: &Plan) -> Vec<Check> {
 
 fn plots(lab: &Lab, variants: &[Variant], plan: &Plan) -> Result<()> {
     let x = |u: usize| (u as f64).log2();
-    let line = |v: &Variant, key: &str| Series {
+    let line = |v: &Variant, figure: Figure| Series {
         name: v.name.to_string(),
         points: v
             .runs
             .iter()
-            .filter_map(|(u, r)| {
-                r.summary
-                    .get(key)
-                    .and_then(Value::as_f64)
-                    .map(|y| (x(*u), y))
-            })
+            .filter_map(|(u, r)| figure(&r.summary).map(|y| (x(*u), y)))
             .collect(),
     };
     let mut p90: Vec<Series> = variants
         .iter()
-        .map(|v| line(v, "p90_admitted_after_settle_s"))
+        .map(|v| line(v, |s| s.p90_admitted_after_settle_s))
         .collect();
     let (lo, hi) = (
         x(*plan.users.first().unwrap_or(&2)),
@@ -316,7 +313,7 @@ fn plots(lab: &Lab, variants: &[Variant], plan: &Plan) -> Result<()> {
             y_label: "rejected fraction".into(),
             series: variants
                 .iter()
-                .map(|v| line(v, "rejected_fraction"))
+                .map(|v| line(v, |s| Some(s.rejected_fraction)))
                 .collect(),
         },
     )?;
@@ -347,25 +344,27 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
     );
     s += "### p90 and rejections by users (002 Figure 8)\n\n| users | p90 no control | mean by Little's law, no control | p90 with control | rejected with control | goodput with control / capacity |\n|---|---|---|---|---|---|\n";
     let (none, ours) = (by_name(variants, "none"), by_name(variants, "ours"));
-    let get = |v: Option<&Variant>, u: usize, k: &str| v.and_then(|v| v.get(u, k));
+    let get = |v: Option<&Variant>, u: usize, f: Figure| v.and_then(|v| v.get(u, f));
     for &u in &plan.users {
         s += &format!(
             "| {u} | {} s | {} s | {} s | {} | {} |\n",
-            fmt(get(none, u, "p90_admitted_after_settle_s")),
-            fmt(get(none, u, "mean_response_littles_s")),
-            fmt(get(ours, u, "p90_admitted_after_settle_s")),
-            pct(get(ours, u, "rejected_fraction")),
-            fmt(get(ours, u, "goodput_fraction_of_capacity")),
+            fmt(get(none, u, |s| s.p90_admitted_after_settle_s)),
+            fmt(get(none, u, |s| s.mean_response_littles_s)),
+            fmt(get(ours, u, |s| s.p90_admitted_after_settle_s)),
+            pct(get(ours, u, |s| Some(s.rejected_fraction))),
+            fmt(get(ours, u, |s| s.goodput_fraction_of_capacity)),
         );
     }
-    s += "\nThe p90 is over the measured run after the simulator's settling rule (every later \
-          1 s interval at or under 1.2 x target); where a run never settles, it is the last \
+    s += &format!(
+        "\nThe p90 is over the measured run after the simulator's settling rule (every later \
+          1 s interval at or under {SETTLE_TOLERANCE} x target); where a run never settles, it is the last \
           interval's. It counts only requests that completed: without control, the requests \
           of the most expensive type (list messages) can sit in their stage's queue for longer \
           than a short run, so the percentile of what completed misses them. The mean by \
           Little's law counts them: every user is waiting for a reply, thinking, or waiting \
           after a rejection, so mean response = (users - rejections/s x wait) / requests/s - \
-          think time.\n\n";
+          think time.\n\n"
+    );
     s += &format!(
         "### p90 by request type at 16 and 1024 users (002 Figure 9), in units of the target \
          (ours {t} s, the paper's 10 s)\n\n| type | 16 no control | 16 with control | 1024 no \

@@ -9,6 +9,7 @@
 //! see microseconds and never reject (queued instead of inline, the same holds).
 
 use anyhow::Result;
+use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
 use super::mail_spike::measure_capacity;
@@ -76,9 +77,8 @@ impl Scenario for PerStage {
         plot(lab, &runs)?;
         let mut summary = Map::new();
         for (name, r) in &runs {
-            let mut s = r.summary.clone();
-            s["rejected_spread"] = json!(spread(&r.types));
-            summary.insert((*name).to_string(), s);
+            let s = r.summary.clone().with("rejected_spread", spread(&r.types));
+            summary.insert((*name).to_string(), s.to_json());
         }
         Ok(Outcome {
             paper: "002 Figure 11".into(),
@@ -164,17 +164,15 @@ fn run_of<'a>(runs: &'a [(&str, SteadyRun)], name: &str) -> Option<&'a SteadyRun
     runs.iter().find(|(n, _)| *n == name).map(|(_, r)| r)
 }
 
-fn get(runs: &[(&str, SteadyRun)], name: &str, key: &str) -> Option<f64> {
-    run_of(runs, name)
-        .and_then(|r| r.summary.get(key))
-        .and_then(Value::as_f64)
+fn get(runs: &[(&str, SteadyRun)], name: &str, f: fn(&RunSummary) -> Option<f64>) -> Option<f64> {
+    run_of(runs, name).and_then(|r| f(&r.summary))
 }
 
 fn checks(runs: &[(&str, SteadyRun)], t: f64) -> Vec<Check> {
     let mut out = Vec::new();
-    let none = get(runs, "none", "p90_admitted_s")
+    let none = get(runs, "none", |s| s.p90_admitted_s)
         .into_iter()
-        .chain(get(runs, "none", "mean_response_littles_s"))
+        .chain(get(runs, "none", |s| s.mean_response_littles_s))
         .fold(f64::NAN, f64::max);
     out.push(Check::new(
         format!("{USERS} users overload the service without control (p90, or the mean by Little's law, over the target)"),
@@ -196,8 +194,8 @@ fn checks(runs: &[(&str, SteadyRun)], t: f64) -> Vec<Check> {
         format!("spread: per-stage {}, single-stage {}", fmt(per), fmt(single)),
     ));
     let (rs, rp) = (
-        get(runs, "single_stage", "rejected_fraction"),
-        get(runs, "per_stage", "rejected_fraction"),
+        get(runs, "single_stage", |s| Some(s.rejected_fraction)),
+        get(runs, "per_stage", |s| Some(s.rejected_fraction)),
     );
     out.push(Check::new(
         "single-stage control is the more aggressive overall (rejects a larger fraction)",
@@ -246,13 +244,13 @@ fn report(runs: &[(&str, SteadyRun)], load: &Steady, capacity: f64) -> String {
     );
     s += "| variant | p90 | mean by Little's law | rejected | goodput / capacity | spread of rejection by type |\n|---|---|---|---|---|---|\n";
     for (n, r) in runs {
-        let g = |k: &str| r.summary.get(k).and_then(Value::as_f64);
+        let r_s = &r.summary;
         s += &format!(
             "| {n} | {} s | {} s | {} | {} | {} |\n",
-            fmt(g("p90_admitted_s")),
-            fmt(g("mean_response_littles_s")),
-            pct(g("rejected_fraction")),
-            fmt(g("goodput_fraction_of_capacity")),
+            fmt(r_s.p90_admitted_s),
+            fmt(r_s.mean_response_littles_s),
+            pct(Some(r_s.rejected_fraction)),
+            fmt(r_s.goodput_fraction_of_capacity),
             fmt(spread(&r.types)),
         );
     }

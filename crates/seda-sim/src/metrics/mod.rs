@@ -6,6 +6,8 @@ mod histogram;
 pub use bucket::{Bucket, CLASSES};
 pub use histogram::LogHistogram;
 
+use crate::summary::Window;
+
 /// Measurements of one run: fine-grained buckets (for series and sliding windows) and a
 /// whole-run bucket that leaves out the warm-up.
 #[derive(Debug, Clone)]
@@ -113,38 +115,32 @@ impl Metrics {
             .collect()
     }
 
-    /// The time from `onset_s` until the `p`-quantile of completed requests over a sliding
-    /// `window_s` window stays at or below `limit_s` up to `end_s`: the end of the last
-    /// window (ending after the onset) that is over the limit, minus the onset; 0 if none is.
-    /// Windows without completions do not count as over the limit.
-    pub fn settle_time(
-        &self,
-        onset_s: f64,
-        end_s: f64,
-        window_s: f64,
-        p: f64,
-        limit_s: f64,
-    ) -> f64 {
+    /// The p90 of completed requests over a sliding `window_s` window, for each window ending
+    /// at a bucket boundary in `(from_s, to_s]`: what [`settle_time`](crate::summary::settle_time)
+    /// reads in the simulator.
+    pub fn sliding_windows(&self, window_s: f64, from_s: f64, to_s: f64) -> Vec<Window> {
         let w = ((window_s / self.bucket_s).round() as usize).max(1);
-        let first = (onset_s / self.bucket_s).round() as usize + 1;
-        let last = ((end_s / self.bucket_s).round() as usize).min(self.buckets.len());
-        let mut settle = 0.0;
-        for end in first..=last {
-            let mut h = LogHistogram::default();
-            for b in &self.buckets[end.saturating_sub(w)..end] {
-                h.merge(&b.response);
-            }
-            if h.quantile(p).is_some_and(|q| q > limit_s) {
-                settle = end as f64 * self.bucket_s - onset_s;
-            }
-        }
-        settle
+        let first = (from_s / self.bucket_s).round() as usize + 1;
+        let last = ((to_s / self.bucket_s).round() as usize).min(self.buckets.len());
+        (first..=last)
+            .map(|end| {
+                let mut h = LogHistogram::default();
+                for b in &self.buckets[end.saturating_sub(w)..end] {
+                    h.merge(&b.response);
+                }
+                Window {
+                    end_s: end as f64 * self.bucket_s,
+                    p90_s: h.quantile(0.9),
+                }
+            })
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::settle_time;
 
     #[test]
     fn settle_time_is_the_end_of_the_last_bad_window() {
@@ -156,9 +152,10 @@ mod tests {
         }
         // Bad buckets 10..25 (t in [1.0, 2.5)), one sample each. A 10-sample window's p90 is
         // its 9th sample: bad while it holds 2 bad buckets, last for the window ending at 3.3.
-        let s = m.settle_time(1.0, 10.0, 1.0, 0.9, 1.2);
+        let settle = |on, end| settle_time(m.sliding_windows(1.0, on, end), on, end, 1.0);
+        let s = settle(1.0, 10.0);
         assert!((s - 2.3).abs() < 1e-9, "{s}");
-        assert_eq!(m.settle_time(5.0, 10.0, 1.0, 0.9, 1.2), 0.0);
+        assert_eq!(settle(5.0, 10.0), 0.0);
         let w = m.window(1.0, 2.5);
         assert_eq!((w.completed, w.good), (15, 0));
         assert_eq!(m.total.completed, 100);

@@ -16,12 +16,15 @@ use std::time::Duration;
 use anyhow::Result;
 use seda_http::bottleneck::{BottleneckConfig, Control, STAGE};
 use seda_load::Report;
+use seda_sim::summary::{RunSummary, within_target_share};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::bottleneck::{self, BottleneckServer};
 use crate::outcome::Outcome;
 use crate::poll::{Sample, StatsPoller, controller_series};
 use crate::spike::{self, Spike};
+use crate::vocabulary::windows;
 use crate::{Lab, Scenario};
 
 /// The scenario.
@@ -49,7 +52,10 @@ pub(crate) struct Run {
     pub capacity: f64,
     /// Its spike, sized from that capacity.
     pub spike: Spike,
-    pub summary: Value,
+    /// Headline figures.
+    pub summary: RunSummary,
+    /// This scenario's own figures (in `result.json` beside the headline ones).
+    pub figures: Figures,
     /// p90 of the pages completed in each 1 s interval: `(t_s, seconds)`.
     pub p90: Vec<(f64, f64)>,
     /// Rejected fraction of the requests that ended in each interval.
@@ -66,9 +72,46 @@ pub(crate) struct Run {
     pub series: Value,
 }
 
+/// What `degrade` measures beyond a [`RunSummary`].
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Figures {
+    /// p90 of the pages completed in the spike's second half, pooled.
+    pub p90_admitted_second_half_s: Option<f64>,
+    /// Median of the 1 s intervals' p90 over the spike's second half.
+    pub p90_interval_median_second_half_s: Option<f64>,
+    /// Share of the spike's 1 s intervals whose p90 met the target.
+    pub intervals_meeting_target: f64,
+    /// The quality knob over the spike: mean and lowest polled.
+    pub quality_mean: Option<f64>,
+    /// See `quality_mean`.
+    pub quality_min: Option<f64>,
+    /// Share of the polls with admission control re-enabled.
+    pub admission_enabled_fraction: Option<f64>,
+    /// The token bucket's rate when the knob first re-enabled admission control.
+    pub admission_rate_at_enable_per_s: Option<f64>,
+    /// The server's throughput in its calibration just before the spike.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration_throughput_per_s: Option<f64>,
+    /// The load generator's CPU time over the run's wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_cpu_share: Option<f64>,
+    /// Other processes' CPU time on the load generator's core over the run's wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_core_other_share: Option<f64>,
+    /// The server's CPU time over the run's wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_share: Option<f64>,
+    /// Other processes' CPU time on the server's core over the run's wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_cpu_share: Option<f64>,
+}
+
 impl Run {
-    pub(crate) fn get(&self, key: &str) -> Option<f64> {
-        self.summary.get(key).and_then(Value::as_f64)
+    /// The summary as `result.json` has it: headline and own figures together.
+    pub(crate) fn summary_json(&self) -> Value {
+        let mut s = self.summary.clone();
+        s.extend(&self.figures);
+        s.to_json()
     }
 }
 
@@ -104,7 +147,7 @@ impl Scenario for Degrade {
         report::plots(lab, &runs, &spike)?;
         let mut summary = Map::new();
         for r in &runs {
-            summary.insert(r.name.to_string(), r.summary.clone());
+            summary.insert(r.name.to_string(), r.summary_json());
         }
         let service = BottleneckConfig::default();
         Ok(Outcome {
@@ -213,29 +256,17 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     server.stop();
     let mut run = measure(name, &report?, &samples, spike, capacity);
     // How much of its core the server had, and how much other processes took from it.
-    if let Some(m) = run.summary.as_object_mut() {
-        m.insert(
-            "calibration_throughput_per_s".into(),
-            json!(cal.throughput_per_s),
-        );
-    }
+    let f = &mut run.figures;
+    f.calibration_throughput_per_s = Some(cal.throughput_per_s);
     // The same for the load generator's core (the generator runs in this process).
-    if let (Some(busy), Some(mine), Some(m)) =
-        (load_core_busy, lab_cpu, run.summary.as_object_mut())
-    {
-        m.insert("load_cpu_share".into(), json!(mine / total));
-        m.insert(
-            "load_core_other_share".into(),
-            json!(((busy - mine) / total).max(0.0)),
-        );
+    if let (Some(busy), Some(mine)) = (load_core_busy, lab_cpu) {
+        f.load_cpu_share = Some(mine / total);
+        f.load_core_other_share = Some(((busy - mine) / total).max(0.0));
     }
-    if let (Some(cpu), Some(m)) = (cpu, run.summary.as_object_mut()) {
-        m.insert("server_cpu_share".into(), json!(cpu / total));
+    if let Some(cpu) = cpu {
+        f.server_cpu_share = Some(cpu / total);
         if let Some(busy) = core_busy {
-            m.insert(
-                "other_cpu_share".into(),
-                json!(((busy - cpu) / total).max(0.0)),
-            );
+            f.other_cpu_share = Some(((busy - cpu) / total).max(0.0));
         }
     }
     Ok(run)
@@ -263,28 +294,8 @@ fn measure(
     capacity: f64,
 ) -> Run {
     let (on, end) = (spike.onset_s(), spike.end_s());
-    let during: Vec<_> = report
-        .series
-        .iter()
-        .filter(|i| i.t_s >= on - 1e-6 && i.t_s < end - 1e-6)
-        .collect();
-    let sum = |f: &dyn Fn(&seda_load::record::Counts) -> u64| -> u64 {
-        during.iter().map(|i| f(&i.counts)).sum()
-    };
-    let (completed, good, rejected) = (
-        sum(&|c| c.completed),
-        sum(&|c| c.good),
-        sum(&|c| c.rejected),
-    );
-    let (timeouts, errors) = (sum(&|c| c.timeouts), sum(&|c| c.errors));
-    let ended = (completed + rejected + timeouts + errors).max(1) as f64;
-    let settle = spike::settle_time(report, spike);
     let secs = spike.spike_s;
-    let p90_of = |from: f64| {
-        report
-            .latency_between(from, end)
-            .map_or(Value::Null, |l| json!(l.p90_ms / 1000.0))
-    };
+    let p90_of = |from: f64| report.latency_between(from, end).map(|l| l.p90_ms / 1000.0);
     let quality = controller_series(samples, STAGE, "quality");
     let admission = controller_series(samples, STAGE, "admission_enabled");
     let rate = controller_series(samples, STAGE, "rate_per_s");
@@ -296,39 +307,26 @@ fn measure(
         .map(|(_, r)| *r);
     let (q_mean, q_min) = mean_min(&quality, on, end);
     let (adm_on, _) = mean_min(&admission, on, end);
-    let mut late: Vec<f64> = during
-        .iter()
+    let mut late: Vec<f64> = spike::intervals(report, spike)
         .filter(|i| i.t_s >= on + secs / 2.0 - 1e-6 && i.counts.completed > 0)
         .map(|i| i.latency.p90_ms / 1000.0)
         .collect();
     late.sort_by(f64::total_cmp);
     let late_median = late.get(late.len() / 2).copied();
-    let meeting = during
-        .iter()
-        .filter(|i| i.counts.completed > 0)
-        .map(|i| i.latency.p90_ms <= spike.target_s * 1000.0)
-        .collect::<Vec<_>>();
-    let summary = json!({
-        "target_s": spike.target_s,
-        "capacity_per_s": capacity,
-        "p90_admitted_s": p90_of(on),
-        "p90_admitted_after_settle_s": p90_of((on + settle).min(end - 1.0)),
-        "p90_admitted_second_half_s": p90_of(on + secs / 2.0),
-        "p90_interval_median_second_half_s": late_median,
-        "settle_time_s": settle,
-        "settled": settle < secs - 1.0,
-        "goodput_per_s": good as f64 / secs,
-        "throughput_per_s": completed as f64 / secs,
-        "rejected_fraction": rejected as f64 / ended,
-        "timeout_fraction": timeouts as f64 / ended,
-        "error_fraction": errors as f64 / ended,
-        "intervals_meeting_target": meeting.iter().filter(|m| **m).count() as f64
-            / meeting.len().max(1) as f64,
-        "quality_mean": q_mean,
-        "quality_min": q_min,
-        "admission_enabled_fraction": adm_on,
-        "admission_rate_at_enable_per_s": rate_at_enable,
-    });
+    let summary = spike::summary(report, spike, capacity);
+    let figures = Figures {
+        p90_admitted_second_half_s: p90_of(on + secs / 2.0),
+        p90_interval_median_second_half_s: late_median,
+        intervals_meeting_target: within_target_share(
+            windows(report, on).filter(|w| w.end_s <= end + 1e-6),
+            spike.target_s,
+        ),
+        quality_mean: q_mean,
+        quality_min: q_min,
+        admission_enabled_fraction: adm_on,
+        admission_rate_at_enable_per_s: rate_at_enable,
+        ..Figures::default()
+    };
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
         report
             .series
@@ -341,6 +339,7 @@ fn measure(
         capacity,
         spike: *spike,
         summary,
+        figures,
         p90: pick(&|i| (i.counts.completed > 0).then_some(i.latency.p90_ms / 1000.0)),
         rejected: pick(&|i| {
             let c = &i.counts;

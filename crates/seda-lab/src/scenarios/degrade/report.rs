@@ -13,8 +13,8 @@ fn find<'a>(runs: &'a [Run], name: &str) -> Option<&'a Run> {
     runs.iter().find(|r| r.name == name)
 }
 
-fn val(runs: &[Run], name: &str, key: &str) -> Option<f64> {
-    find(runs, name).and_then(|r| r.get(key))
+fn val(runs: &[Run], name: &str, figure: fn(&Run) -> Option<f64>) -> Option<f64> {
+    find(runs, name).and_then(figure)
 }
 
 fn fmt(x: Option<f64>) -> String {
@@ -27,11 +27,11 @@ fn fmt(x: Option<f64>) -> String {
 /// dominate a p90 pooled over a short quick-form spike. Both are reported.
 pub(super) fn checks(runs: &[Run], spike: &Spike, quick: bool) -> Vec<Check> {
     let t = spike.target_s;
-    let late = |n: &str| val(runs, n, "p90_interval_median_second_half_s");
+    let late = |n: &str| val(runs, n, |r| r.figures.p90_interval_median_second_half_s);
     let (none, deg, dpa) = (late("none"), late("degrade"), late("degrade+admission"));
     let mut out = Vec::new();
-    let q = val(runs, "degrade", "quality_min");
-    let q2 = val(runs, "degrade+admission", "quality_min");
+    let q = val(runs, "degrade", |r| r.figures.quality_min);
+    let q2 = val(runs, "degrade+admission", |r| r.figures.quality_min);
     out.push(Check::new(
         "under the spike, the stage lowers its quality (002 Section 4.5)",
         q.is_some_and(|q| q <= 0.5) && q2.is_some_and(|q| q <= 0.5),
@@ -41,7 +41,7 @@ pub(super) fn checks(runs: &[Run], spike: &Spike, quick: bool) -> Vec<Check> {
             fmt(q2)
         ),
     ));
-    let none_all = val(runs, "none", "p90_admitted_s");
+    let none_all = val(runs, "none", |r| r.summary.p90_admitted_s);
     out.push(Check::new(
         "without control, response times grow far past the target (Figure 12)",
         none_all.is_some_and(|p| p > 2.0 * t),
@@ -73,13 +73,19 @@ pub(super) fn checks(runs: &[Run], spike: &Spike, quick: bool) -> Vec<Check> {
             fmt(dpa),
             fmt(deg),
             fmt(none),
-            fmt(val(runs, "degrade+admission", "p90_admitted_second_half_s")),
-            fmt(val(runs, "degrade", "p90_admitted_second_half_s")),
-            fmt(val(runs, "none", "p90_admitted_second_half_s")),
+            fmt(val(runs, "degrade+admission", |r| r
+                .figures
+                .p90_admitted_second_half_s)),
+            fmt(val(runs, "degrade", |r| r
+                .figures
+                .p90_admitted_second_half_s)),
+            fmt(val(runs, "none", |r| r.figures.p90_admitted_second_half_s)),
         ),
     ));
-    let rej = val(runs, "degrade+admission", "rejected_fraction");
-    let rej_deg = val(runs, "degrade", "rejected_fraction");
+    let rej = val(runs, "degrade+admission", |r| {
+        Some(r.summary.rejected_fraction)
+    });
+    let rej_deg = val(runs, "degrade", |r| Some(r.summary.rejected_fraction));
     out.push(Check::new(
         "admission control is re-enabled only with it, and then rejects a large share \
          (002: 99%; here: over 10%)",
@@ -219,33 +225,29 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
           capacity | rejected | timeouts + errors | mean quality | lowest quality | server CPU \
           / others on its core |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for r in runs {
-        let g = |k: &str| r.get(k);
         s += &format!(
             "| {} | {:.1}/s | {} | {} s | {} / {} s | {} | {} | {} | {} | {} | {} | {} | {} / \
              {} |\n",
             r.name,
             r.capacity,
             r.spike.spike_users,
-            fmt(g("p90_admitted_s")),
-            fmt(g("p90_admitted_second_half_s")),
-            fmt(g("p90_interval_median_second_half_s")),
-            match (
-                r.summary.get("settled").and_then(|v| v.as_bool()),
-                g("settle_time_s")
-            ) {
+            fmt(r.summary.p90_admitted_s),
+            fmt(r.figures.p90_admitted_second_half_s),
+            fmt(r.figures.p90_interval_median_second_half_s),
+            match (r.summary.settled, r.summary.settle_time_s) {
                 (Some(true), Some(t)) => format!("{t:.0} s"),
                 _ => "never".into(),
             },
-            fmt(g("intervals_meeting_target")),
-            fmt(g("goodput_per_s").map(|x| x / r.capacity)),
-            fmt(g("rejected_fraction")),
+            fmt(Some(r.figures.intervals_meeting_target)),
+            fmt(Some(r.summary.goodput_per_s).map(|x| x / r.capacity)),
+            fmt(Some(r.summary.rejected_fraction)),
             fmt(Some(
-                g("timeout_fraction").unwrap_or(0.0) + g("error_fraction").unwrap_or(0.0)
+                r.summary.timeout_fraction.unwrap_or(0.0) + r.summary.error_fraction.unwrap_or(0.0)
             )),
-            fmt(g("quality_mean")),
-            fmt(g("quality_min")),
-            fmt(g("server_cpu_share")),
-            fmt(g("other_cpu_share")),
+            fmt(r.figures.quality_mean),
+            fmt(r.figures.quality_min),
+            fmt(r.figures.server_cpu_share),
+            fmt(r.figures.other_cpu_share),
         );
     }
     s += "\nThe last column is the CPU time the server used, and the time other processes used \
@@ -253,7 +255,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
           run's server was slower than its calibration (other experiments and builds share this \
           machine). An idle server (most requests rejected) uses less than 1 by itself.\n";
     if let Some(r) = find(runs, "degrade")
-        && let Some(x) = r.get("throughput_per_s")
+        && let Some(x) = r.summary.throughput_per_s
     {
         let users = r.spike.spike_users as f64;
         s += &format!(
@@ -289,7 +291,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
         SPIKE_X / 2.0
     );
     let dpa = find(runs, "degrade+admission");
-    match dpa.and_then(|r| r.get("admission_rate_at_enable_per_s").map(|a| (r, a))) {
+    match dpa.and_then(|r| r.figures.admission_rate_at_enable_per_s.map(|a| (r, a))) {
         Some((r, rate)) => {
             s += &format!(
                 "**The admission controller starts wound down.** The token bucket that the knob \
@@ -305,7 +307,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
                  control is re-enabled would keep more goodput (not done here: that is a change \
                  to the controller, not to the experiment).\n\n",
                 r.capacity,
-                fmt(r.get("goodput_per_s").map(|g| g / r.capacity)),
+                fmt(Some(r.summary.goodput_per_s).map(|g| g / r.capacity)),
             );
         }
         None => {

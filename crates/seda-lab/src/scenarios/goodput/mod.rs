@@ -14,6 +14,7 @@ mod report;
 use std::time::Duration;
 
 use anyhow::Result;
+use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
 use crate::outcome::{Check, Outcome};
@@ -189,19 +190,24 @@ pub(super) struct Sweep<'a> {
     capacities: &'a [f64],
 }
 
+/// One figure of a point's summary.
+pub(super) type Figure = fn(&RunSummary) -> Option<f64>;
+
 impl Sweep<'_> {
-    fn get(&self, variant: &str, load: f64, key: &str) -> Option<f64> {
+    fn point(&self, variant: &str, load: f64) -> Option<&Point> {
         self.points
             .iter()
             .find(|p| p.variant == variant && p.load_x == load)
-            .and_then(|p| p.summary.get(key))
-            .and_then(Value::as_f64)
+    }
+
+    fn get(&self, variant: &str, load: f64, figure: Figure) -> Option<f64> {
+        self.point(variant, load).and_then(|p| figure(&p.summary))
     }
 
     /// Goodput as a fraction of the capacity: the median of those measured before each load,
     /// which one disturbed calibration (high or low) does not move much.
     fn goodput(&self, variant: &str, load: f64) -> Option<f64> {
-        Some(self.get(variant, load, "goodput_per_s")? / self.capacity)
+        Some(self.get(variant, load, |s| Some(s.goodput_per_s))? / self.capacity)
     }
 
     /// A variant's highest goodput over the sweep (fraction of capacity).
@@ -225,7 +231,7 @@ impl Sweep<'_> {
             .points
             .iter()
             .filter(|p| p.variant == NONE.name)
-            .filter_map(|p| p.summary.get("goodput_per_s").and_then(Value::as_f64))
+            .map(|p| p.summary.goodput_per_s)
             .fold(0.0, f64::max);
         s.insert("peak_goodput_per_s".into(), json!(peak_per_s));
         let top = self.max_load();
@@ -236,10 +242,10 @@ impl Sweep<'_> {
                 v.name.into(),
                 json!({
                     "peak_goodput_fraction_of_capacity": peak,
-                    "goodput_at_max_load_per_s": self.get(v.name, top, "goodput_per_s"),
+                    "goodput_at_max_load_per_s": self.get(v.name, top, |s| Some(s.goodput_per_s)),
                     "goodput_at_max_load_fraction_of_capacity": at_top,
                     "goodput_at_max_load_fraction_of_peak": at_top.map(|g| g / peak.max(1e-9)),
-                    "rejected_fraction_at_max_load": self.get(v.name, top, "rejected_fraction"),
+                    "rejected_fraction_at_max_load": self.get(v.name, top, |s| Some(s.rejected_fraction)),
                 }),
             );
         }
@@ -251,7 +257,7 @@ impl Sweep<'_> {
                     .points
                     .iter()
                     .filter(|p| p.load_x == l)
-                    .map(|p| (p.variant.to_string(), p.summary.clone()))
+                    .map(|p| (p.variant.to_string(), p.summary.to_json()))
                     .collect();
                 json!({"load_x_capacity": l, "runs": runs})
             })
@@ -288,7 +294,9 @@ impl Sweep<'_> {
                  non-empty in {}% of the server's stats samples",
                 fmt(ssm_top),
                 self.capacity,
-                pct(self.get(SSM.name, top, "login_queue_nonempty_fraction"))
+                pct(self
+                    .point(SSM.name, top)
+                    .and_then(|p| p.login_queue_nonempty))
             ),
         ));
         let none_top = self.goodput(NONE.name, top);
@@ -318,7 +326,7 @@ impl Sweep<'_> {
                 fmt(none_top)
             ),
         ));
-        let rej = self.get(SSM.name, top, "rejected_fraction");
+        let rej = self.get(SSM.name, top, |s| Some(s.rejected_fraction));
         out.push(Check::new(
             format!("with protection, the excess load is rejected (at {top} x: > 25% rejected)"),
             rej.is_some_and(|r| r > 0.25),
@@ -332,8 +340,8 @@ impl Sweep<'_> {
         // capacity (the report shows every variant).
         let low = self.loads.first().copied().unwrap_or(0.5);
         let in_time = |v: &str| {
-            let g = self.get(v, low, "goodput_per_s")?;
-            let o = self.get(v, low, "offered_per_s")?;
+            let g = self.get(v, low, |s| Some(s.goodput_per_s))?;
+            let o = self.get(v, low, |s| s.offered_per_s)?;
             Some(g / o.max(1e-9))
         };
         let ssm_low = in_time(SSM.name);

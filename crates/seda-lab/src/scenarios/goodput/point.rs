@@ -9,11 +9,13 @@ use seda_control::AimdWindowConfig;
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{Arrivals, ClientConfig, Closed, LoadConfig, Model, Open, Report, Target};
 use seda_mail::workload::MailWorkload;
+use seda_sim::summary::{RunSummary, fraction, per_s};
 use serde_json::{Value, json};
 
 use crate::Lab;
 use crate::mail::{self, Control, MailServer, ServeOptions};
 use crate::poll::{Sample, StatsPoller};
+use crate::steady::ended;
 
 use super::{NONE, SLOWDOWN, THREADS, TIMEOUT, Variant};
 
@@ -123,8 +125,10 @@ pub(super) struct Point {
     pub variant: &'static str,
     /// Offered load as a multiple of capacity.
     pub load_x: f64,
-    /// Figures under the simulator's key names.
-    pub summary: Value,
+    /// Figures, with the simulator's.
+    pub summary: RunSummary,
+    /// The share of stats samples that found requests waiting in the login stage's queue.
+    pub login_queue_nonempty: Option<f64>,
     /// Goodput in each 1 s interval: `(t_s, per_s)`.
     pub goodput: Vec<(f64, f64)>,
     /// The client's AIMD window at the end of each interval (empty without one).
@@ -181,8 +185,6 @@ fn measure(v: &Variant, load_x: f64, capacity: f64, r: &Report, samples: &[Sampl
     let s = &r.summary;
     let c = &s.counts;
     let secs = s.duration_s.max(1e-9);
-    let ended = (c.completed + c.rejected + c.timeouts + c.errors).max(1) as f64;
-    let goodput = c.good as f64 / secs;
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
         r.series
             .iter()
@@ -193,32 +195,33 @@ fn measure(v: &Variant, load_x: f64, capacity: f64, r: &Report, samples: &[Sampl
     let mean_window =
         (!window.is_empty()).then(|| window.iter().map(|p| p.1).sum::<f64>() / window.len() as f64);
     let server = server_totals(samples);
-    let summary = json!({
-        "controller": v.name,
-        "load_x_capacity": load_x,
-        "target_s": TIMEOUT.as_secs_f64(),
-        "capacity_per_s": capacity,
-        "offered_per_s": (c.sent + s.dropped) as f64 / secs,
-        "goodput_per_s": goodput,
-        "goodput_fraction_of_capacity": goodput / capacity,
-        "throughput_per_s": c.completed as f64 / secs,
-        "rejected_fraction": c.rejected as f64 / ended,
-        "refused_by_client_fraction": c.refused as f64 / ended,
-        "timed_out_per_s": c.timeouts as f64 / secs,
-        "timeout_fraction": c.timeouts as f64 / ended,
-        "error_fraction": c.errors as f64 / ended,
-        "late_completed_per_s": (c.completed - c.good) as f64 / secs,
-        "p50_completed_s": s.latency.p50_ms / 1000.0,
-        "p90_completed_s": s.latency.p90_ms / 1000.0,
-        "mean_window": mean_window,
-        "dropped_by_client": s.dropped,
-        "login_queue_nonempty_fraction": queue_nonempty(samples),
-        "server": server,
-    });
+    let ended = ended(c);
+    let login_queue_nonempty = queue_nonempty(samples);
+    let mut summary = RunSummary {
+        controller: Some(v.name.to_string()),
+        load_x_capacity: Some(load_x),
+        offered_per_s: Some(per_s(c.sent + s.dropped, secs)),
+        rejected_fraction: fraction(c.rejected, ended),
+        timed_out_per_s: Some(per_s(c.timeouts, secs)),
+        timeout_fraction: Some(fraction(c.timeouts, ended)),
+        error_fraction: Some(fraction(c.errors, ended)),
+        p50_completed_s: Some(s.latency.p50_ms / 1000.0),
+        p90_completed_s: Some(s.latency.p90_ms / 1000.0),
+        ..RunSummary::new(TIMEOUT.as_secs_f64())
+    };
+    summary.rates(c.good, c.completed, secs, capacity);
+    let summary = summary
+        .with("refused_by_client_fraction", fraction(c.refused, ended))
+        .with("late_completed_per_s", per_s(c.completed - c.good, secs))
+        .with("mean_window", mean_window)
+        .with("dropped_by_client", s.dropped)
+        .with("login_queue_nonempty_fraction", login_queue_nonempty)
+        .with("server", server);
     Point {
         variant: v.name,
         load_x,
         summary,
+        login_queue_nonempty,
         goodput: pick(&|i| Some(i.goodput_per_s)),
         window,
         series: serde_json::to_value(&r.series).unwrap_or(Value::Null),

@@ -35,10 +35,7 @@ pub(super) fn plots(
                 points
                     .iter()
                     .filter(|p| p.variant == v.name)
-                    .filter_map(|p| {
-                        let g = p.summary.get("goodput_per_s")?.as_f64()?;
-                        Some((p.load_x, g / capacity))
-                    })
+                    .map(|p| (p.load_x, p.summary.goodput_per_s / capacity))
                     .collect(),
             )
         })
@@ -144,10 +141,10 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
         for v in s.variants {
             t += &format!(
                 " {} ({}) | {} | {} |",
-                num(s.get(v.name, l, "goodput_per_s"), 0),
+                num(s.get(v.name, l, |s| Some(s.goodput_per_s)), 0),
                 num(s.goodput(v.name, l), 2),
-                num(s.get(v.name, l, "rejected_fraction"), 2),
-                num(s.get(v.name, l, "timeout_fraction"), 2),
+                num(s.get(v.name, l, |s| Some(s.rejected_fraction)), 2),
+                num(s.get(v.name, l, |s| s.timeout_fraction), 2),
             );
         }
         t += "\n";
@@ -166,7 +163,7 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
          and deadline dropping, {} x at {top} x ({} of requests rejected).\n\n",
         num(s.goodput(NONE.name, top), 2),
         num(s.goodput(SSM.name, top), 2),
-        num(s.get(SSM.name, top, "rejected_fraction"), 2),
+        num(s.get(SSM.name, top, |s| Some(s.rejected_fraction)), 2),
     );
     t += "**Where we differ and why.**\n\n";
     t += &format!(
@@ -232,8 +229,8 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
          on this machine it covers only `window+deadline`, and the table shows the others \
          (`none` at {low} x completed {} of the offered logins in time).\n",
         num(
-            s.get(NONE.name, low, "goodput_per_s")
-                .zip(s.get(NONE.name, low, "offered_per_s"))
+            s.get(NONE.name, low, |s| Some(s.goodput_per_s))
+                .zip(s.get(NONE.name, low, |s| s.offered_per_s))
                 .map(|(g, o)| g / o.max(1e-9)),
             2
         )

@@ -5,11 +5,12 @@
 
 use anyhow::{Result, bail};
 use seda_control::AimdWindowConfig;
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::json;
 
-use super::common::{measure_capacity, sim};
-use super::{Output, SimArgs};
+use super::common::{measure_capacity, sim, stage};
+use super::{Options, Output, Scenario};
+use crate::summary::{RunSummary, per_s};
+use crate::{Dist, Population, SimConfig, SourceConfig};
 
 const TIMEOUT_S: f64 = 0.06;
 const DURATION_S: f64 = 40.0;
@@ -21,7 +22,14 @@ const MODES: [(&str, bool, bool); 4] = [
     ("window+deadline", true, true),
 ];
 
-pub fn run(args: &SimArgs) -> Result<Output> {
+/// `seda sim goodput`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "goodput",
+    about: "Goodput under a client timeout, with and without SSM's window and deadlines (001 Figures 5-7)",
+    run,
+};
+
+fn run(args: &Options) -> Result<Output> {
     let modes: Vec<_> = match &args.controller {
         None => MODES.to_vec(),
         Some(c) => match MODES.iter().find(|m| m.0 == c.as_str()) {
@@ -29,12 +37,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             None => bail!("goodput compares modes: none, window, deadline, window+deadline"),
         },
     };
-    let base = StageConfig {
-        servers: 3,
-        service: Dist::exp(0.0015),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let base = stage(3, Dist::exp(0.0015));
     let capacity = measure_capacity(&base, args.seed)?;
     let loads = [0.5, 0.75, 0.9, 0.95, 1.0, 1.25, 1.5, 1.75, 2.0];
     let mut table = vec![vec![0.0; modes.len()]; loads.len()];
@@ -70,16 +73,17 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             table[i][j] = goodput;
             per.insert(
                 name.to_string(),
-                json!({
-                    "controller": name,
-                    "target_s": TIMEOUT_S,
-                    "goodput_per_s": goodput,
-                    "throughput_per_s": t.completed as f64 / secs,
-                    "offered_per_s": t.offered as f64 / secs,
-                    "rejected_fraction": t.refused_fraction(),
-                    "timed_out_per_s": t.timed_out as f64 / secs,
-                    "capacity_per_s": capacity,
-                }),
+                RunSummary {
+                    controller: Some(name.to_string()),
+                    goodput_per_s: goodput,
+                    throughput_per_s: Some(per_s(t.completed, secs)),
+                    offered_per_s: Some(per_s(t.offered, secs)),
+                    rejected_fraction: t.refused_fraction(),
+                    timed_out_per_s: Some(per_s(t.timed_out, secs)),
+                    capacity_per_s: Some(capacity),
+                    ..RunSummary::new(TIMEOUT_S)
+                }
+                .to_json(),
             );
         }
         points.push(json!({ "load_x_capacity": load, "runs": per }));

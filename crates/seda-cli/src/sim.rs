@@ -1,16 +1,9 @@
-//! `seda sim <scenario>`: the seeds' overload experiments in the simulator, with every
-//! controller compared on the same seed.
+//! `seda sim <scenario>`: parses the arguments of the simulator's experiments
+//! (`seda_sim::scenarios`) and prints their table or JSON.
 
-mod classes;
-mod common;
-mod degrade;
-mod goodput;
-mod spike;
-mod stages;
-mod users;
-
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
+use seda_sim::scenarios::{self, Options};
 
 /// Arguments of `seda sim`.
 #[derive(Args, Debug, Clone)]
@@ -67,34 +60,20 @@ fn parse_param(s: &str) -> std::result::Result<(String, f64), String> {
 
 /// Runs `seda sim`.
 pub fn run(args: SimArgs) -> Result<()> {
-    // Controller names are checked where they are built (build_admission lists the valid
-    // ones); the goodput scenario compares client modes instead and checks its own names.
-    if !args.params.is_empty() && args.controller.is_none() {
-        bail!("--param needs --controller: parameters differ between controllers");
-    }
-    let out = match args.scenario.as_str() {
-        "spike" => spike::run(&args)?,
-        "users" => users::run(&args)?,
-        "classes" => classes::run(&args)?,
-        "goodput" => goodput::run(&args)?,
-        "degrade" => degrade::run(&args)?,
-        "stages" => stages::run(&args)?,
-        other => {
-            bail!(
-                "unknown scenario `{other}`; valid: spike, users, classes, goodput, degrade, stages"
-            )
-        }
+    let opts = Options {
+        controller: args.controller,
+        seed: args.seed,
+        users: args.users,
+        servers: args.servers,
+        service: args.service,
+        params: args.params,
+        series: args.series,
     };
+    let out = scenarios::run(&args.scenario, &opts)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out.json)?);
     } else {
         print!("{}", out.text);
     }
     Ok(())
-}
-
-/// A scenario's output in both forms.
-pub struct Output {
-    json: serde_json::Value,
-    text: String,
 }

@@ -4,11 +4,12 @@
 //! (Figure 14); `multiclass` differentiates (Figure 15).
 
 use anyhow::Result;
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::{Value, json};
 
-use super::common::{controller, selected, series_json, series_text, sim};
-use super::{Output, SimArgs};
+use super::common::{controller, selected, sim, stage};
+use super::{Options, Output, Scenario};
+use crate::summary::{RunSummary, Series};
+use crate::{Dist, Population, SimConfig, SourceConfig};
 
 const TARGET_S: f64 = 10.0;
 const DURATION_S: f64 = 600.0;
@@ -17,13 +18,15 @@ const HIGH_TO_S: f64 = 400.0;
 const USERS: u32 = 128;
 const ALL: [&str; 3] = ["none", "response_time", "multiclass"];
 
-pub fn run(args: &SimArgs) -> Result<Output> {
-    let stage = StageConfig {
-        servers: 1,
-        service: Dist::exp(0.05),
-        queue_cap: None,
-        drop_expired: false,
-    };
+/// `seda sim classes`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "classes",
+    about: "Two priority classes under one controller (002 Figures 14 and 15)",
+    run,
+};
+
+fn run(args: &Options) -> Result<Output> {
+    let stage = stage(1, Dist::exp(0.05));
     let mut runs = Vec::new();
     let mut text = format!(
         "classes: 1 server x 50 ms exp service; {USERS} low-priority users 0-{DURATION_S} s, \
@@ -78,23 +81,22 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             mid.class_completed[0] as f64 / secs,
             mid.class_completed[1] as f64 / secs
         );
+        let per = Series::of(m, 10.0);
         if args.series {
-            series += &series_text(kind, m, 10.0);
+            series += &per.text(kind);
         }
-        runs.push(json!({
-            "summary": {
-                "controller": kind,
-                "target_s": TARGET_S,
-                "rejected_fraction": mid.refused_fraction(),
-                "rejected_fraction_low": lo,
-                "rejected_fraction_high": hi,
-                "p90_admitted_s": mid.quantile(0.9),
-                "p90_admitted_low_s": p_lo,
-                "p90_admitted_high_s": p_hi,
-                "goodput_per_s": mid.good as f64 / secs,
-            },
-            "series": series_json(m, 10.0),
-        }));
+        let summary = RunSummary {
+            controller: Some(kind.to_string()),
+            rejected_fraction: mid.refused_fraction(),
+            p90_admitted_s: mid.quantile(0.9),
+            goodput_per_s: mid.good as f64 / secs,
+            ..RunSummary::new(TARGET_S)
+        }
+        .with("rejected_fraction_low", lo)
+        .with("rejected_fraction_high", hi)
+        .with("p90_admitted_low_s", p_lo)
+        .with("p90_admitted_high_s", p_hi);
+        runs.push(json!({ "summary": summary, "series": per }));
     }
     let json = json!({
         "scenario": "classes",

@@ -3,11 +3,12 @@
 //! p90 target 10 s; with and without the response-time controller.
 
 use anyhow::Result;
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::{Value, json};
 
-use super::common::{controller, measure_capacity, selected, sim};
-use super::{Output, SimArgs};
+use super::common::{controller, measure_capacity, selected, sim, stage};
+use super::{Options, Output, Scenario};
+use crate::summary::{RunSummary, per_s};
+use crate::{Dist, Population, SimConfig, SourceConfig};
 
 const TARGET_S: f64 = 10.0;
 const DURATION_S: f64 = 600.0;
@@ -19,13 +20,15 @@ const ALL: [&str; 4] = [
     "response_time_tuned_trim",
 ];
 
-pub fn run(args: &SimArgs) -> Result<Output> {
-    let stage = StageConfig {
-        servers: 1,
-        service: Dist::exp(0.05),
-        queue_cap: None,
-        drop_expired: false,
-    };
+/// `seda sim users`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "users",
+    about: "Closed users from 2 to 1024 (002 Figure 8)",
+    run,
+};
+
+fn run(args: &Options) -> Result<Output> {
+    let stage = stage(1, Dist::exp(0.05));
     let capacity = measure_capacity(&stage, args.seed)?;
     let kinds = selected(&args.controller, &ALL);
     let mut text = format!(
@@ -73,15 +76,16 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             );
             per.insert(
                 (*kind).to_string(),
-                json!({
-                    "controller": kind,
-                    "target_s": TARGET_S,
-                    "p90_admitted_s": p90,
-                    "rejected_fraction": t.refused_fraction(),
-                    "throughput_per_s": t.completed as f64 / DURATION_S,
-                    "goodput_per_s": t.good as f64 / DURATION_S,
-                    "capacity_per_s": capacity,
-                }),
+                RunSummary {
+                    controller: Some((*kind).to_string()),
+                    p90_admitted_s: p90,
+                    rejected_fraction: t.refused_fraction(),
+                    throughput_per_s: Some(per_s(t.completed, DURATION_S)),
+                    goodput_per_s: per_s(t.good, DURATION_S),
+                    capacity_per_s: Some(capacity),
+                    ..RunSummary::new(TARGET_S)
+                }
+                .to_json(),
             );
         }
         text += &row;

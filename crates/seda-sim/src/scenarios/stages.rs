@@ -6,11 +6,12 @@
 //! end-to-end response times (single-stage).
 
 use anyhow::{Result, bail};
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, StageNode};
 use serde_json::{Value, json};
 
-use super::common::{controller, sim};
-use super::{Output, SimArgs};
+use super::common::{controller, sim, stage};
+use super::{Options, Output, Scenario};
+use crate::summary::RunSummary;
+use crate::{Dist, Population, SimConfig, SourceConfig, StageNode};
 
 const TARGET_S: f64 = 1.0;
 const DURATION_S: f64 = 120.0;
@@ -18,14 +19,16 @@ const WARMUP_S: f64 = 20.0;
 const RATE_PER_S: f64 = 300.0;
 const MODES: [&str; 3] = ["none", "per_stage", "single_stage"];
 
-pub fn run(args: &SimArgs) -> Result<Output> {
+/// `seda sim stages`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "stages",
+    about: "Per-stage against single-stage admission control (002 Figure 11)",
+    run,
+};
+
+fn run(args: &Options) -> Result<Output> {
     let kind = args.controller.as_deref().unwrap_or("response_time_tuned");
-    let stage = |servers, mean_s| StageConfig {
-        servers,
-        service: Dist::exp(mean_s),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let stage = |servers, mean_s| stage(servers, Dist::exp(mean_s));
     let mut text = format!(
         "stages: front (8 x 1 ms) -> 90% light (4 x 10 ms, 400/s) | 10% heavy (1 x 50 ms, 20/s); \
          open Poisson {RATE_PER_S}/s; p90 target {TARGET_S} s; controller {kind}; {WARMUP_S}-{DURATION_S} s; \
@@ -80,7 +83,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         let (f, l, h) = (&r.stages[0], &r.stages[1], &r.stages[2]);
         // A request refused at the front never learnt its type: split those 90/10.
         let front_refused = (f.rejected + f.expired) as f64;
-        let refused = |s: &seda_sim::StageStats, share: f64| {
+        let refused = |s: &crate::StageStats, share: f64| {
             let offered = s.arrived as f64 + front_refused * share;
             if offered == 0.0 {
                 0.0
@@ -102,19 +105,18 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             q(t.quantile(0.9)),
             goodput
         );
-        runs.push(json!({
-            "summary": {
-                "controller": format!("{kind} ({mode})"),
-                "target_s": TARGET_S,
-                "rejected_fraction": t.refused_fraction(),
-                "rejected_fraction_light": rl,
-                "rejected_fraction_heavy": rh,
-                "p90_light_s": l.exits.quantile(0.9),
-                "p90_heavy_s": h.exits.quantile(0.9),
-                "p90_admitted_s": t.quantile(0.9),
-                "goodput_per_s": goodput,
-            }
-        }));
+        let summary = RunSummary {
+            controller: Some(format!("{kind} ({mode})")),
+            rejected_fraction: t.refused_fraction(),
+            p90_admitted_s: t.quantile(0.9),
+            goodput_per_s: goodput,
+            ..RunSummary::new(TARGET_S)
+        }
+        .with("rejected_fraction_light", rl)
+        .with("rejected_fraction_heavy", rh)
+        .with("p90_light_s", l.exits.quantile(0.9))
+        .with("p90_heavy_s", h.exits.quantile(0.9));
+        runs.push(json!({ "summary": summary }));
     }
     let json = json!({
         "scenario": "stages",

@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use seda_control::{AdmissionController, catalogue};
-use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig};
 use serde_json::{Value, json};
 
-use super::common::{measure_capacity, series_json, series_text, sim};
-use super::{Output, SimArgs};
+use super::common::{measure_capacity, sim, spike_sources, stage};
+use super::{Options, Output, Scenario};
+use crate::summary::{RunSummary, Series, settle_time};
+use crate::{Dist, SimConfig};
 
 const TARGET_S: f64 = 1.0;
 const ONSET_S: f64 = 10.0;
@@ -45,17 +46,19 @@ fn build(mode: &str) -> Result<Option<Box<dyn AdmissionController>>> {
         .map_err(|e| anyhow!(e))
 }
 
-pub fn run(args: &SimArgs) -> Result<Output> {
+/// `seda sim degrade`.
+pub const SCENARIO: Scenario = Scenario {
+    name: "degrade",
+    about: "Service degradation against admission control (002 Figures 12 and 13)",
+    run,
+};
+
+fn run(args: &Options) -> Result<Output> {
     let modes: Vec<&str> = match &args.controller {
         Some(c) => vec![c.as_str()],
         None => MODES.to_vec(),
     };
-    let stage = StageConfig {
-        servers: 4,
-        service: Dist::exp(0.01),
-        queue_cap: None,
-        drop_expired: false,
-    };
+    let stage = stage(4, Dist::exp(0.01));
     let capacity = measure_capacity(&stage, args.seed)?;
     let users = args.users.unwrap_or(3000).max(4);
     let think_s = f64::from(users) / (3.0 * capacity);
@@ -77,19 +80,7 @@ pub fn run(args: &SimArgs) -> Result<Output> {
     let mut series = String::new();
     let mut runs = Vec::new();
     for mode in modes {
-        let closed = |n, start_s, end_s| {
-            SourceConfig::new(Population::Closed {
-                users: n,
-                think: Dist::exp(think_s),
-                reject_wait: None,
-                start_s,
-                end_s,
-            })
-        };
-        let sources = vec![
-            closed(3, 0.0, f64::INFINITY),
-            closed(users - 3, ONSET_S, END_S),
-        ];
+        let sources = spike_sources(3, users, think_s, ONSET_S, END_S);
         let mut cfg = SimConfig::new(END_S + 10.0, stage.clone(), sources);
         cfg.seed = args.seed;
         cfg.target_s = TARGET_S;
@@ -98,7 +89,12 @@ pub fn run(args: &SimArgs) -> Result<Output> {
         let r = sim(cfg)?;
         let m = &r.metrics;
         let spike = m.window(ONSET_S, END_S);
-        let settle = m.settle_time(ONSET_S, END_S, 1.0, 0.9, 1.2 * TARGET_S);
+        let settle = settle_time(
+            m.sliding_windows(1.0, ONSET_S, END_S),
+            ONSET_S,
+            END_S,
+            TARGET_S,
+        );
         let secs = END_S - ONSET_S;
         let goodput = spike.good as f64 / secs;
         let lo = (ONSET_S / m.bucket_s) as usize;
@@ -132,22 +128,21 @@ pub fn run(args: &SimArgs) -> Result<Output> {
             spike.refused_fraction(),
             mean_q
         );
+        let per = Series::of(m, 1.0);
         if args.series {
-            series += &series_text(mode, m, 1.0);
+            series += &per.text(mode);
         }
-        runs.push(json!({
-            "summary": {
-                "controller": mode,
-                "target_s": TARGET_S,
-                "p90_admitted_s": p90,
-                "settle_time_s": settle,
-                "goodput_per_s": goodput,
-                "capacity_per_s": capacity,
-                "rejected_fraction": spike.refused_fraction(),
-                "mean_quality": mean_q,
-            },
-            "series": series_json(m, 1.0),
-        }));
+        let summary = RunSummary {
+            controller: Some(mode.to_string()),
+            p90_admitted_s: p90,
+            settle_time_s: Some(settle),
+            goodput_per_s: goodput,
+            capacity_per_s: Some(capacity),
+            rejected_fraction: spike.refused_fraction(),
+            ..RunSummary::new(TARGET_S)
+        }
+        .with("mean_quality", mean_q);
+        runs.push(json!({ "summary": summary, "series": per }));
     }
     let json = json!({
         "scenario": "degrade",

@@ -1,0 +1,175 @@
+//! The state one layer shares among all the services it made: the controller, the clock it is
+//! fed, and counters for metrics.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use seda_control::{AdmissionController, RejectReason, SharedController};
+
+/// How often the controller's periodic `tick` runs (the runtime's default control tick).
+pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
+
+/// The shared admission state.
+pub(crate) struct Admission {
+    controller: SharedController,
+    epoch: Instant,
+    tick_every_ns: u64,
+    last_tick_ns: AtomicU64,
+    admitted: AtomicU64,
+    rejected: [AtomicU64; RejectReason::ALL.len()],
+    completed: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl Admission {
+    pub(crate) fn new(controller: Box<dyn AdmissionController>, tick_every: Duration) -> Self {
+        Admission {
+            controller: SharedController::new(controller),
+            epoch: Instant::now(),
+            tick_every_ns: tick_every.as_nanos().clamp(1, u64::MAX as u128) as u64,
+            last_tick_ns: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
+            rejected: Default::default(),
+            completed: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    /// A layer owns no thread, so the controller's periodic tick runs on the first request
+    /// after each tick period (windows close on traffic; with no traffic nothing needs them).
+    fn maybe_tick(&self, now: Duration) {
+        let now_ns = now.as_nanos().min(u64::MAX as u128) as u64;
+        let last = self.last_tick_ns.load(Ordering::Relaxed);
+        if now_ns.saturating_sub(last) >= self.tick_every_ns
+            && self
+                .last_tick_ns
+                .compare_exchange(last, now_ns, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.controller.clone().tick(now);
+        }
+    }
+
+    /// Asks the controller to admit one request of `class`. The ticket reports the request's
+    /// outcome to the controller when it completes or is dropped.
+    pub(crate) fn admit(self: &Arc<Self>, class: u8) -> Result<Ticket, RejectReason> {
+        let now = self.now();
+        self.maybe_tick(now);
+        let mut c = self.controller.clone();
+        let verdict = c.admit(now, class).and_then(|()| {
+            // No queue in front of the service: the request is dequeued as it is admitted, so
+            // dequeue-time droppers (CoDel) see zero queueing time.
+            if c.on_dequeue(now, Duration::ZERO) {
+                c.on_drop(now, class);
+                Err(RejectReason::Expired)
+            } else {
+                Ok(())
+            }
+        });
+        match verdict {
+            Ok(()) => {
+                self.admitted.fetch_add(1, Ordering::Relaxed);
+                Ok(Ticket {
+                    admission: Arc::clone(self),
+                    class,
+                    start: now,
+                    done: false,
+                })
+            }
+            Err(reason) => {
+                self.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
+                Err(reason)
+            }
+        }
+    }
+
+    pub(crate) fn stats(&self) -> LayerStats {
+        LayerStats {
+            controller: self.controller.name(),
+            admitted: self.admitted.load(Ordering::Relaxed),
+            rejected: RejectReason::ALL
+                .iter()
+                .map(|r| (*r, self.rejected[r.index()].load(Ordering::Relaxed)))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            completed: self.completed.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            state: self.controller.state(),
+        }
+    }
+}
+
+/// One admitted request. Exactly one of `complete` or drop reports it to the controller: a
+/// response is a latency sample; an error, or a future dropped before it finished (the client
+/// went away, a timeout fired), is only a congestion signal.
+pub(crate) struct Ticket {
+    admission: Arc<Admission>,
+    class: u8,
+    start: Duration,
+    done: bool,
+}
+
+impl Ticket {
+    pub(crate) fn complete(mut self) {
+        let a = &self.admission;
+        let now = a.now();
+        let took = now.saturating_sub(self.start);
+        a.controller
+            .clone()
+            .on_complete(now, self.class, took, took);
+        a.completed.fetch_add(1, Ordering::Relaxed);
+        self.done = true;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if !self.done {
+            let a = &self.admission;
+            a.controller.clone().on_drop(a.now(), self.class);
+            a.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a layer has done so far, and its controller's state (for metrics and dashboards).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerStats {
+    /// The controller's name.
+    pub controller: &'static str,
+    /// Requests admitted.
+    pub admitted: u64,
+    /// Requests rejected, by reason (reasons with none are left out).
+    pub rejected: Vec<(RejectReason, u64)>,
+    /// Admitted requests that produced a response.
+    pub completed: u64,
+    /// Admitted requests that failed or whose future was dropped before it finished.
+    pub dropped: u64,
+    /// The controller's state as named numbers (rate, limit...).
+    pub state: Vec<(&'static str, f64)>,
+}
+
+/// A handle on a layer's state, to read [`LayerStats`] from anywhere (a metrics endpoint).
+#[derive(Clone)]
+pub struct StatsHandle(pub(crate) Arc<Admission>);
+
+impl StatsHandle {
+    /// A snapshot of the layer's counters and its controller's state.
+    pub fn stats(&self) -> LayerStats {
+        self.0.stats()
+    }
+}
+
+impl fmt::Debug for StatsHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StatsHandle")
+            .field(&self.0.controller.name())
+            .finish()
+    }
+}

@@ -1,0 +1,122 @@
+//! The HTTP service [`HttpSedaLayer`](crate::HttpSedaLayer) makes: rejections become 503s.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use pin_project_lite::pin_project;
+use seda_control::RejectReason;
+use tower_service::Service;
+
+use crate::admission::Ticket;
+use crate::classify::Classify;
+use crate::service::Seda;
+
+/// The header naming why a request was turned away (`queue_full`, `rate`, `class`, `limit`,
+/// `expired`), for clients and logs.
+pub const REJECT_HEADER: &str = "x-seda-reject";
+
+/// An HTTP service behind admission control (made by [`HttpSedaLayer`](crate::HttpSedaLayer)).
+#[derive(Clone)]
+pub struct HttpSeda<S, C> {
+    seda: Seda<S, C>,
+    retry_after: HeaderValue,
+}
+
+impl<S, C> HttpSeda<S, C> {
+    pub(crate) fn new(seda: Seda<S, C>, retry_after_s: u32) -> Self {
+        HttpSeda {
+            seda,
+            retry_after: HeaderValue::from(retry_after_s),
+        }
+    }
+}
+
+impl<S, C, B, RB> Service<Request<B>> for HttpSeda<S, C>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    RB: Default,
+    C: Classify<Request<B>>,
+{
+    type Response = Response<RB>;
+    type Error = S::Error;
+    type Future = HttpResponseFuture<S::Future, RB>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.seda.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let class = self.seda.classify.class(&request);
+        match self.seda.admit(class) {
+            Ok(ticket) => HttpResponseFuture {
+                state: HttpState::Admitted {
+                    inner: self.seda.inner.call(request),
+                    ticket: Some(ticket),
+                },
+            },
+            Err(reason) => HttpResponseFuture {
+                state: HttpState::Rejected {
+                    response: Some(unavailable(reason, self.retry_after.clone())),
+                },
+            },
+        }
+    }
+}
+
+/// `503 Service Unavailable` with `Retry-After` and the reason; the body is the response
+/// type's default (empty for axum's and hyper's bodies).
+fn unavailable<RB: Default>(reason: RejectReason, retry_after: HeaderValue) -> Response<RB> {
+    let mut response = Response::new(RB::default());
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, retry_after);
+    headers.insert(REJECT_HEADER, HeaderValue::from_static(reason.as_str()));
+    response
+}
+
+pin_project! {
+    /// The response future of [`HttpSeda`].
+    pub struct HttpResponseFuture<F, RB> {
+        #[pin]
+        state: HttpState<F, RB>,
+    }
+}
+
+pin_project! {
+    #[project = HttpStateProj]
+    enum HttpState<F, RB> {
+        Admitted { #[pin] inner: F, ticket: Option<Ticket> },
+        Rejected { response: Option<Response<RB>> },
+    }
+}
+
+impl<F, RB, E> Future for HttpResponseFuture<F, RB>
+where
+    F: Future<Output = Result<Response<RB>, E>>,
+{
+    type Output = Result<Response<RB>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            HttpStateProj::Admitted { inner, ticket } => {
+                let out = ready!(inner.poll(cx));
+                if let (Some(t), true) = (ticket.take(), out.is_ok()) {
+                    t.complete();
+                }
+                Poll::Ready(out)
+            }
+            HttpStateProj::Rejected { response } => match response.take() {
+                Some(r) => Poll::Ready(Ok(r)),
+                None => panic!("HttpResponseFuture polled after completion"),
+            },
+        }
+    }
+}
+
+impl<F, RB> std::fmt::Debug for HttpResponseFuture<F, RB> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HttpResponseFuture")
+    }
+}

@@ -1,0 +1,127 @@
+//! The layers: [`SedaLayer`] (rejections are errors) and [`HttpSedaLayer`] (rejections are
+//! `503 Service Unavailable` responses).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use seda_control::AdmissionController;
+use tower_layer::Layer;
+
+use crate::admission::{Admission, DEFAULT_TICK, StatsHandle};
+use crate::classify::SingleClass;
+use crate::http::HttpSeda;
+use crate::service::Seda;
+
+/// Default `Retry-After` of a 503, in seconds.
+pub const DEFAULT_RETRY_AFTER_S: u32 = 1;
+
+/// Puts an admission controller in front of a service; a rejected request fails with
+/// [`Overloaded`](crate::Overloaded) without reaching the service.
+///
+/// Every service the layer makes (one per connection, in hyper and axum) shares the one
+/// controller, so it sees all the traffic.
+#[derive(Clone)]
+pub struct SedaLayer<C = SingleClass> {
+    pub(crate) admission: Arc<Admission>,
+    pub(crate) classify: C,
+}
+
+impl SedaLayer<SingleClass> {
+    /// A layer driven by `controller`, every request in class 0, ticking the controller every
+    /// [`DEFAULT_TICK`].
+    pub fn new(controller: impl AdmissionController + 'static) -> Self {
+        Self::from_box(Box::new(controller), DEFAULT_TICK)
+    }
+
+    /// A layer driven by an already boxed controller (one built by name from the catalogue),
+    /// ticking it every `tick`.
+    pub fn from_box(controller: Box<dyn AdmissionController>, tick: Duration) -> Self {
+        SedaLayer {
+            admission: Arc::new(Admission::new(controller, tick)),
+            classify: SingleClass,
+        }
+    }
+}
+
+impl<C> SedaLayer<C> {
+    /// Derives each request's class with `classify` (a closure `Fn(&Request) -> u8` or a
+    /// [`Classify`](crate::Classify) implementation).
+    pub fn classify<C2>(self, classify: C2) -> SedaLayer<C2> {
+        SedaLayer {
+            admission: self.admission,
+            classify,
+        }
+    }
+
+    /// A handle to read the layer's counters and controller state.
+    pub fn stats(&self) -> StatsHandle {
+        StatsHandle(Arc::clone(&self.admission))
+    }
+
+    /// The same layer answering rejected HTTP requests with `503` and `Retry-After:
+    /// DEFAULT_RETRY_AFTER_S` instead of an error.
+    pub fn http(self) -> HttpSedaLayer<C> {
+        HttpSedaLayer {
+            inner: self,
+            retry_after_s: DEFAULT_RETRY_AFTER_S,
+        }
+    }
+}
+
+impl<S, C: Clone> Layer<S> for SedaLayer<C> {
+    type Service = Seda<S, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Seda {
+            inner,
+            admission: Arc::clone(&self.admission),
+            classify: self.classify.clone(),
+        }
+    }
+}
+
+/// [`SedaLayer`] for HTTP services: a rejected request is answered at once with `503 Service
+/// Unavailable`, a `Retry-After` header and an `x-seda-reject` header naming the reason.
+#[derive(Clone)]
+pub struct HttpSedaLayer<C = SingleClass> {
+    inner: SedaLayer<C>,
+    retry_after_s: u32,
+}
+
+impl<C> HttpSedaLayer<C> {
+    /// Sets the `Retry-After` of a 503, in seconds.
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after_s = seconds;
+        self
+    }
+
+    /// A handle to read the layer's counters and controller state.
+    pub fn stats(&self) -> StatsHandle {
+        self.inner.stats()
+    }
+}
+
+impl<S, C: Clone> Layer<S> for HttpSedaLayer<C> {
+    type Service = HttpSeda<S, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        HttpSeda::new(self.inner.layer(inner), self.retry_after_s)
+    }
+}
+
+impl<C> std::fmt::Debug for SedaLayer<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SedaLayer")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl<C> std::fmt::Debug for HttpSedaLayer<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSedaLayer")
+            .field("stats", &self.stats())
+            .field("retry_after_s", &self.retry_after_s)
+            .finish()
+    }
+}

@@ -1,0 +1,60 @@
+//! seda's overload control for any [tower] service: a [`Layer`](tower_layer::Layer) that puts
+//! one of seda's admission controllers in front of an axum, tonic or hyper service.
+//!
+//! tower's own middleware bounds a service with fixed numbers: `ConcurrencyLimit` waits for one
+//! of N permits, `LoadShed` rejects when the inner service is not ready, `Timeout` gives up
+//! after a fixed time. None of them knows what response time the operator wants. This layer
+//! measures every response's time and lets a controller decide, per request, whether to admit
+//! it: the response-time controller of Welsh and Culler ([WC03]: a token rate steered toward
+//! a 90th-percentile target), its class-aware form, or the peers (Vegas, Gradient2, AIMD,
+//! Envoy's gradient, CoDel). A request turned away costs almost nothing and gets an explicit
+//! answer: `503` with `Retry-After` for HTTP, or an [`Overloaded`] error.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use axum::{Router, routing::get};
+//! use seda_control::{ResponseTimeConfig, ResponseTimeController};
+//! use seda_tower::SedaLayer;
+//!
+//! // Keep the 90th percentile of response times near 200 ms; reject the excess with 503.
+//! let controller = ResponseTimeController::new(ResponseTimeConfig::new(Duration::from_millis(200)))?;
+//! let layer = SedaLayer::new(controller).http();
+//! let stats = layer.stats(); // read it from a metrics endpoint
+//! let app: Router = Router::new().route("/", get(|| async { "hello" })).layer(layer);
+//! # let _ = (app, stats);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What the controller sees
+//!
+//! - `admit` for every request, with the class your [`Classify`] gives it (0 by default);
+//! - the time from admission to the response as the response time, when the inner service
+//!   answers `Ok` (any status: a 500 is still a response the client waited for);
+//! - a drop, never a latency sample, when the inner service fails or the response future is
+//!   dropped unfinished (the client went away, an outer `Timeout` fired);
+//! - `tick` on the first request after each [`DEFAULT_TICK`] (the layer owns no thread).
+//!
+//! There is no queue in front of the service: put the layer outermost so rejected requests
+//! cost nothing, and use the inner service's own concurrency as it is.
+//!
+//! [tower]: https://docs.rs/tower
+//! [WC03]: ../../docs/papers.md
+
+#![warn(missing_docs)]
+
+mod admission;
+mod classify;
+mod error;
+mod http;
+mod layer;
+mod service;
+
+pub use admission::{DEFAULT_TICK, LayerStats, StatsHandle};
+pub use classify::{Classify, SingleClass};
+pub use error::Overloaded;
+pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER};
+pub use layer::{DEFAULT_RETRY_AFTER_S, HttpSedaLayer, SedaLayer};
+pub use seda_control::RejectReason;
+pub use service::{BoxError, ResponseFuture, Seda};
