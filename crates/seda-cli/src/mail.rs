@@ -1,14 +1,14 @@
-//! `seda mail corpus`, `seda mail load` and `seda serve mail`: the Arashi e-mail service.
+//! `seda mail corpus` and `seda serve mail`: the Arashi e-mail service. The request path lives
+//! in `seda_mail::MailServer`; this file parses flags and calls it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use seda_http::{HttpConfig, HttpRequest, HttpServer};
+use seda_http::HttpConfig;
 use seda_mail::store::{self, Store};
-use seda_mail::user_model::{Mix, THINK_TIME};
-use seda_mail::{Corpus, MailEvent, MailService, RequestKind, ServiceOptions, http, load};
+use seda_mail::{Corpus, MailServer, MailServerConfig, ServiceOptions};
 
 /// Where `seda serve mail` keeps its database when no `--db` is given.
 const DEFAULT_DB: &str = "seda-mail.db";
@@ -37,7 +37,8 @@ pub struct CorpusArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Database (see `seda mail corpus --help`); created and seeded when empty.
+    /// Database (see `seda mail corpus --help`); seeded only when it has none of the mail
+    /// tables; a database with some of them, or tables of another shape, is refused untouched.
     #[arg(long, default_value = DEFAULT_DB)]
     db: String,
     /// Address to listen on.
@@ -61,11 +62,7 @@ pub struct ServeArgs {
     /// Drop (503) requests not answered within this many ms, even inside the database.
     #[arg(long)]
     deadline_ms: Option<u64>,
-    /// HTTP front end: `seda-http` (the shared front end) or `builtin` (seda-mail's own
-    /// minimal hyper adapter).
-    #[arg(long, default_value = "seda-http", value_parser = ["seda-http", "builtin"])]
-    front: String,
-    /// Most open connections (seda-http front end); past it a new connection gets 503 and is
+    /// Most open connections ; past it a new connection gets 503 and is
     /// closed: the fixed connection limit that 002 compares adaptive control against.
     #[arg(long, default_value_t = HttpConfig::default().max_connections)]
     max_connections: usize,
@@ -82,54 +79,31 @@ pub struct ServeArgs {
     /// a stage given its own `admission` in --config keeps that one.
     #[arg(long, value_name = "KIND[,NAME=VALUE...]")]
     single_admission: Option<String>,
-    /// Serve requests whose client has disconnected instead of dropping them (seda-http front
-    /// end): a server that cannot tell a client gave up, like 001's bricks without
+    /// Serve requests whose client has disconnected instead of dropping them: a server that cannot tell a client gave up, like 001's bricks without
     /// self-protection. For experiments; it wastes work under overload.
     #[arg(long)]
     serve_abandoned: bool,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct LoadArgs {
-    /// Server address.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
-    /// Emulated users (closed loop).
-    #[arg(long, default_value_t = 16)]
-    users: u64,
-    /// Users in the server's corpus (emulated user i logs in as user (i mod N) + 1).
-    #[arg(long, default_value_t = DEFAULT_SEED_USERS)]
-    corpus_users: u64,
-    /// Measured seconds.
-    #[arg(long, default_value_t = 30.0)]
-    duration: f64,
-    /// Seconds before measuring.
-    #[arg(long, default_value_t = 5.0)]
-    warmup: f64,
-    /// Think time between requests, in ms.
-    #[arg(long, default_value_t = THINK_TIME.as_millis() as u64)]
-    think_ms: u64,
-    /// Only this request type (after the requests it needs first): login, list_folders,
-    /// list_messages, show_message, delete, refile, search.
+    /// Take each request's class from its `x-seda-class` header or `class` cookie, as set by a
+    /// trusted proxy (or the lab's load generator). Off by default: the class is the logged-in
+    /// user's (`users.class`), since a client that picks its own class picks the top one.
     #[arg(long)]
-    only: Option<String>,
-    /// Seed of the users' choices.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Service class sent in x-seda-class.
-    #[arg(long)]
-    class: Option<u8>,
+    trust_class_header: bool,
 }
 
 fn open(db: &str, prefix: &str) -> Result<Arc<dyn Store>> {
     store::open(db, prefix).map_err(|e| anyhow!("cannot open the mail store {db}: {e}"))
 }
 
-fn load_corpus(store: &dyn Store, corpus: &Corpus) -> Result<()> {
+/// Creates the tables (dropping old ones first only when `replace`: `seda mail corpus`) and
+/// loads `corpus` into them.
+fn load_corpus(store: &dyn Store, corpus: &Corpus, replace: bool) -> Result<()> {
     let t0 = Instant::now();
-    store
-        .reset()
-        .map_err(|e| anyhow!("cannot create the tables: {e}"))?;
+    let made = if replace {
+        store.reset()
+    } else {
+        store.create()
+    };
+    made.map_err(|e| anyhow!("cannot create the tables: {e}"))?;
     let n = store
         .load(corpus)
         .map_err(|e| anyhow!("corpus load failed (nothing was kept): {e}"))?;
@@ -151,7 +125,7 @@ fn load_corpus(store: &dyn Store, corpus: &Corpus) -> Result<()> {
 pub fn corpus(args: &CorpusArgs) -> Result<()> {
     let store = open(&args.db, &args.prefix)?;
     let corpus = Corpus::with_max_folder(args.users, args.seed, args.max_folder);
-    load_corpus(store.as_ref(), &corpus)?;
+    load_corpus(store.as_ref(), &corpus, true)?;
     let a = store.audit().map_err(|e| anyhow!("audit failed: {e}"))?;
     println!(
         "audit: {} users, {} messages, folder counts sum {}, inconsistent folders {}",
@@ -163,51 +137,105 @@ pub fn corpus(args: &CorpusArgs) -> Result<()> {
 /// `seda serve mail`.
 pub fn serve(args: &ServeArgs) -> Result<()> {
     let store = open(&args.db, &args.prefix)?;
-    let empty = store.audit().map(|a| a.users == 0).unwrap_or(true);
-    if empty {
-        println!(
-            "{} is empty: creating the tables and seeding {} users",
-            args.db, args.seed_users
-        );
-        load_corpus(store.as_ref(), &Corpus::new(args.seed_users, 1))?;
-    }
-    let config = match &args.config {
+    seed_if_new(store.as_ref(), args)?;
+    let runtime = match &args.config {
         Some(p) => seda::Config::from_file(p).map_err(|e| anyhow!("{}: {e}", p.display()))?,
         None => seda::Config::default(),
     };
-    let rt = seda::Runtime::builder()
-        .config(config)
-        .start()
-        .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
     let shared_admission = match &args.single_admission {
         Some(spec) => Some(single_admission(spec).context("--single-admission")?),
         None => None,
     };
-    let options = ServiceOptions {
-        threads: args.threads,
-        threshold: args.threshold,
-        slowdown: args.slowdown,
-        shared_admission,
-        ..ServiceOptions::default()
+    let config = MailServerConfig {
+        http: HttpConfig {
+            addr: args.addr,
+            max_connections: args.max_connections,
+            threads: args.http_threads,
+            ..HttpConfig::default()
+        },
+        runtime,
+        service: ServiceOptions {
+            threads: args.threads,
+            threshold: args.threshold,
+            slowdown: args.slowdown,
+            shared_admission,
+            trust_class_header: args.trust_class_header,
+            ..ServiceOptions::default()
+        },
+        deadline: args.deadline_ms.map(Duration::from_millis),
+        serve_abandoned: args.serve_abandoned,
     };
-    let service = MailService::start(&rt, store.clone(), &options)
-        .map_err(|e| anyhow!("cannot build the mail stages: {e}"))?;
-    let deadline = args.deadline_ms.map(Duration::from_millis);
-    if args.serve_abandoned && args.front == "builtin" {
-        bail!("--serve-abandoned needs the seda-http front end (drop --front builtin)");
-    }
-    if args.front == "builtin" {
-        serve_builtin(args, &store, service, deadline)?;
-    } else {
-        serve_seda_http(args, &rt, &store, service, deadline)?;
-    }
-    print_stage_totals(&rt.stats());
-    let report = rt.shutdown();
+    let server = MailServer::start(store, config)
+        .with_context(|| format!("cannot serve on {}", args.addr))?;
+    println!(
+        "mail service ({}) listening on http://{}/  (log in as user1 / pass1; Ctrl-C stops)",
+        server.backend(),
+        server.local_addr()
+    );
+    let waiter = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the signal runtime")?;
+    waiter.block_on(stop_signal());
+    println!("shutting down");
+    let stats = server.runtime().stats();
+    let done = server.shutdown(Duration::from_secs(5));
+    println!("front end stopped: {:?}", done.http);
+    print_stage_totals(&stats);
     println!(
         "stopped: drained {}, abandoned {}",
-        report.drained, report.abandoned
+        done.runtime.drained, done.runtime.abandoned
     );
     Ok(())
+}
+
+/// Seeds a database that has none of the mail tables; serves one whose tables are whole and
+/// consistent enough to audit; refuses anything else. It never drops a table: only `seda mail
+/// corpus` does, when asked to. (Treating "the audit failed" as "empty" once let a transient
+/// error or a foreign table named `users` wipe a database at start.)
+fn seed_if_new(store: &dyn Store, args: &ServeArgs) -> Result<()> {
+    let tables = store.tables().map_err(|e| {
+        anyhow!(
+            "cannot read the catalogue of {}: {e}; not starting",
+            args.db
+        )
+    })?;
+    if tables == 0 {
+        println!(
+            "{} has no mail tables: creating them and seeding {} users",
+            args.db, args.seed_users
+        );
+        return load_corpus(store, &Corpus::new(args.seed_users, 1), false);
+    }
+    match store.audit() {
+        Ok(a) if tables == 3 => {
+            // A login reads every column a login needs (the hash, the class): tables made by
+            // an older version fail here rather than at every login.
+            if let Err(e) = store.login("", "", &seda::Meta::new()) {
+                bail!(
+                    "{} has mail tables of an older layout ({e}): refusing to start (nothing \
+                     was changed; `seda mail corpus --db ...` recreates them)",
+                    args.db
+                );
+            }
+            if a.users == 0 {
+                println!("warning: {} has the mail tables but no users", args.db);
+            }
+            Ok(())
+        }
+        Ok(_) => bail!(
+            "{} has {tables} of the 3 mail tables: refusing to start on a partial schema \
+             (nothing was changed; `seda mail corpus --db ...` recreates the tables, dropping \
+             what they hold)",
+            args.db
+        ),
+        Err(e) => bail!(
+            "{} has mail tables this service cannot read ({e}): refusing to start (nothing \
+             was changed; `seda mail corpus --db ...` recreates the tables, dropping what they \
+             hold)",
+            args.db
+        ),
+    }
 }
 
 /// Builds the controller of `--single-admission`: `KIND[,NAME=VALUE...]`.
@@ -227,103 +255,6 @@ fn single_admission(spec: &str) -> Result<seda_control::SharedController> {
     }
     let controller = seda_control::build_admission(kind, &params).map_err(|e| anyhow!("{e}"))?;
     Ok(seda_control::SharedController::new(controller))
-}
-
-/// Serves through the shared front end: an inline `mail.route` stage turns each
-/// [`HttpRequest`] into a [`MailEvent`] for its request type's stage, answering through the
-/// request's reply slot.
-fn serve_seda_http(
-    args: &ServeArgs,
-    rt: &seda::Runtime,
-    store: &Arc<dyn Store>,
-    service: Arc<MailService>,
-    deadline: Option<Duration>,
-) -> Result<()> {
-    let serve_abandoned = args.serve_abandoned;
-    let route = rt
-        .stage(
-            seda::Stage::builder("mail.route")
-                .inline()
-                .handler(seda::handler::each(move |req: HttpRequest, _cx| {
-                    let (mut meta, head, body, reply) = req.into_parts();
-                    if serve_abandoned {
-                        // A token the front end does not hold: nobody cancels it.
-                        meta.cancel = seda::CancelToken::new();
-                    }
-                    if let Some(d) = deadline {
-                        meta.deadline = Some(meta.born + d);
-                    }
-                    match http::parse_head(&head, &body, meta) {
-                        Err(resp) => {
-                            reply.send(http::to_hyper(resp));
-                        }
-                        Ok(request) => {
-                            service.dispatch(MailEvent::with_callback(request, move |resp| {
-                                reply.send(http::to_hyper(resp));
-                            }));
-                        }
-                    }
-                })),
-        )
-        .map_err(|e| anyhow!("cannot build the route stage: {e}"))?;
-    let config = HttpConfig {
-        addr: args.addr,
-        retry_after_s: seda_mail::RETRY_AFTER_S,
-        max_body_bytes: seda_mail::MAX_FORM_BYTES,
-        max_connections: args.max_connections,
-        threads: args.http_threads,
-        ..HttpConfig::default()
-    };
-    let server = HttpServer::start(config, route, Some(rt.clone()))
-        .with_context(|| format!("cannot listen on {}", args.addr))?;
-    println!(
-        "mail service ({}, seda-http) listening on http://{}/  (log in as user1 / pass1; \
-         Ctrl-C stops)",
-        store.backend(),
-        server.local_addr()
-    );
-    let waiter = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the signal runtime")?;
-    waiter.block_on(stop_signal());
-    println!("shutting down");
-    let done = server.shutdown(Duration::from_secs(5));
-    println!("front end stopped: {done:?}");
-    Ok(())
-}
-
-/// Serves through seda-mail's own minimal adapter.
-fn serve_builtin(
-    args: &ServeArgs,
-    store: &Arc<dyn Store>,
-    service: Arc<MailService>,
-    deadline: Option<Duration>,
-) -> Result<()> {
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the network runtime")?;
-    tokio.block_on(async {
-        let (listener, addr) = http::bind(args.addr)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.addr))?;
-        println!(
-            "mail service ({}, builtin adapter) listening on http://{addr}/  (log in as user1 / \
-             pass1; Ctrl-C stops)",
-            store.backend()
-        );
-        http::serve(
-            listener,
-            service,
-            http::HttpOptions { deadline },
-            stop_signal(),
-        )
-        .await;
-        println!("shutting down");
-        anyhow::Ok(())
-    })
 }
 
 /// What each request-type stage did while the server ran (server-side response times:
@@ -363,51 +294,6 @@ async fn stop_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
     }
-}
-
-/// `seda mail load`.
-pub fn load(args: &LoadArgs) -> Result<()> {
-    let mix = match &args.only {
-        None => Mix::Markov,
-        Some(name) => match RequestKind::from_name(name) {
-            Some(k) => Mix::Only(k),
-            None => bail!(
-                "unknown request type `{name}`: use one of {}",
-                RequestKind::ALL.map(RequestKind::name).join(", ")
-            ),
-        },
-    };
-    if !(args.duration > 0.0 && args.duration < 86_400.0 && args.warmup >= 0.0) {
-        bail!("--duration must be in (0, 86400) seconds and --warmup at least 0");
-    }
-    let opts = load::LoadOptions {
-        addr: args.addr,
-        users: args.users,
-        corpus_users: args.corpus_users,
-        duration: Duration::from_secs_f64(args.duration),
-        warmup: Duration::from_secs_f64(args.warmup.min(3600.0)),
-        think: Duration::from_millis(args.think_ms),
-        mix,
-        seed: args.seed,
-        class: args.class,
-    };
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the network runtime")?;
-    println!(
-        "{} users, think {} ms, {} s after {} s warm-up, mix {}, against http://{}",
-        args.users,
-        args.think_ms,
-        args.duration,
-        args.warmup,
-        args.only.as_deref().unwrap_or("markov"),
-        args.addr
-    );
-    let report = tokio.block_on(load::run(opts));
-    print!("{}", report.table());
-    Ok(())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod fileset;
 mod lab;
 mod load;
 mod mail;
+mod proxy;
 mod serve;
 mod serve_bottleneck;
 mod sim;
@@ -30,6 +31,8 @@ enum Command {
     /// Run a service.
     #[command(subcommand)]
     Serve(ServeCommand),
+    /// A reverse proxy with per-route overload control in front of any HTTP service.
+    Proxy(proxy::ProxyArgs),
     /// Drive an HTTP server with closed, open or partly-open users; report latency and fairness.
     Load(Box<load::LoadArgs>),
     /// Run an overload scenario in the simulator (spike, users, classes, goodput, degrade, stages).
@@ -52,7 +55,7 @@ enum Command {
 enum ServeCommand {
     /// Haboob: the staged static-file server.
     Static(serve::StaticArgs),
-    /// The e-mail service (SQLite by default, seeded when empty).
+    /// The e-mail service (SQLite by default; a database without the mail tables is seeded).
     Mail(mail::ServeArgs),
     /// 002 Section 4.5's CPU-bound page with a quality knob (service degradation).
     Bottleneck(serve_bottleneck::BottleneckArgs),
@@ -62,8 +65,6 @@ enum ServeCommand {
 enum MailCommand {
     /// Create the tables and load a deterministic corpus (one transaction).
     Corpus(mail::CorpusArgs),
-    /// Drive a running mail service with emulated users over HTTP; print per-type figures.
-    Load(mail::LoadArgs),
 }
 
 #[derive(Subcommand)]
@@ -85,10 +86,10 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(ServeCommand::Static(args)) => serve::serve_static(&args),
         Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
         Command::Serve(ServeCommand::Bottleneck(args)) => serve_bottleneck::serve(&args),
+        Command::Proxy(args) => proxy::run(&args),
         Command::Load(args) => load::run(*args),
         Command::Sim(args) => sim::run(args),
         Command::Mail(MailCommand::Corpus(args)) => mail::corpus(&args),
-        Command::Mail(MailCommand::Load(args)) => mail::load(&args),
         Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
         Command::Lab(cmd) => lab::run(&cmd),

@@ -1,5 +1,5 @@
 //! `seda mail corpus` and `seda serve mail` as a user runs them: the binary, a real socket, a
-//! login, a page, SIGINT; through the shared front end and through the built-in adapter.
+//! login, a page, SIGINT.
 
 mod common;
 
@@ -42,7 +42,8 @@ fn corpus_then_serve_mail_then_sigint() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("inconsistent folders 0"), "{text}");
 
-    for front in ["seda-http", "builtin"] {
+    {
+        let front = "seda-http";
         let common::Server {
             mut child,
             mut stdout,
@@ -52,8 +53,6 @@ fn corpus_then_serve_mail_then_sigint() {
             "mail".as_ref(),
             "--addr".as_ref(),
             "127.0.0.1:0".as_ref(),
-            "--front".as_ref(),
-            front.as_ref(),
             "--db".as_ref(),
             db.as_os_str(),
         ]);
@@ -193,5 +192,106 @@ fn abandoned_logins_are_dropped_unless_the_server_is_told_to_serve_them() {
             assert!(dropped > 0, "no abandoned login was dropped: {totals:?}");
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `seda serve mail` on `db` and waits (at most 60 s) for it to exit: a server that
+/// refuses the database exits at once; one that accepted it is killed, and the test fails.
+fn serve_must_refuse(db: &std::path::Path) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seda"))
+        .args([
+            "serve",
+            "mail",
+            "--addr",
+            "127.0.0.1:0",
+            "--seed-users",
+            "2",
+        ])
+        .arg("--db")
+        .arg(db)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run seda serve mail");
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut out);
+    }
+    let status = status.unwrap_or_else(|| panic!("the server started on {db:?}: {out}"));
+    assert!(!status.success(), "{status}: {out}");
+    assert!(out.contains("refusing to start"), "{out}");
+    out
+}
+
+#[test]
+fn serve_mail_never_drops_a_database_it_cannot_read() {
+    let dir = std::env::temp_dir().join(format!("seda-cli-mail-keep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+
+    // Another application's `users` table: the audit fails (no folders, no messages).
+    let foreign = dir.join("foreign.db");
+    let c = rusqlite::Connection::open(&foreign).expect("sqlite");
+    c.execute_batch("CREATE TABLE users (who TEXT); INSERT INTO users VALUES ('precious');")
+        .expect("foreign table");
+    drop(c);
+    serve_must_refuse(&foreign);
+    let c = rusqlite::Connection::open(&foreign).expect("sqlite");
+    let who: String = c
+        .query_row("SELECT who FROM users", [], |r| r.get(0))
+        .expect("the foreign table survives");
+    assert_eq!(who, "precious");
+    drop(c);
+
+    // All three mail tables, one of them damaged (no folder_id): refused, nothing dropped.
+    let broken = dir.join("broken.db");
+    let c = rusqlite::Connection::open(&broken).expect("sqlite");
+    c.execute_batch(
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, password TEXT);
+         INSERT INTO users VALUES (1, 'kept', 'secret');
+         CREATE TABLE folders (id INTEGER PRIMARY KEY, user_id INTEGER, name TEXT,
+           msg_count INTEGER);
+         CREATE TABLE messages (id INTEGER PRIMARY KEY);",
+    )
+    .expect("damaged tables");
+    drop(c);
+    serve_must_refuse(&broken);
+
+    // The layout before hashed passwords and session classes (no `class` column).
+    let old = dir.join("old.db");
+    let c = rusqlite::Connection::open(&old).expect("sqlite");
+    c.execute_batch(
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, password TEXT);
+         INSERT INTO users VALUES (1, 'user1', 'pass1');
+         CREATE TABLE folders (id INTEGER PRIMARY KEY, user_id INTEGER, name TEXT,
+           msg_count INTEGER);
+         CREATE TABLE messages (id INTEGER PRIMARY KEY, folder_id INTEGER);",
+    )
+    .expect("old tables");
+    drop(c);
+    let out = serve_must_refuse(&old);
+    assert!(out.contains("older layout"), "{out}");
+    let c = rusqlite::Connection::open(&broken).expect("sqlite");
+    let n: i64 = c
+        .query_row("SELECT COUNT(*) FROM users WHERE name = 'kept'", [], |r| {
+            r.get(0)
+        })
+        .expect("the users table survives");
+    assert_eq!(n, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -72,6 +72,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod agent;
 pub mod catalogue;
 mod client;
 pub mod drop;
@@ -85,6 +86,7 @@ mod shared;
 pub mod terminate;
 
 pub use admission::{AdmissionController, RejectReason};
+pub use agent::AgentPolicy;
 pub use catalogue::build_admission;
 pub use client::{AimdWindow, AimdWindowConfig};
 pub use drop::QueueThreshold;

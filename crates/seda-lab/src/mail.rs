@@ -185,6 +185,9 @@ impl MailServer {
         let mut cmd = lab.seda(&["serve", "mail", "--addr", &addr.to_string(), "--db"]);
         cmd.arg(&db).arg("--config").arg(&config);
         cmd.args(["--slowdown", &options.slowdown.to_string()]);
+        // The lab's load generator plays a trusted proxy: `classes` sends each user's class in
+        // `x-seda-class` (the server otherwise takes the class from the session).
+        cmd.arg("--trust-class-header");
         if let Some(n) = options.threads {
             cmd.args(["--threads", &n.to_string()]);
         }

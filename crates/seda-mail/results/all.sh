@@ -1,4 +1,5 @@
 #!/bin/bash
+# Historical: `seda mail load` and `--front builtin` were removed; see the README (Figures).
 # One consistent pass with the final binary: per backend, fresh corpus, 16 users, then each type alone.
 S=/work/wt-mail/target/release/seda
 run() { # label db port

@@ -1,4 +1,5 @@
 #!/bin/bash
+# Historical: `seda mail load` and `--front builtin` were removed; see the README (Figures).
 # SQLite through the seda-http front end (the default of seda serve mail): fresh corpus, 16 users, each type alone.
 S=/work/wt-mail/target/release/seda
 rm -f /tmp/mailrun/final/bench2.db*

@@ -208,10 +208,10 @@ pub fn message_page(m: &Message, folders: &[Folder]) -> String {
     let _ = write!(
         c,
         "<form method=\"post\" action=\"/delete\"><input type=\"hidden\" name=\"id\" value=\"{0}\">\
-         <button>Delete</button></form>\n\
+         <input type=\"hidden\" name=\"from\" value=\"{1}\"><button>Delete</button></form>\n\
          <form method=\"post\" action=\"/refile\"><input type=\"hidden\" name=\"id\" value=\"{0}\">\
          <select name=\"to\">",
-        s.id
+        s.id, s.folder_id
     );
     for f in folders.iter().filter(|f| f.id != s.folder_id) {
         let _ = write!(c, "<option value=\"{}\">{}</option>", f.id, escape(&f.name));

@@ -36,20 +36,23 @@
 //! - [`MailRequest`], [`MailResponse`], [`MailEvent`]: what the stages consume and produce,
 //!   independent of any transport.
 //! - [`MailService`]: the stages, sessions and handlers.
-//! - [`http`]: a minimal hyper adapter (to be replaced by the shared front end).
+//! - [`MailServer`]: runtime, stages and the shared front end (`seda_http::HttpServer`)
+//!   assembled; `server.rs` holds the request path from the front end to the stages.
 //! - [`user_model::UserModel`]: the emulated user (Markov model, think time, back-off);
-//!   [`load`]: a closed-loop driver over HTTP.
+//!   [`workload::MailWorkload`]: that user as a `seda-load` workload (`seda load --workload
+//!   mail`).
 //!
 //! # Overload
 //!
 //! A stage whose queue is full rejects at enqueue: the client gets 503 with `Retry-After: 5`.
 //! Runtime configuration (stage names `mail.<type>`) can add token buckets or adaptive
-//! controllers per type. The user class comes from the `x-seda-class` header or the `class`
-//! cookie and travels in the request's [`seda::Meta`].
+//! controllers per type. A request's class is its session's (`users.class`; 0 before login),
+//! or, with [`ServiceOptions::trust_class_header`] (a trusted proxy in front), the
+//! `x-seda-class` header or `class` cookie; it travels in the request's [`seda::Meta`].
 //!
 //! # Cancellation
 //!
-//! When a client disconnects, the adapter cancels the request's token. A queued request is then
+//! When a client disconnects, the front end cancels the request's token. A queued request is then
 //! dropped by its stage (answered 503 through the stage's drop hook); one inside the database is
 //! interrupted ([`store::watch`]): SQLite's interrupt handle, PostgreSQL's cancel request,
 //! MariaDB's `KILL QUERY`. Writes are single transactions, so an interrupted delete or refile
@@ -59,10 +62,11 @@
 
 pub mod corpus;
 pub mod html;
-pub mod http;
-pub mod load;
+pub mod password;
 mod request;
+mod server;
 mod service;
+pub mod session;
 pub mod store;
 pub mod user_model;
 pub mod workload;
@@ -72,4 +76,5 @@ pub use request::{
     MAX_CLASS, MAX_FIELDS, MAX_FORM_BYTES, MailEvent, MailRequest, MailResponse, RequestKind,
     Responder, parse_cookies, parse_urlencoded, percent_decode, percent_encode,
 };
+pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hyper};
 pub use service::{MAX_QUERY_CHARS, MailService, RETRY_AFTER_S, ServiceOptions};

@@ -1,26 +1,22 @@
 //! The service: one stage per request type, sessions, and the handlers that turn a
 //! [`MailRequest`] into a [`MailResponse`].
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
 use seda::{BuildError, RejectReason, Runtime, Sink, Stage, handler};
 use seda_control::SharedController;
 use tokio::sync::oneshot;
 
 use crate::html;
 use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
+use crate::session::{Refused, Session, SessionLimits, Sessions};
 use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, SearchField, Sort, Store, StoreError};
 
 /// Seconds a rejected client is told to wait (002 Section 4.1: users back off 5 s).
 pub const RETRY_AFTER_S: u32 = 5;
 /// Longest search text.
 pub const MAX_QUERY_CHARS: usize = 200;
-/// Most sessions kept; the oldest half is forgotten when full.
-pub const MAX_SESSIONS: usize = 100_000;
 /// Deepest page of a folder a request may ask for.
 pub const MAX_PAGE_NO: u32 = 100_000;
 
@@ -48,6 +44,13 @@ pub struct ServiceOptions {
     /// it rejects without regard to type. A stage given its own `admission` in the runtime
     /// configuration uses that one instead.
     pub shared_admission: Option<SharedController>,
+    /// Session expiry, the cap per user, the limit on failed logins.
+    pub sessions: SessionLimits,
+    /// Take a request's class from the `x-seda-class` header or `class` cookie, as a trusted
+    /// proxy in front sets it (the lab's load generator plays that proxy). Off by default: a
+    /// client that could claim the top class would be shed last, so the class comes from the
+    /// user's session (`users.class`; 0 before login).
+    pub trust_class_header: bool,
 }
 
 /// Largest `slowdown` accepted.
@@ -61,6 +64,8 @@ impl Default for ServiceOptions {
             page_size: 25,
             slowdown: 1,
             shared_admission: None,
+            sessions: SessionLimits::default(),
+            trust_class_header: false,
         }
     }
 }
@@ -74,17 +79,9 @@ fn thread_cpu() -> Duration {
     )
 }
 
-#[derive(Debug, Clone)]
-struct Session {
-    user: i64,
-    name: String,
-    seq: u64,
-}
-
 struct Core {
     store: Arc<dyn Store>,
-    sessions: Mutex<(HashMap<String, Session>, u64)>,
-    keys: std::collections::hash_map::RandomState,
+    sessions: Sessions,
     page_size: u32,
 }
 
@@ -92,6 +89,7 @@ struct Core {
 pub struct MailService {
     core: Arc<Core>,
     sinks: Vec<Sink<MailEvent>>,
+    trust_class_header: bool,
 }
 
 impl std::fmt::Debug for MailService {
@@ -111,8 +109,7 @@ impl MailService {
     ) -> Result<Arc<MailService>, BuildError> {
         let core = Arc::new(Core {
             store,
-            sessions: Mutex::new((HashMap::new(), 0)),
-            keys: std::collections::hash_map::RandomState::new(),
+            sessions: Sessions::new(options.sessions),
             page_size: options.page_size.clamp(1, MAX_PAGE),
         });
         let mut sinks = Vec::new();
@@ -145,7 +142,31 @@ impl MailService {
             )?;
             sinks.push(sink);
         }
-        Ok(Arc::new(MailService { core, sinks }))
+        Ok(Arc::new(MailService {
+            core,
+            sinks,
+            trust_class_header: options.trust_class_header,
+        }))
+    }
+
+    /// `request` with the class admission control will see: the session's (0 without one),
+    /// or, with [`ServiceOptions::trust_class_header`], what the client sent.
+    fn classified(&self, mut request: MailRequest) -> MailRequest {
+        request.meta.class = self.class_of(&request);
+        request
+    }
+
+    /// The class admission control sees for `request`: its session's (0 without one), or,
+    /// with [`ServiceOptions::trust_class_header`], the one it carries.
+    pub fn class_of(&self, request: &MailRequest) -> u8 {
+        if self.trust_class_header {
+            return request.meta.class;
+        }
+        request
+            .cookies
+            .get("sid")
+            .and_then(|sid| self.core.sessions.class(sid, Instant::now()))
+            .unwrap_or(0)
     }
 
     /// The storage backend.
@@ -168,7 +189,7 @@ impl MailService {
         let Some(kind) = RequestKind::route(&request.method, &request.path) else {
             return Err((None, not_found()));
         };
-        let (event, rx) = MailEvent::new(request);
+        let (event, rx) = MailEvent::new(self.classified(request));
         match self.sink(kind).enqueue(event) {
             Ok(()) => Ok((kind, rx)),
             Err(rejected) => Err((Some(kind), unadmitted(rejected.reason))),
@@ -177,7 +198,8 @@ impl MailService {
 
     /// Routes an event to its stage; when there is no such page (404) or the stage does not
     /// admit it (503 with `Retry-After`), answers it at once. Returns its type, if routed.
-    pub fn dispatch(&self, event: MailEvent) -> Option<RequestKind> {
+    pub fn dispatch(&self, mut event: MailEvent) -> Option<RequestKind> {
+        event.request = self.classified(event.request);
         let Some(kind) = RequestKind::route(&event.request.method, &event.request.path) else {
             event.respond(not_found());
             return None;
@@ -205,8 +227,8 @@ fn unadmitted(reason: RejectReason) -> MailResponse {
 fn store_error(e: StoreError) -> MailResponse {
     match e {
         StoreError::Cancelled => MailResponse::unavailable(RETRY_AFTER_S),
-        StoreError::Db(m) => {
-            eprintln!("seda-mail: {m}");
+        e => {
+            eprintln!("seda-mail: {e}");
             MailResponse::error(500, "The mail store failed; try again later.")
         }
     }
@@ -226,37 +248,7 @@ fn id_param(req: &MailRequest, name: &str) -> Result<i64, MailResponse> {
 impl Core {
     fn session(&self, req: &MailRequest) -> Option<Session> {
         let sid = req.cookies.get("sid")?;
-        self.sessions.lock().0.get(sid).cloned()
-    }
-
-    fn new_session(&self, user: i64, name: &str) -> String {
-        let mut h1 = self.keys.build_hasher();
-        let mut h2 = self.keys.build_hasher();
-        let mut s = self.sessions.lock();
-        s.1 += 1;
-        let seq = s.1;
-        h1.write_u64(seq);
-        h1.write_i64(user);
-        h2.write_u64(seq.rotate_left(17) ^ 0x5bd1_e995);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        h2.write_u64(nanos);
-        let token = format!("{:016x}{:016x}", h1.finish(), h2.finish());
-        if s.0.len() >= MAX_SESSIONS {
-            // Forget the older half: a bounded table, and old sessions log in again.
-            let cut = seq.saturating_sub((MAX_SESSIONS / 2) as u64);
-            s.0.retain(|_, v| v.seq > cut);
-        }
-        s.0.insert(
-            token.clone(),
-            Session {
-                user,
-                name: name.to_string(),
-                seq,
-            },
-        );
-        token
+        self.sessions.get(sid, Instant::now())
     }
 
     fn respond(&self, kind: RequestKind, req: &MailRequest) -> MailResponse {
@@ -283,7 +275,7 @@ impl Core {
         match (req.method.as_str(), req.path.as_str()) {
             ("POST", "/logout") => {
                 if let Some(sid) = req.cookies.get("sid") {
-                    self.sessions.lock().0.remove(sid);
+                    self.sessions.end(sid);
                 }
                 Ok(MailResponse::see_other("/login")
                     .with_header("set-cookie", "sid=; Path=/; Max-Age=0".into()))
@@ -300,15 +292,26 @@ impl Core {
                 if user.len() > 64 || password.len() > 64 {
                     return Err(bad("User names and passwords have at most 64 bytes."));
                 }
+                if self.sessions.may_try(user, Instant::now()).is_err() {
+                    return Err(MailResponse::error(
+                        429,
+                        "Too many failed logins for this user; wait a minute.",
+                    )
+                    .with_header("retry-after", "60".into()));
+                }
                 match self.store.login(user, password, &req.meta) {
-                    Ok(Some(id)) => {
-                        let sid = self.new_session(id, user);
-                        Ok(MailResponse::see_other("/folders").with_header(
-                            "set-cookie",
-                            format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax"),
-                        ))
+                    Ok(Some((id, class))) => {
+                        match self.sessions.start(id, user, class, Instant::now()) {
+                            Ok(sid) => Ok(MailResponse::see_other("/folders").with_header(
+                                "set-cookie",
+                                format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax"),
+                            )),
+                            Err(Refused::Full) => Err(MailResponse::unavailable(RETRY_AFTER_S)),
+                            Err(_) => Err(MailResponse::error(500, "Cannot start a session.")),
+                        }
                     }
                     Ok(None) => {
+                        self.sessions.failed(user, Instant::now());
                         let mut r =
                             MailResponse::html(html::login_page(Some("Wrong user or password.")));
                         r.status = 403;
@@ -372,7 +375,9 @@ impl Core {
 
     fn moved(&self, m: Moved) -> Result<MailResponse, MailResponse> {
         match m {
-            Moved::Moved { from, .. } | Moved::Purged { from } => {
+            Moved::Moved { from, .. }
+            | Moved::Purged { from }
+            | Moved::Unchanged { folder: from } => {
                 Ok(MailResponse::see_other(&format!("/folder?f={from}")))
             }
             Moved::NoMessage => Err(MailResponse::error(404, "No such message.")),
@@ -382,9 +387,15 @@ impl Core {
 
     fn delete(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
         let id = id_param(req, "id")?;
+        // The folder the client saw the message in (the message page's form sends it): a
+        // retried delete then cannot purge what its first attempt moved to Trash.
+        let from = match req.param("from") {
+            None | Some("") => None,
+            Some(_) => Some(id_param(req, "from")?),
+        };
         let m = self
             .store
-            .delete(s.user, id, &req.meta)
+            .delete(s.user, id, from, &req.meta)
             .map_err(store_error)?;
         self.moved(m)
     }

@@ -4,8 +4,8 @@
 //! think time (20 ms by default, as in the paper) between requests, and after a rejection waits
 //! 5 s and logs in again. It reads the previous response (status, `Location`, `Set-Cookie`, and
 //! the links in the HTML) to pick folder and message ids, and yields the next request: kind,
-//! method, path, form body and cookie. Any transport can drive it: the closed-loop driver in
-//! [`crate::load`], or the load generator.
+//! method, path, form body and cookie. Any transport can drive it; the load generator
+//! does, through [`crate::workload::MailWorkload`].
 //!
 //! # The Markov model
 //!
@@ -333,7 +333,13 @@ impl UserModel {
             }
             RequestKind::Delete => {
                 let m = self.pick_message();
-                ("POST", "/delete".to_string(), Some(format!("id={m}")))
+                // As the message page's form does: the folder it was listed in, so a retried
+                // request cannot purge what the first one moved to Trash.
+                let form = match self.folder.filter(|_| self.listed_from_folder) {
+                    Some(f) => format!("id={m}&from={f}"),
+                    None => format!("id={m}"),
+                };
+                ("POST", "/delete".to_string(), Some(form))
             }
             RequestKind::Refile => {
                 let m = self.pick_message();

@@ -11,9 +11,25 @@ use seda_control::{AdmissionController, RejectReason, SharedController};
 /// How often the controller's periodic `tick` runs (the runtime's default control tick).
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
 
+/// Where the controller's queue is, for controllers that bound one (see [`QueueModel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueModel {
+    /// No queue: a request is dequeued the moment it is admitted (dequeue-time droppers such
+    /// as CoDel see zero queueing time). For rate and concurrency-limit controllers.
+    #[default]
+    AtAdmission,
+    /// The requests in flight in the inner service are the controller's queue: a request is
+    /// dequeued when its response (or failure) arrives. For controllers that bound a queue by
+    /// Little's law (`response_time_tuned`): the bound becomes an in-flight limit of
+    /// departure rate x allowed wait, aimed at the response-time target. Their dequeue-time
+    /// dropping must be off (a finished request cannot be dropped).
+    InFlight,
+}
+
 /// The shared admission state.
 pub(crate) struct Admission {
     controller: SharedController,
+    queue: QueueModel,
     epoch: Instant,
     tick_every_ns: u64,
     last_tick_ns: AtomicU64,
@@ -24,9 +40,14 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
-    pub(crate) fn new(controller: Box<dyn AdmissionController>, tick_every: Duration) -> Self {
+    pub(crate) fn new(
+        controller: Box<dyn AdmissionController>,
+        tick_every: Duration,
+        queue: QueueModel,
+    ) -> Self {
         Admission {
             controller: SharedController::new(controller),
+            queue,
             epoch: Instant::now(),
             tick_every_ns: tick_every.as_nanos().clamp(1, u64::MAX as u128) as u64,
             last_tick_ns: AtomicU64::new(0),
@@ -63,9 +84,7 @@ impl Admission {
         self.maybe_tick(now);
         let mut c = self.controller.clone();
         let verdict = c.admit(now, class).and_then(|()| {
-            // No queue in front of the service: the request is dequeued as it is admitted, so
-            // dequeue-time droppers (CoDel) see zero queueing time.
-            if c.on_dequeue(now, Duration::ZERO) {
+            if self.queue == QueueModel::AtAdmission && c.on_dequeue(now, Duration::ZERO) {
                 c.on_drop(now, class);
                 Err(RejectReason::Expired)
             } else {
@@ -120,9 +139,12 @@ impl Ticket {
         let a = &self.admission;
         let now = a.now();
         let took = now.saturating_sub(self.start);
-        a.controller
-            .clone()
-            .on_complete(now, self.class, took, took);
+        let mut c = a.controller.clone();
+        if a.queue == QueueModel::InFlight {
+            // The request leaves the "queue" now; it has finished, so a drop verdict is moot.
+            let _ = c.on_dequeue(now, took);
+        }
+        c.on_complete(now, self.class, took, took);
         a.completed.fetch_add(1, Ordering::Relaxed);
         self.done = true;
     }
@@ -132,7 +154,12 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         if !self.done {
             let a = &self.admission;
-            a.controller.clone().on_drop(a.now(), self.class);
+            let now = a.now();
+            let mut c = a.controller.clone();
+            if a.queue == QueueModel::InFlight {
+                let _ = c.on_dequeue(now, now.saturating_sub(self.start));
+            }
+            c.on_drop(now, self.class);
             a.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }

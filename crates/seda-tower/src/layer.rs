@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seda_control::AdmissionController;
+use seda_control::{AdmissionController, InvalidConfig, TunedConfig, TunedResponseTimeController};
 use tower_layer::Layer;
 
-use crate::admission::{Admission, DEFAULT_TICK, StatsHandle};
+use crate::admission::{Admission, DEFAULT_TICK, QueueModel, StatsHandle};
 use crate::classify::SingleClass;
 use crate::http::HttpSeda;
 use crate::service::Seda;
@@ -30,14 +30,37 @@ impl SedaLayer<SingleClass> {
     /// A layer driven by `controller`, every request in class 0, ticking the controller every
     /// [`DEFAULT_TICK`].
     pub fn new(controller: impl AdmissionController + 'static) -> Self {
-        Self::from_box(Box::new(controller), DEFAULT_TICK)
+        Self::from_box(Box::new(controller), DEFAULT_TICK, QueueModel::AtAdmission)
+    }
+
+    /// Our controller aimed at a p90 `target`: `response_time_tuned`, bounding the requests in
+    /// flight at departure rate x allowed wait (Little's law), the wait steered so the 90th
+    /// percentile of response times sits at 0.8 x `target` ([`QueueModel::InFlight`]).
+    ///
+    /// # Errors
+    /// `target` is zero.
+    pub fn response_time(target: Duration) -> Result<Self, InvalidConfig> {
+        let config = TunedConfig {
+            drop_queued: None,
+            ..TunedConfig::new(target)
+        };
+        let controller = TunedResponseTimeController::new(config)?;
+        Ok(Self::from_box(
+            Box::new(controller),
+            DEFAULT_TICK,
+            QueueModel::InFlight,
+        ))
     }
 
     /// A layer driven by an already boxed controller (one built by name from the catalogue),
-    /// ticking it every `tick`.
-    pub fn from_box(controller: Box<dyn AdmissionController>, tick: Duration) -> Self {
+    /// ticking it every `tick`, with its queue where `queue` says.
+    pub fn from_box(
+        controller: Box<dyn AdmissionController>,
+        tick: Duration,
+        queue: QueueModel,
+    ) -> Self {
         SedaLayer {
-            admission: Arc::new(Admission::new(controller, tick)),
+            admission: Arc::new(Admission::new(controller, tick, queue)),
             classify: SingleClass,
         }
     }

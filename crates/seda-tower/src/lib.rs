@@ -15,12 +15,10 @@
 //! ```
 //! use std::time::Duration;
 //! use axum::{Router, routing::get};
-//! use seda_control::{ResponseTimeConfig, ResponseTimeController};
 //! use seda_tower::SedaLayer;
 //!
-//! // Keep the 90th percentile of response times near 200 ms; reject the excess with 503.
-//! let controller = ResponseTimeController::new(ResponseTimeConfig::new(Duration::from_millis(200)))?;
-//! let layer = SedaLayer::new(controller).http();
+//! // Keep the 90th percentile of response times under 200 ms; reject the excess with 503.
+//! let layer = SedaLayer::response_time(Duration::from_millis(200))?.http();
 //! let stats = layer.stats(); // read it from a metrics endpoint
 //! let app: Router = Router::new().route("/", get(|| async { "hello" })).layer(layer);
 //! # let _ = (app, stats);
@@ -37,7 +35,9 @@
 //! - `tick` on the first request after each [`DEFAULT_TICK`] (the layer owns no thread).
 //!
 //! There is no queue in front of the service: put the layer outermost so rejected requests
-//! cost nothing, and use the inner service's own concurrency as it is.
+//! cost nothing. [`SedaLayer::response_time`] treats the requests in flight in the inner
+//! service as its queue and bounds them by Little's law ([`QueueModel::InFlight`]); any other
+//! controller ([`SedaLayer::new`]) sees each request dequeued as it is admitted.
 //!
 //! [tower]: https://docs.rs/tower
 //! [WC03]: ../../docs/papers.md
@@ -51,7 +51,7 @@ mod http;
 mod layer;
 mod service;
 
-pub use admission::{DEFAULT_TICK, LayerStats, StatsHandle};
+pub use admission::{DEFAULT_TICK, LayerStats, QueueModel, StatsHandle};
 pub use classify::{Classify, SingleClass};
 pub use error::Overloaded;
 pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER};

@@ -215,3 +215,29 @@ async fn the_response_time_controller_sheds_a_real_overload() {
     assert!(ok > 0 && shed > 0, "ok {ok} shed {shed}: {s:?}");
     assert_eq!(u64::from(ok), s.completed);
 }
+
+#[tokio::test]
+async fn in_flight_queue_returns_to_zero() {
+    let layer = SedaLayer::response_time(Duration::from_millis(100))
+        .unwrap()
+        .http();
+    let stats = layer.stats();
+    let mut svc = ServiceBuilder::new()
+        .layer(layer)
+        .service_fn(|_r: http::Request<()>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        });
+    for _ in 0..50 {
+        let r = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(http::Request::new(()))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{:?}", stats.stats());
+    }
+    let s = stats.stats();
+    let queued = s.state.iter().find(|(k, _)| *k == "queued").unwrap().1;
+    assert_eq!(queued, 0.0, "{s:?}");
+}

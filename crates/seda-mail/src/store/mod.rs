@@ -1,5 +1,9 @@
 //! Storage: one trait, three backends (SQLite, MariaDB/MySQL, PostgreSQL).
 //!
+//! The transactions are written once ([`sql`](self) over the small `backend` trait); a backend
+//! only connects, runs statements and interrupts them. MariaDB and PostgreSQL are cargo features
+//! (`mysql`, `postgres`, on by default).
+//!
 //! Every call blocks: it runs on a stage's worker thread. Calls that take a [`Meta`] honour its
 //! cancellation and deadline while the database works: a [`watch`] thread interrupts the
 //! statement (SQLite's interrupt handle, PostgreSQL's cancel token, MariaDB's `KILL QUERY`).
@@ -12,14 +16,16 @@ use seda::Meta;
 
 use crate::corpus::Corpus;
 
+mod backend;
+#[cfg(feature = "mysql")]
 mod mysql;
+#[cfg(feature = "postgres")]
 mod postgres;
+mod sql;
 mod sqlite;
 pub mod watch;
 
-pub use self::mysql::MysqlStore;
-pub use self::postgres::PostgresStore;
-pub use self::sqlite::SqliteStore;
+use self::sql::SqlStore;
 
 /// The name of the folder deleted messages move to; deleting from it purges.
 pub const TRASH: &str = "Trash";
@@ -29,24 +35,73 @@ pub const MAX_PAGE: u32 = 200;
 pub const MAX_RESULTS: u32 = 100;
 
 /// Why a storage call failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum StoreError {
     /// The request was cancelled or its deadline passed; nothing was changed.
     Cancelled,
-    /// The database failed (connection, SQL, constraint): the message says what.
-    Db(String),
+    /// The store was asked for something it cannot do (a bad URL, prefix or path, a backend
+    /// left out of the build); no database was reached.
+    Invalid(String),
+    /// The database answered with something this service does not expect (a column of another
+    /// type: tables of another schema).
+    Schema(String),
+    /// A connection could not be opened to `target` (the URL without its password).
+    Connect {
+        /// Where (no password).
+        target: String,
+        /// The driver's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database failed (SQL, constraint, lost connection); the driver's error is the source.
+    Db(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl StoreError {
+    /// Wraps a driver's error.
+    pub(crate) fn db(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+        StoreError::Db(Box::new(e))
+    }
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::Cancelled => f.write_str("the request was cancelled"),
-            StoreError::Db(m) => write!(f, "database error: {m}"),
+            StoreError::Invalid(m) => f.write_str(m),
+            StoreError::Schema(m) => write!(f, "unexpected data in the database: {m}"),
+            // The driver's text is part of the message (most callers print only this line);
+            // `source()` gives the error itself.
+            StoreError::Connect { target, source } => {
+                write!(f, "cannot connect to {target}: {source}")
+            }
+            StoreError::Db(e) => write!(f, "database error: {e}"),
         }
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Connect { source, .. } | StoreError::Db(source) => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+/// `url` with any password replaced by `***`, for messages and logs.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (auth, host) = match rest.rfind('@') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => return url.to_string(),
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{host}"),
+        None => url.to_string(),
+    }
+}
 
 /// Result of a storage call.
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -158,6 +213,12 @@ pub enum Moved {
         /// The folder it was in.
         from: i64,
     },
+    /// The message is not in the folder the request expected (a retried delete that already
+    /// moved it, or another session was first): nothing was done. `folder` is where it is.
+    Unchanged {
+        /// The folder it is in.
+        folder: i64,
+    },
     /// No such message among this user's.
     NoMessage,
     /// No such target folder among this user's.
@@ -194,14 +255,20 @@ pub struct Loaded {
 pub trait Store: Send + Sync + 'static {
     /// `sqlite`, `mysql` or `postgres`.
     fn backend(&self) -> &'static str;
-    /// Drops (if present) and creates the tables and indexes.
+    /// Creates the tables and indexes; fails, changing nothing, if one of them exists.
+    fn create(&self) -> Result<()>;
+    /// Drops (if present) and creates the tables and indexes: `seda mail corpus` only.
     fn reset(&self) -> Result<()>;
     /// Loads a corpus in one transaction (all or nothing).
     fn load(&self, corpus: &Corpus) -> Result<Loaded>;
     /// Consistency totals.
     fn audit(&self) -> Result<Audit>;
-    /// The user with this name and password.
-    fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<i64>>;
+    /// How many of the mail tables (users, folders, messages) exist: 0 means a database this
+    /// service has never touched, the only kind `seda serve mail` seeds on its own.
+    fn tables(&self) -> Result<u32>;
+    /// The user with this name and password, and the service class the operator gave it
+    /// (`users.class`, 0 unless set).
+    fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<(i64, u8)>>;
     /// A user's folders, by name.
     fn folders(&self, user: i64, meta: &Meta) -> Result<Vec<Folder>>;
     /// One page of a folder (None: not this user's folder).
@@ -216,8 +283,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<(Folder, Vec<Summary>)>>;
     /// One message of this user (marks it seen).
     fn message(&self, user: i64, id: i64, meta: &Meta) -> Result<Option<Message>>;
-    /// Moves a message to Trash, or purges it when it is in Trash.
-    fn delete(&self, user: i64, id: i64, meta: &Meta) -> Result<Moved>;
+    /// Deletes a message only if it is in folder `from` (the one the client saw it in): moves
+    /// it to Trash, or purges it when `from` is Trash. Without `from` it only ever moves to
+    /// Trash (a message already there stays). Either way a retried request changes nothing
+    /// the first did not: it answers [`Moved::Unchanged`].
+    fn delete(&self, user: i64, id: i64, from: Option<i64>, meta: &Meta) -> Result<Moved>;
     /// Moves a message to another folder of the same user.
     fn refile(&self, user: i64, id: i64, to: i64, meta: &Meta) -> Result<Moved>;
     /// Messages whose subject or sender (or body) contain `text`, newest first.
@@ -233,34 +303,62 @@ pub trait Store: Send + Sync + 'static {
 
 /// Opens a store from a URL: a path or `sqlite://path`, `mysql://user@host:port/db`,
 /// `postgres://user@host:port/db`. `prefix` is prepended to every table name (tests use their
-/// own).
+/// own). Errors never contain the URL's password.
 pub fn open(url: &str, prefix: &str) -> Result<Arc<dyn Store>> {
     if !prefix
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        || prefix.len() > 32
     {
-        return Err(StoreError::Db(format!(
-            "table prefix `{prefix}` must be letters, digits and underscores"
+        return Err(StoreError::Invalid(format!(
+            "table prefix `{prefix}` must be at most 32 letters, digits and underscores"
         )));
     }
     if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-        let url = url.replacen("mariadb://", "mysql://", 1);
-        Ok(Arc::new(MysqlStore::open(&url, prefix)?))
+        open_mysql(&url.replacen("mariadb://", "mysql://", 1), prefix)
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PostgresStore::open(url, prefix)?))
+        open_postgres(url, prefix)
     } else {
         let path = url.strip_prefix("sqlite://").unwrap_or(url);
-        Ok(Arc::new(SqliteStore::open(path, prefix)?))
+        Ok(Arc::new(SqlStore::new(sqlite::Sqlite::new(path)?, prefix)?))
     }
 }
 
-/// Escapes `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern and wraps it in `%`.
+#[cfg(feature = "mysql")]
+fn open_mysql(url: &str, prefix: &str) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(SqlStore::new(mysql::Mysql::new(url)?, prefix)?))
+}
+
+#[cfg(not(feature = "mysql"))]
+fn open_mysql(_url: &str, _prefix: &str) -> Result<Arc<dyn Store>> {
+    Err(StoreError::Invalid(
+        "this build has no MariaDB/MySQL backend (cargo feature `mysql`)".into(),
+    ))
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, prefix: &str) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(SqlStore::new(
+        postgres::Postgres::new(url)?,
+        prefix,
+    )?))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_url: &str, _prefix: &str) -> Result<Arc<dyn Store>> {
+    Err(StoreError::Invalid(
+        "this build has no PostgreSQL backend (cargo feature `postgres`)".into(),
+    ))
+}
+
+/// Escapes `%`, `_` and `!` for a `LIKE ... ESCAPE '!'` pattern and wraps it in `%`. (`!`, not
+/// a backslash: MariaDB reads a backslash in a string literal as an escape of its own.)
 pub(crate) fn like_pattern(text: &str) -> String {
     let mut p = String::with_capacity(text.len() + 2);
     p.push('%');
     for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            p.push('\\');
+        if matches!(c, '%' | '_' | '!') {
+            p.push('!');
         }
         p.push(c);
     }
@@ -268,36 +366,9 @@ pub(crate) fn like_pattern(text: &str) -> String {
     p
 }
 
-/// A small pool of connections: checked out per call, returned after, opened on demand.
-pub(crate) struct ConnPool<C> {
-    idle: parking_lot::Mutex<Vec<C>>,
-    max_idle: usize,
-}
-
-impl<C> ConnPool<C> {
-    pub(crate) fn new(max_idle: usize) -> Self {
-        ConnPool {
-            idle: parking_lot::Mutex::new(Vec::new()),
-            max_idle,
-        }
-    }
-
-    pub(crate) fn take(&self) -> Option<C> {
-        self.idle.lock().pop()
-    }
-
-    /// Closes every idle connection (after a schema change, their prepared statements are
-    /// stale).
-    pub(crate) fn clear(&self) {
-        self.idle.lock().clear();
-    }
-
-    pub(crate) fn put(&self, conn: C) {
-        let mut idle = self.idle.lock();
-        if idle.len() < self.max_idle {
-            idle.push(conn);
-        }
-    }
+/// The three table names under `prefix`, lower-cased (catalogues are searched that way).
+pub(crate) fn table_names(prefix: &str) -> [String; 3] {
+    ["users", "folders", "messages"].map(|t| format!("{prefix}{t}").to_lowercase())
 }
 
 /// Fails fast with `Cancelled` when nobody waits for the answer any more.

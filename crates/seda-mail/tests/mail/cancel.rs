@@ -29,7 +29,10 @@ fn slow_search_is_interrupted(store: &dyn Store) {
     let out = store.search(1, &slow_pattern(), SearchField::Body, 10, &meta);
     let took = t0.elapsed();
     canceller.join().unwrap();
-    assert_eq!(out, Err(StoreError::Cancelled), "{backend} after {took:?}");
+    assert!(
+        matches!(out, Err(StoreError::Cancelled)),
+        "{backend} after {took:?}: {out:?}"
+    );
     assert!(took < Duration::from_secs(10), "{backend}: {took:?}");
     eprintln!("{backend}: slow search cancelled after {took:?}");
     // The connection goes back to the pool healthy: the next calls work.

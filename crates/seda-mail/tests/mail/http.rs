@@ -1,10 +1,11 @@
-//! The HTTP adapter on a real socket: login, cookie, pages, 404, 413, and 503 on rejection.
+//! `MailServer` (the service on the shared front end) on a real socket: login, cookie, pages, 404, 413, and 503 on rejection.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use seda_mail::{ServiceOptions, http};
+use seda_mail::workload::MailWorkload;
+use seda_mail::{MailServer, MailServerConfig, ServiceOptions};
 
 use crate::common::*;
 
@@ -17,30 +18,21 @@ fn exchange(addr: std::net::SocketAddr, raw: &str) -> String {
     out
 }
 
+/// A [`MailServer`] on `store` at a free port of 127.0.0.1.
+fn start(store: std::sync::Arc<dyn seda_mail::store::Store>) -> MailServer {
+    let mut config = MailServerConfig::default();
+    config.http.addr = "127.0.0.1:0".parse().unwrap();
+    MailServer::start(store, config).expect("server")
+}
+
 #[test]
 fn serves_pages_over_http() {
     let corpus = small_corpus();
     let store = seda_mail::store::open(&temp_db("http"), "").unwrap();
     store.reset().unwrap();
     store.load(&corpus).unwrap();
-    let (rt, svc) = service(store, ServiceOptions::default());
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (listener, addr) = tokio
-        .block_on(http::bind("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
-    let server = tokio.spawn(http::serve(
-        listener,
-        svc,
-        http::HttpOptions::default(),
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
+    let server = start(store);
+    let addr = server.local_addr();
 
     let r = exchange(
         addr,
@@ -88,10 +80,8 @@ fn serves_pages_over_http() {
     );
     assert!(r.starts_with("HTTP/1.1 413"), "{r}");
 
-    // A closed stage rejects: 503 with Retry-After.
-    let _ = stop_tx.send(());
-    tokio.block_on(server).unwrap();
-    rt.shutdown();
+    let done = server.shutdown(Duration::from_secs(5));
+    assert!(done.runtime.drained, "{done:?}");
 }
 
 #[test]
@@ -149,49 +139,26 @@ fn emulated_users_drive_every_page_over_http() {
     let store = seda_mail::store::open(&temp_db("users"), "").unwrap();
     store.reset().unwrap();
     store.load(&corpus).unwrap();
-    let (rt, svc) = service(store.clone(), ServiceOptions::default());
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (listener, addr) = tokio
-        .block_on(http::bind("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
-    let server = tokio.spawn(http::serve(
-        listener,
-        svc,
-        http::HttpOptions::default(),
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
-    let report = tokio.block_on(seda_mail::load::run(seda_mail::load::LoadOptions {
-        addr,
+    let server = start(store.clone());
+    let target = seda_load::Target::parse(&format!("http://{}/", server.local_addr())).unwrap();
+    let model = seda_load::Model::Closed(seda_load::Closed {
         users: 4,
-        corpus_users: 4,
-        duration: Duration::from_secs(2),
-        warmup: Duration::ZERO,
         think: Duration::from_millis(1),
-        mix: seda_mail::user_model::Mix::Markov,
-        seed: 3,
-        class: Some(1),
-    }));
-    let _ = stop_tx.send(());
-    tokio.block_on(server).unwrap();
-    rt.shutdown();
-    eprint!("{}", report.table());
-    let total: u64 = report.kinds.iter().map(|(_, s)| s.ok).sum();
-    assert!(total > 20, "{}", report.table());
-    for (kind, s) in &report.kinds {
-        assert_eq!(
-            (s.server_errors, s.failed, s.client_errors),
-            (0, 0, 0),
-            "{kind}: {}",
-            report.table()
-        );
-    }
+        think_exponential: false,
+        ramp: Duration::ZERO,
+    });
+    let mut load = seda_load::LoadConfig::new(target, model).unwrap();
+    load.workload = std::sync::Arc::new(MailWorkload::new(4));
+    load.duration = Duration::from_secs(2);
+    let report = seda_load::run(load).expect("load");
+    server.shutdown(Duration::from_secs(5));
+    let s = &report.summary;
+    eprintln!(
+        "{} completed, statuses {:?}",
+        s.counts.completed, s.statuses
+    );
+    assert!(s.counts.completed > 20, "{s:?}");
+    assert_eq!(s.counts.errors, 0, "{s:?}");
     // Every page the model reads exists: logins, folder lists and message lists at least.
     for k in [
         seda_mail::RequestKind::Login,
@@ -199,7 +166,12 @@ fn emulated_users_drive_every_page_over_http() {
         seda_mail::RequestKind::ListMessages,
         seda_mail::RequestKind::ShowMessage,
     ] {
-        assert!(report.kinds[k.index()].1.ok > 0, "{k}: {}", report.table());
+        let c = report
+            .classes
+            .iter()
+            .find(|c| c.name == k.name())
+            .unwrap_or_else(|| panic!("{k}: no class in {:?}", report.classes));
+        assert!(c.counts.completed > 0, "{k}: {c:?}");
     }
     let a = store.audit().unwrap();
     assert_eq!((a.bad_folders, a.folder_counts), (0, a.messages));

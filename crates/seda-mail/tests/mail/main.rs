@@ -1,8 +1,10 @@
 //! Integration tests of the mail service: every request type on every backend, escaping, bad
 //! input, consistency under concurrent moves with cancellations and rejections, HTTP.
 
+mod auth;
 mod cancel;
 mod common;
+mod conformance;
 mod consistency;
 mod escaping;
 mod http;

@@ -100,15 +100,38 @@ fn every_request_type_on_every_backend() {
             "{backend}"
         );
 
-        // Delete moves to Trash; deleting again purges.
+        // Delete moves to Trash; deleting again purges only when the request says it was in
+        // Trash: a retried request (same form) changes nothing.
         let trash = user.folders.iter().find(|f| f.name == TRASH).unwrap();
         let before = store.audit().unwrap();
         let r = call(&svc, req("POST", "/delete", c, &format!("id={}", first.id)));
         assert_eq!(r.status, 303, "{backend} {}", r.body);
         let m = store.message(user.id, first.id, &meta).unwrap().unwrap();
         assert_eq!(m.summary.folder_id, trash.id, "{backend}");
+        for form in [
+            format!("id={}", first.id),
+            format!("id={}&from={}", first.id, inbox.id),
+        ] {
+            let r = call(&svc, req("POST", "/delete", c, &form));
+            assert_eq!(r.status, 303, "{backend} {}", r.body);
+            assert!(
+                store.message(user.id, first.id, &meta).unwrap().is_some(),
+                "{backend}: a retried delete ({form}) purged the message"
+            );
+        }
+        let r = call(
+            &svc,
+            req("POST", "/delete", c, &format!("id={}&from=x", first.id)),
+        );
+        assert_eq!(r.status, 400, "{backend}");
         assert_eq!(
-            store.delete(user.id, first.id, &meta).unwrap(),
+            store.delete(user.id, first.id, None, &meta).unwrap(),
+            Moved::Unchanged { folder: trash.id }
+        );
+        assert_eq!(
+            store
+                .delete(user.id, first.id, Some(trash.id), &meta)
+                .unwrap(),
             Moved::Purged { from: trash.id }
         );
         let after = store.audit().unwrap();
@@ -164,7 +187,7 @@ fn every_request_type_on_every_backend() {
         let cancelled = Meta::new();
         cancelled.cancel.cancel();
         assert!(
-            store.delete(user.id, second.id, &cancelled).is_err(),
+            store.delete(user.id, second.id, None, &cancelled).is_err(),
             "{backend}"
         );
         assert_eq!(

@@ -1,0 +1,97 @@
+//! `seda proxy`: a reverse proxy with per-route overload control in front of any HTTP service.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use seda_proxy::{Proxy, ProxyConfig};
+
+/// Arguments of `seda proxy`.
+#[derive(Args, Debug)]
+pub struct ProxyArgs {
+    /// Address to listen on (the simple case; with --config, the file's `listen`).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// The service to forward to, http://host:port (the simple case: one route for every path).
+    #[arg(long, conflicts_with = "config")]
+    upstream: Option<String>,
+    /// p90 response-time target in ms; requests past what meets it get 503 with Retry-After.
+    /// Without it the proxy forwards without admission control.
+    #[arg(long, conflicts_with = "config")]
+    target_ms: Option<u64>,
+    /// TOML file with `listen` and [[route]]s (prefix, upstream, target_ms): see
+    /// `crates/seda-proxy/src/config.rs`.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Answer HAProxy's agent-check on this address: a weight from the share of requests
+    /// admitted, `drain` while shedding nearly all.
+    #[arg(long)]
+    agent: Option<SocketAddr>,
+    /// Print each route's admitted and rejected counts every this many seconds (0: never).
+    #[arg(long, default_value_t = 0)]
+    stats_every_s: u64,
+}
+
+/// Runs the proxy until SIGINT or SIGTERM.
+pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
+    let config = match (&args.config, &args.upstream) {
+        (Some(path), _) => ProxyConfig::from_file(path)?,
+        (None, Some(upstream)) => {
+            let target = args.target_ms.map(Duration::from_millis);
+            ProxyConfig::single(args.listen, upstream, target)?
+        }
+        (None, None) => {
+            bail!("give --upstream http://host:port (and --target-ms), or --config FILE")
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let proxy = Proxy::bind(config.clone()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let addr = proxy.local_addr()?;
+        println!("seda proxy: listening on http://{addr}/");
+        for r in &config.routes {
+            let control = r
+                .target
+                .map_or("no admission control".to_string(), |t| format!("p90 target {} ms", t.as_millis()));
+            println!("  {:<20} -> {}  ({control})", r.prefix, r.upstream);
+        }
+        if let Some(agent) = args.agent {
+            let listener = tokio::net::TcpListener::bind(agent)
+                .await
+                .with_context(|| format!("cannot listen for agent checks on {agent}"))?;
+            println!("agent-check: {}", listener.local_addr()?);
+            tokio::spawn(seda_proxy::serve_agent(listener, proxy.stats_reader()));
+        }
+        if args.stats_every_s > 0 {
+            let read = proxy.stats_reader();
+            let every = Duration::from_secs(args.stats_every_s);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    for r in read() {
+                        if let Some(a) = r.admission {
+                            let rejected: u64 = a.rejected.iter().map(|(_, n)| n).sum();
+                            println!(
+                                "{:<20} admitted {:>9} rejected {:>9} completed {:>9}",
+                                r.prefix, a.admitted, rejected, a.completed
+                            );
+                        }
+                    }
+                }
+            });
+        }
+        tokio::select! {
+            served = proxy.serve() => served.context("the proxy stopped")?,
+            signal = crate::serve::wait_for_signal_async() => signal.context("cannot install the signal handlers")?,
+        }
+        println!("seda proxy: stopped");
+        Ok(())
+    })
+}

@@ -1,0 +1,218 @@
+//! `seda proxy` as a user runs it: in front of `seda serve static`, over real sockets.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+
+fn get(addr: &str, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn proxies_a_static_server_and_forwards_its_answers() {
+    let root = std::env::temp_dir().join(format!("seda-cli-proxy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("hello.txt"), "hello through the proxy\n").unwrap();
+
+    let mut upstream = common::start(&[
+        "serve".as_ref(),
+        "static".as_ref(),
+        "--addr".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--root".as_ref(),
+        root.as_os_str(),
+    ]);
+    let upstream_url = format!("http://{}", upstream.addr);
+    let mut proxy = common::start(&[
+        "proxy".as_ref(),
+        "--listen".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--upstream".as_ref(),
+        upstream_url.as_ref(),
+        "--target-ms".as_ref(),
+        "500".as_ref(),
+    ]);
+
+    let ok = get(&proxy.addr, "/hello.txt");
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    assert!(ok.ends_with("hello through the proxy\n"), "{ok}");
+    let missing = get(&proxy.addr, "/missing.txt");
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+
+    for child in [&mut proxy.child, &mut upstream.child] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let mut printed = String::new();
+    proxy.stdout.read_to_string(&mut printed).unwrap();
+    assert!(printed.contains("p90 target 500 ms"), "{printed}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn without_an_upstream_it_says_what_to_give() {
+    let out = Command::new(env!("CARGO_BIN_EXE_seda"))
+        .arg("proxy")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--upstream"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_seda"))
+        .args(["proxy", "--upstream", "https://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("only http://"),
+        "{err}"
+    );
+}
+
+/// HAProxy in front of the proxy takes its weight from the agent-check: full while the proxy
+/// admits everything, lower while it sheds (skipped where HAProxy is not installed;
+/// `.ci/packages` installs it).
+#[test]
+fn haproxy_weights_the_proxy_by_its_admission_state() {
+    if Command::new("haproxy").arg("-v").output().is_err() {
+        eprintln!("skipped: haproxy is not installed");
+        return;
+    }
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("seda-cli-agent-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("big"), vec![b'x'; 1 << 20]).unwrap();
+    let mut upstream = common::start(&[
+        "serve".as_ref(),
+        "static".as_ref(),
+        "--addr".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--root".as_ref(),
+        dir.as_os_str(),
+    ]);
+    let upstream_url = format!("http://{}", upstream.addr);
+    // A 1 ms target that 1 MB responses to 64 clients cannot meet: the proxy must shed.
+    let mut proxy = common::start(&[
+        "proxy".as_ref(),
+        "--listen".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--upstream".as_ref(),
+        upstream_url.as_ref(),
+        "--target-ms".as_ref(),
+        "1".as_ref(),
+        "--agent".as_ref(),
+        "127.0.0.1:0".as_ref(),
+    ]);
+    let agent = loop {
+        let mut line = String::new();
+        assert!(
+            proxy.stdout.read_line(&mut line).unwrap() > 0,
+            "no agent line"
+        );
+        if let Some(a) = line.strip_prefix("agent-check: ") {
+            break a.trim().to_string();
+        }
+    };
+    let mut reply = String::new();
+    TcpStream::connect(&agent)
+        .unwrap()
+        .read_to_string(&mut reply)
+        .unwrap();
+    assert_eq!(reply, "ready,100%\n");
+
+    let front = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let sock = dir.join("stats.sock");
+    let cfg = format!(
+        "global\n  stats socket {} mode 600 level admin\n\
+         defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n\
+         frontend f\n  bind {front}\n  default_backend b\n\
+         backend b\n  server r1 {} check inter 200ms agent-check agent-port {} agent-inter 100ms weight 100\n",
+        sock.display(),
+        proxy.addr,
+        agent.rsplit(':').next().unwrap(),
+    );
+    std::fs::write(dir.join("haproxy.cfg"), cfg).unwrap();
+    let mut haproxy = Command::new("haproxy")
+        .args(["-db", "-f"])
+        .arg(dir.join("haproxy.cfg"))
+        .spawn()
+        .unwrap();
+    let weights_until = |secs: u64, stop: &dyn Fn(u32) -> bool| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let mut seen = Vec::new();
+        while std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            if let Some(w) = haproxy_weight(&sock) {
+                seen.push(w);
+                if stop(w) {
+                    break;
+                }
+            }
+        }
+        seen
+    };
+    let idle = weights_until(5, &|w| w == 100);
+    let flood_end = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let clients: Vec<_> = (0..64)
+        .map(|_| {
+            let addr = proxy.addr.clone();
+            std::thread::spawn(move || {
+                let mut shed = 0u32;
+                while std::time::Instant::now() < flood_end {
+                    shed += u32::from(get(&addr, "/big").starts_with("HTTP/1.1 503"));
+                }
+                shed
+            })
+        })
+        .collect();
+    let loaded = weights_until(3, &|w| w < 100);
+    let shed: u32 = clients.into_iter().map(|c| c.join().unwrap()).sum();
+    let through = get(&front.to_string(), "/big");
+    for child in [&mut haproxy, &mut proxy.child, &mut upstream.child] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(idle.last(), Some(&100), "idle weights {idle:?}");
+    assert!(shed > 0, "the proxy never shed: the test measured nothing");
+    assert!(
+        loaded.iter().any(|&w| w < 100),
+        "weights while shedding {loaded:?}"
+    );
+    assert!(
+        through.starts_with("HTTP/1.1 200") || through.starts_with("HTTP/1.1 503"),
+        "{through}"
+    );
+}
+
+/// The weight HAProxy gives server `b/r1`, from its stats socket.
+fn haproxy_weight(sock: &std::path::Path) -> Option<u32> {
+    let mut s = std::os::unix::net::UnixStream::connect(sock).ok()?;
+    s.write_all(b"show stat\n").ok()?;
+    let mut csv = String::new();
+    s.read_to_string(&mut csv).ok()?;
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next()?.trim_start_matches("# ").split(',').collect();
+    let col = header.iter().position(|h| *h == "weight")?;
+    lines
+        .find(|l| l.starts_with("b,r1,"))?
+        .split(',')
+        .nth(col)?
+        .parse()
+        .ok()
+}

@@ -1,0 +1,48 @@
+//! `seda proxy`: a reverse proxy that gives any HTTP service seda's overload control.
+//!
+//! Most services will not be rewritten as seda stages. Put this proxy in front instead: each
+//! route (a path prefix) gets its own response-time controller ([WC03]'s p90 controller on a
+//! token rate), so only the route that is the bottleneck sheds load, and a request turned away
+//! gets `503` with `Retry-After` at once instead of waiting in a queue it would time out in.
+//!
+//! Each route is a stage without a queue: the proxy forwards asynchronously, so what the stage
+//! adds is admission control and accounting ([`seda_tower`]'s layer), in front of a pooled
+//! HTTP/1.1 client. Bodies stream both ways; hop-by-hop headers are dropped; the client's
+//! address is appended to `X-Forwarded-For`; the wait for an upstream's response head is
+//! bounded (504 after it; 502 when the upstream cannot be reached).
+//!
+//! Behind a load balancer, [`serve_agent`] answers HAProxy's `agent-check` from the routes'
+//! admission state, so a replica that sheds load gets less of it.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use std::time::Duration;
+//! use seda_proxy::{Proxy, ProxyConfig};
+//!
+//! let config = ProxyConfig::single(
+//!     "127.0.0.1:8080".parse()?,
+//!     "http://127.0.0.1:9000",
+//!     Some(Duration::from_millis(500)),
+//! )?;
+//! Proxy::bind(config).await?.serve().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! [WC03]: ../../docs/papers.md
+
+#![warn(missing_docs)]
+
+mod agent;
+mod body;
+mod config;
+mod forward;
+mod server;
+
+pub use agent::serve_agent;
+pub use body::ProxyBody;
+pub use config::{
+    ConfigError, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT,
+    ProxyConfig, RouteConfig,
+};
+pub use forward::ClientAddr;
+pub use server::{Proxy, RouteStats};

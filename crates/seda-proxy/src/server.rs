@@ -1,0 +1,210 @@
+//! The proxy server: accepts connections, picks each request's route by the longest matching
+//! prefix, and hands it to that route's admission-controlled forwarder.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use seda_tower::{HttpSeda, SedaLayer, SingleClass, StatsHandle};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::body::ProxyBody;
+use crate::config::{ProxyConfig, RouteConfig};
+use crate::forward::{ClientAddr, Forward, local};
+
+/// One route, ready to serve.
+#[derive(Clone)]
+enum RouteService {
+    Controlled(HttpSeda<Forward, SingleClass>),
+    Open(Forward),
+}
+
+struct Route {
+    prefix: String,
+    service: RouteService,
+    stats: Option<StatsHandle>,
+}
+
+/// A running proxy's routes, for lookup and stats.
+pub struct Proxy {
+    routes: Vec<Route>,
+    listener: TcpListener,
+    config: ProxyConfig,
+}
+
+/// One route's figures.
+#[derive(Debug, Clone)]
+pub struct RouteStats {
+    /// The route's prefix.
+    pub prefix: String,
+    /// What its admission layer did (`None` when the route has no target).
+    pub admission: Option<seda_tower::LayerStats>,
+}
+
+impl Proxy {
+    /// Binds the listen address and builds every route.
+    ///
+    /// # Errors
+    /// The address cannot be bound, or a route's controller rejects its settings.
+    pub async fn bind(
+        config: ProxyConfig,
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let client: crate::forward::UpstreamClient = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .build_http();
+        let mut routes = Vec::new();
+        for r in &config.routes {
+            routes.push(build_route(r, client.clone(), &config)?);
+        }
+        // Longest prefix first, so the first match is the most specific.
+        routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+        Ok(Proxy {
+            routes,
+            listener,
+            config,
+        })
+    }
+
+    /// The address the proxy listens on (the port chosen when the configuration said 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Every route's figures.
+    pub fn stats(&self) -> Vec<RouteStats> {
+        self.routes
+            .iter()
+            .map(|r| RouteStats {
+                prefix: r.prefix.clone(),
+                admission: r.stats.as_ref().map(StatsHandle::stats),
+            })
+            .collect()
+    }
+
+    /// A function that reads every route's figures, to call from anywhere while the proxy runs.
+    pub fn stats_reader(&self) -> impl Fn() -> Vec<RouteStats> + Send + Sync + 'static {
+        let routes: Vec<(String, Option<StatsHandle>)> = self
+            .routes
+            .iter()
+            .map(|r| (r.prefix.clone(), r.stats.clone()))
+            .collect();
+        move || {
+            routes
+                .iter()
+                .map(|(prefix, s)| RouteStats {
+                    prefix: prefix.clone(),
+                    admission: s.as_ref().map(StatsHandle::stats),
+                })
+                .collect()
+        }
+    }
+
+    /// Serves until the task is dropped. A connection error ends that connection only.
+    pub async fn serve(self) -> std::io::Result<()> {
+        let routes: Arc<Vec<Route>> = Arc::new(self.routes);
+        let permits = Arc::new(Semaphore::new(self.config.max_connections));
+        let header_timeout = self.config.header_read_timeout;
+        loop {
+            // At the connection limit, new connections wait in the listen backlog.
+            let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                return Ok(());
+            };
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(c) => c,
+                // Out of file descriptors, or the peer reset before accept: not fatal.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let routes = Arc::clone(&routes);
+            tokio::spawn(async move {
+                let service = service_fn(move |mut req: Request<Incoming>| {
+                    req.extensions_mut().insert(ClientAddr(peer));
+                    let routes = Arc::clone(&routes);
+                    async move { dispatch(&routes, req).await }
+                });
+                let _ = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+fn build_route(
+    r: &RouteConfig,
+    client: crate::forward::UpstreamClient,
+    config: &ProxyConfig,
+) -> Result<Route, Box<dyn std::error::Error + Send + Sync>> {
+    let forward = Forward::new(client, r.upstream.clone(), config.upstream_timeout);
+    Ok(match r.target {
+        None => Route {
+            prefix: r.prefix.clone(),
+            service: RouteService::Open(forward),
+            stats: None,
+        },
+        Some(target) => {
+            let layer = SedaLayer::response_time(target)
+                .map_err(|e| format!("route {:?}: {e}", r.prefix))?
+                .http()
+                .retry_after(r.retry_after_s);
+            Route {
+                prefix: r.prefix.clone(),
+                stats: Some(layer.stats()),
+                service: RouteService::Controlled(layer.layer(forward)),
+            }
+        }
+    })
+}
+
+/// Does `prefix` match `path` at a segment boundary?
+fn matches(prefix: &str, path: &str) -> bool {
+    prefix == "/"
+        || path == prefix
+        || (path.starts_with(prefix)
+            && (prefix.ends_with('/') || path.as_bytes().get(prefix.len()) == Some(&b'/')))
+}
+
+async fn dispatch(
+    routes: &[Route],
+    req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Infallible> {
+    let Some(route) = routes.iter().find(|r| matches(&r.prefix, req.uri().path())) else {
+        return Ok(local(StatusCode::NOT_FOUND, "no route for this path\n"));
+    };
+    match route.service.clone() {
+        RouteService::Controlled(mut s) => s.call(req).await,
+        RouteService::Open(mut s) => s.call(req).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matches;
+
+    #[test]
+    fn prefixes_match_at_segment_boundaries() {
+        assert!(matches("/", "/anything"));
+        assert!(matches("/search", "/search"));
+        assert!(matches("/search", "/search/x"));
+        assert!(!matches("/search", "/searchable"));
+        assert!(matches("/static/", "/static/a.css"));
+    }
+}
