@@ -12,7 +12,7 @@ pub struct SimArgs {
     /// sert-shift, sert-threshold or dynamic-groups.
     pub scenario: String,
     /// Run only this controller (default: every controller of the scenario).
-    #[arg(long)]
+    #[arg(long, long_help = controller_help())]
     pub controller: Option<String>,
     /// Seed of the run.
     #[arg(long, default_value_t = 1)]
@@ -37,6 +37,15 @@ pub struct SimArgs {
     /// Print a per-second series for each run (table mode).
     #[arg(long)]
     pub series: bool,
+}
+
+/// `--controller`'s long help: the catalogue, one controller a line.
+fn controller_help() -> String {
+    format!(
+        "Run only this controller (default: every controller of the scenario). `none` runs \
+         without one; `degrade` and `goodput` compare their own modes. The controllers:\n{}",
+        seda_control::catalogue::listing()
+    )
 }
 
 fn parse_param(s: &str) -> std::result::Result<(String, f64), String> {

@@ -109,4 +109,11 @@ pub trait AdmissionController: Send {
 
     /// The controller's current state as named numbers (rate, limit, estimate...), for stats.
     fn state(&self) -> Vec<(&'static str, f64)>;
+
+    /// The knob called `name` that the controller writes for the stage's handler (see
+    /// [`Knob`](crate::Knob)); `None` if it has none.
+    fn knob(&self, name: &str) -> Option<crate::KnobCell> {
+        let _ = name;
+        None
+    }
 }

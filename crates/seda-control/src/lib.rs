@@ -41,10 +41,28 @@
 //!   [`TunedResponseTimeController`].
 //! - [`peers`]: Netflix's Vegas, Gradient2 and AIMD limits, Envoy's gradient controller and
 //!   folly's CoDel, behind the same [`AdmissionController`] interface.
-//! - [`build_admission`]: builds any of them from a kind name and numeric parameters (the
-//!   runtime's TOML configuration).
+//! - [`catalogue`]: every admission controller a configuration can name, each with its
+//!   description, source, parameters and how it is aimed at a response-time target;
+//!   [`build_admission`] builds one from a name and numeric parameters (the runtime's TOML).
+//! - [`Knob`]: a controller's output (the degradation quality) that a handler reads through a
+//!   typed handle bound when its stage is built.
 //! - [`SharedController`]: one of them shared by several stages (002's single-stage admission
 //!   control: one controller filters every request, whatever stage it is headed for).
+//!
+//! # Where each controller lives
+//!
+//! ```text
+//! rate/       response_time/ (002 Section 3.2 and our tuned variant), multiclass/ (002 Section
+//!             3.3), degradation/ (002 Section 3.4), the token bucket
+//! peers/      vegas, gradient2, aimd (Netflix), envoy (Envoy's gradient), codel (folly)
+//! drop/       dropper (003's selective dropping), threshold (Sandstorm's queue threshold)
+//! pool/       thread_pool (SEDA's pool sizing), batching (AggThrottle)
+//! client/     aimd_window (SSM's client-side window)
+//! catalogue/  the list of admission controllers by name, and the parameter reader
+//! ```
+//!
+//! A new admission controller is one module in the folder of its role (its config type with a
+//! `read` from parameters, its controller, its `Entry`) and one line in the catalogue's list.
 //!
 //! # Overload signals
 //!
@@ -55,41 +73,38 @@
 
 mod admission;
 mod agent;
-mod aimd_window;
-mod batching;
-pub mod degradation;
-pub mod dropper;
-mod factory;
-pub mod multiclass;
+pub mod catalogue;
+mod client;
+pub mod drop;
+mod error;
+mod knob;
 pub mod peers;
-pub mod response_time;
+mod pool;
+mod rate;
 pub mod selftune;
 mod shared;
 pub mod terminate;
-mod thread_pool;
-mod threshold;
-mod token_bucket;
 
 pub use admission::{AdmissionController, RejectReason};
 pub use agent::AgentPolicy;
-pub use aimd_window::{AimdWindow, AimdWindowConfig};
-pub use batching::{
+pub use catalogue::build_admission;
+pub use client::{AimdWindow, AimdWindowConfig};
+pub use drop::QueueThreshold;
+pub use drop::dropper::{self, DEFAULT_DROP_THRESHOLD, SelectiveDropper};
+pub use error::{CatalogueError, InvalidConfig};
+pub use knob::{Knob, KnobCell, KnobError, KnobKind, KnobSlot, Quality};
+pub use pool::{
     BATCH_ADJUST_DELAY, BATCH_FACTOR, BatchConfig, BatchController, BatchObservation, BatchState,
-};
-pub use degradation::{Degradation, DegradationConfig, DegradingAdmission};
-pub use dropper::SelectiveDropper;
-pub use factory::{ADMISSION_KINDS, build_admission};
-pub use multiclass::{MulticlassConfig, MulticlassController};
-pub use response_time::{
-    ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
-};
-pub use shared::SharedController;
-pub use thread_pool::{
     POOL_CONTROLLER_DELAY_TICKS, PoolAdjustment, PoolObservation, ThreadPoolConfig,
     ThreadPoolController,
 };
-pub use threshold::QueueThreshold;
-pub use token_bucket::TokenBucket;
+pub use rate::TokenBucket;
+pub use rate::degradation::{self, Degradation, DegradationConfig, DegradingAdmission};
+pub use rate::multiclass::{self, MulticlassConfig, MulticlassController};
+pub use rate::response_time::{
+    self, ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
+};
+pub use shared::SharedController;
 
 /// A point in time, as a duration since an arbitrary epoch chosen by the caller.
 ///

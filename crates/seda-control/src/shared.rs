@@ -74,6 +74,10 @@ impl AdmissionController for SharedController {
     fn state(&self) -> Vec<(&'static str, f64)> {
         self.lock().state()
     }
+
+    fn knob(&self, name: &str) -> Option<crate::KnobCell> {
+        self.lock().knob(name)
+    }
 }
 
 #[cfg(test)]

@@ -33,17 +33,91 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-/// A configuration error: what was wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError(pub String);
+/// A configuration error: what was wrong and where, with the error that caused it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not TOML.
+    Toml(Box<toml::de::Error>),
+    /// A section has an unknown setting or one of the wrong type.
+    Section {
+        /// The section (`[http]`, `[static]`, `the runtime sections`...).
+        section: &'static str,
+        /// The parser's error.
+        source: Box<toml::de::Error>,
+    },
+    /// A setting is out of range.
+    Invalid {
+        /// The setting (`http.max_header_bytes`...).
+        setting: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
+    },
+    /// An error in the file `path`.
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: Box<ConfigError>,
+    },
+}
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl ConfigError {
+    /// `section` of the document could not be read.
+    pub fn section(section: &'static str) -> impl FnOnce(toml::de::Error) -> ConfigError {
+        move |e| ConfigError::Section {
+            section,
+            source: Box::new(e),
+        }
+    }
+
+    /// Reads and parses `path` with `parse`, naming the file in an error.
+    pub fn read_file<T>(
+        path: &Path,
+        parse: impl FnOnce(&str) -> Result<T, ConfigError>,
+    ) -> Result<T, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        parse(&text).map_err(|e| ConfigError::InFile {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            ConfigError::Toml(e) => write!(f, "invalid TOML: {e}"),
+            ConfigError::Section { section, source } => write!(f, "in {section}: {source}"),
+            ConfigError::Invalid { setting, reason } => write!(f, "{setting}: {reason}"),
+            ConfigError::InFile { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Read { source, .. } => Some(source),
+            ConfigError::Toml(e) | ConfigError::Section { source: e, .. } => Some(e.as_ref()),
+            ConfigError::InFile { source, .. } => Some(source.as_ref()),
+            ConfigError::Invalid { .. } => None,
+        }
+    }
+}
 
 /// Front-end settings: address, limits, the admin address.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -111,28 +185,31 @@ impl HttpConfig {
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_header_bytes < 8192 {
-            return Err(ConfigError(format!(
-                "http.max_header_bytes = {} is below hyper's minimum of 8192",
-                self.max_header_bytes
-            )));
+            return Err(ConfigError::Invalid {
+                setting: "http.max_header_bytes",
+                reason: format!("{} is below hyper's minimum of 8192", self.max_header_bytes),
+            });
         }
         if self.max_headers == 0 || self.max_connections == 0 {
-            return Err(ConfigError(
-                "http.max_headers and http.max_connections must be at least 1".into(),
-            ));
+            return Err(ConfigError::Invalid {
+                setting: "http.max_headers",
+                reason: "http.max_headers and http.max_connections must be at least 1".into(),
+            });
         }
         if let Some(admin) = self.admin_addr
             && admin.port() != 0
             && admin.port() == self.addr.port()
         {
-            return Err(ConfigError(format!(
-                "http.admin_addr {admin} uses the service's port: give it a port of its own"
-            )));
+            return Err(ConfigError::Invalid {
+                setting: "http.admin_addr",
+                reason: format!("{admin} uses the service's port: give it a port of its own"),
+            });
         }
         if self.header_timeout_ms == 0 || self.idle_timeout_ms == 0 {
-            return Err(ConfigError(
-                "http.header_timeout_ms and http.idle_timeout_ms must be at least 1".into(),
-            ));
+            return Err(ConfigError::Invalid {
+                setting: "http.header_timeout_ms",
+                reason: "http.header_timeout_ms and http.idle_timeout_ms must be at least 1".into(),
+            });
         }
         Ok(())
     }
@@ -214,22 +291,18 @@ impl ServeConfig {
     /// Parses a TOML document.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         let mut table: toml::Table =
-            toml::from_str(text).map_err(|e| ConfigError(format!("invalid TOML: {e}")))?;
+            toml::from_str(text).map_err(|e| ConfigError::Toml(Box::new(e)))?;
         let http = match table.remove("http") {
-            Some(v) => v
-                .try_into()
-                .map_err(|e| ConfigError(format!("in [http]: {e}")))?,
+            Some(v) => v.try_into().map_err(ConfigError::section("[http]"))?,
             None => HttpConfig::default(),
         };
         let statics = match table.remove("static") {
-            Some(v) => v
-                .try_into()
-                .map_err(|e| ConfigError(format!("in [static]: {e}")))?,
+            Some(v) => v.try_into().map_err(ConfigError::section("[static]"))?,
             None => StaticConfig::default(),
         };
         let runtime: seda::Config = toml::Value::Table(table)
             .try_into()
-            .map_err(|e| ConfigError(format!("in the runtime sections: {e}")))?;
+            .map_err(ConfigError::section("the runtime sections"))?;
         http.validate()?;
         Ok(ServeConfig {
             http,
@@ -240,9 +313,7 @@ impl ServeConfig {
 
     /// Reads and parses a TOML file.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
-        Self::from_toml(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+        ConfigError::read_file(path, Self::from_toml)
     }
 }
 

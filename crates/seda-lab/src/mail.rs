@@ -37,7 +37,7 @@ pub enum Control {
     None,
     /// One admission controller per request-type stage (002's per-stage control).
     PerStage {
-        /// A `seda_control::build_admission` kind, e.g. `response_time_tuned`.
+        /// A name of `seda_control::catalogue`, e.g. `response_time_tuned`.
         kind: String,
         /// Its parameters, e.g. `target_s`.
         params: Vec<(String, f64)>,
@@ -46,7 +46,7 @@ pub enum Control {
     /// control, Figure 11): it filters every request whatever its type (`seda serve mail
     /// --single-admission`).
     SingleStage {
-        /// A `seda_control::build_admission` kind.
+        /// A name of `seda_control::catalogue`.
         kind: String,
         /// Its parameters.
         params: Vec<(String, f64)>,

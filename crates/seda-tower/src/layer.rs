@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seda_control::{AdmissionController, TunedConfig, TunedResponseTimeController};
+use seda_control::{AdmissionController, InvalidConfig, TunedConfig, TunedResponseTimeController};
 use tower_layer::Layer;
 
 use crate::admission::{Admission, DEFAULT_TICK, QueueModel, StatsHandle};
@@ -39,7 +39,7 @@ impl SedaLayer<SingleClass> {
     ///
     /// # Errors
     /// `target` is zero.
-    pub fn response_time(target: Duration) -> Result<Self, String> {
+    pub fn response_time(target: Duration) -> Result<Self, InvalidConfig> {
         let config = TunedConfig {
             drop_queued: None,
             ..TunedConfig::new(target)

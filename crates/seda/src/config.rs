@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use seda_control::{BatchConfig, ThreadPoolConfig};
@@ -37,17 +37,130 @@ use serde::Deserialize;
 
 use crate::queue::Order;
 
-/// A configuration error: what was wrong and where.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError(pub String);
+/// A configuration error: what was wrong and where, with the error that caused it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not TOML, or a setting of an unknown name or the wrong type.
+    Parse {
+        /// The file, if the text came from one.
+        path: Option<PathBuf>,
+        /// The parser's error (it names the setting and the line).
+        source: Box<toml::de::Error>,
+    },
+    /// A `key.path=value` override that cannot be applied.
+    Override {
+        /// The override as given.
+        assignment: String,
+        /// What is wrong with it.
+        problem: OverrideProblem,
+    },
+    /// A stage's settings are out of range or contradict each other.
+    Stage {
+        /// The stage.
+        stage: String,
+        /// The setting, as the file names it (`rate_limit.depth`...).
+        setting: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
+    },
+    /// A stage's admission controller cannot be built from its settings.
+    Admission {
+        /// The stage.
+        stage: String,
+        /// The catalogue's error.
+        source: seda_control::CatalogueError,
+    },
+    /// The runtime's control thread could not be started.
+    ControlThread(std::io::Error),
+}
+
+/// Why an override cannot be applied.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OverrideProblem {
+    /// It has no `=`.
+    NotAnAssignment,
+    /// Its key has an empty part (`stages..threads`).
+    EmptyPart,
+    /// A part of its key names a value that is not a table.
+    NotATable(String),
+    /// The configuration could not be turned into a document to edit.
+    Serialize(toml::ser::Error),
+    /// The configuration with the override is not valid.
+    Invalid(Box<toml::de::Error>),
+}
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ConfigError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            ConfigError::Parse {
+                path: Some(path),
+                source,
+            } => write!(f, "{}: invalid configuration: {source}", path.display()),
+            ConfigError::Parse { path: None, source } => {
+                write!(f, "invalid configuration: {source}")
+            }
+            ConfigError::Override {
+                assignment,
+                problem,
+            } => match problem {
+                OverrideProblem::NotAnAssignment => write!(
+                    f,
+                    "override `{assignment}` is not of the form key.path=value"
+                ),
+                OverrideProblem::EmptyPart => {
+                    write!(f, "override `{assignment}`: the key has an empty part")
+                }
+                OverrideProblem::NotATable(part) => {
+                    write!(f, "override `{assignment}`: `{part}` is not a table")
+                }
+                OverrideProblem::Serialize(e) => {
+                    write!(f, "override `{assignment}`: cannot apply: {e}")
+                }
+                OverrideProblem::Invalid(e) => {
+                    write!(f, "override `{assignment}`: invalid configuration: {e}")
+                }
+            },
+            ConfigError::Stage {
+                stage,
+                setting,
+                reason,
+            } => write!(f, "stage `{stage}`: {setting}: {reason}"),
+            ConfigError::Admission { stage, source } => {
+                write!(f, "stage `{stage}`: admission: {source}")
+            }
+            ConfigError::ControlThread(e) => write!(f, "cannot start the control thread: {e}"),
+        }
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Read { source, .. } => Some(source),
+            ConfigError::Parse { source, .. } => Some(source.as_ref()),
+            ConfigError::Override { problem, .. } => match problem {
+                OverrideProblem::Serialize(e) => Some(e),
+                OverrideProblem::Invalid(e) => Some(e.as_ref()),
+                _ => None,
+            },
+            ConfigError::Admission { source, .. } => Some(source),
+            ConfigError::ControlThread(e) => Some(e),
+            ConfigError::Stage { .. } => None,
+        }
+    }
+}
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq)]
@@ -180,12 +293,12 @@ pub struct StageConfig {
 ///
 /// ```toml
 /// [stages.work.admission]
-/// kind = "response_time"   # see seda_control::ADMISSION_KINDS
+/// kind = "response_time"   # see seda_control::catalogue
 /// target_s = 1.0
 /// ```
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 pub struct AdmissionConfig {
-    /// The controller, one of [`seda_control::ADMISSION_KINDS`].
+    /// The controller, a name of [`seda_control::catalogue`].
     pub kind: String,
     /// Its parameters.
     #[serde(flatten)]
@@ -194,7 +307,9 @@ pub struct AdmissionConfig {
 
 impl AdmissionConfig {
     /// Builds the controller, or says what is wrong with the settings.
-    pub fn build(&self) -> Result<Box<dyn seda_control::AdmissionController>, String> {
+    pub fn build(
+        &self,
+    ) -> Result<Box<dyn seda_control::AdmissionController>, seda_control::CatalogueError> {
         seda_control::build_admission(&self.kind, &self.params)
     }
 }
@@ -277,32 +392,42 @@ impl StageConfig {
     }
 
     pub(crate) fn validate(&self, stage: &str) -> Result<(), ConfigError> {
-        let err = |m: String| Err(ConfigError(format!("stage `{stage}`: {m}")));
+        let err = |setting, reason: String| {
+            Err(ConfigError::Stage {
+                stage: stage.to_string(),
+                setting,
+                reason,
+            })
+        };
         if self.domain.is_some() && self.inline == Some(true) {
-            return err("`domain` and `inline = true` exclude each other".into());
+            return err(
+                "domain",
+                "`domain` and `inline = true` exclude each other".into(),
+            );
         }
         if let Some(r) = &self.rate_limit {
             if !(r.rate_per_s.is_finite() && r.rate_per_s >= 0.0) {
-                return err(format!(
-                    "rate_limit.rate_per_s must be >= 0, got {}",
-                    r.rate_per_s
-                ));
+                return err(
+                    "rate_limit.rate_per_s",
+                    format!("must be >= 0, got {}", r.rate_per_s),
+                );
             }
             if !(r.depth.is_finite() && r.depth >= 1.0) {
-                return err(format!("rate_limit.depth must be >= 1, got {}", r.depth));
+                return err("rate_limit.depth", format!("must be >= 1, got {}", r.depth));
             }
         }
         if let Some(s) = self.batch_controller.as_ref().and_then(|c| c.smooth)
             && !(0.0..1.0).contains(&s)
         {
-            return err(format!(
-                "batch_controller.smooth must be in [0, 1), got {s}"
-            ));
+            return err(
+                "batch_controller.smooth",
+                format!("must be in [0, 1), got {s}"),
+            );
         }
         if let (Some(min), Some(max)) = (self.min_threads, self.max_threads)
             && min > max
         {
-            return err(format!("min_threads {min} > max_threads {max}"));
+            return err("min_threads", format!("{min} > max_threads {max}"));
         }
         Ok(())
     }
@@ -311,52 +436,57 @@ impl StageConfig {
 impl Config {
     /// Parses a TOML document.
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError(format!("invalid configuration: {e}")))
+        toml::from_str(text).map_err(|source| ConfigError::Parse {
+            path: None,
+            source: Box::new(source),
+        })
     }
 
     /// Reads and parses a TOML file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
-        Config::from_toml(&text).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: Some(path.to_path_buf()),
+            source: Box::new(source),
+        })
     }
 
     /// Applies one `dotted.key=value` override (the value is TOML: `4`, `true`, `"lifo"`; a bare
     /// word is taken as a string).
     pub fn set(&self, assignment: &str) -> Result<Config, ConfigError> {
-        let (key, value) = assignment.split_once('=').ok_or_else(|| {
-            ConfigError(format!(
-                "override `{assignment}` is not of the form key.path=value"
-            ))
-        })?;
+        let fail = |problem| ConfigError::Override {
+            assignment: assignment.to_string(),
+            problem,
+        };
+        let (key, value) = assignment
+            .split_once('=')
+            .ok_or_else(|| fail(OverrideProblem::NotAnAssignment))?;
         let path: Vec<&str> = key.trim().split('.').collect();
         if path.iter().any(|p| p.is_empty()) {
-            return Err(ConfigError(format!(
-                "override key `{key}` has an empty part"
-            )));
+            return Err(fail(OverrideProblem::EmptyPart));
         }
         let value = parse_value(value.trim());
-        let mut doc = toml::Value::try_from(self)
-            .map_err(|e| ConfigError(format!("cannot apply override: {e}")))?;
+        let mut doc =
+            toml::Value::try_from(self).map_err(|e| fail(OverrideProblem::Serialize(e)))?;
         let mut node = &mut doc;
         for part in &path[..path.len() - 1] {
-            let table = node.as_table_mut().ok_or_else(|| {
-                ConfigError(format!("override key `{key}`: `{part}` is not a table"))
-            })?;
+            let table = node
+                .as_table_mut()
+                .ok_or_else(|| fail(OverrideProblem::NotATable(part.to_string())))?;
             node = table
                 .entry(part.to_string())
                 .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         }
         let last = path[path.len() - 1];
         node.as_table_mut()
-            .ok_or_else(|| {
-                ConfigError(format!("override key `{key}` does not name a table entry"))
-            })?
+            .ok_or_else(|| fail(OverrideProblem::NotATable(key.to_string())))?
             .insert(last.to_string(), value);
-        let text = toml::to_string(&doc).map_err(|e| ConfigError(e.to_string()))?;
-        Config::from_toml(&text)
-            .map_err(|e| ConfigError(format!("override `{assignment}`: {}", e.0)))
+        let text = toml::to_string(&doc).map_err(|e| fail(OverrideProblem::Serialize(e)))?;
+        toml::from_str(&text).map_err(|e| fail(OverrideProblem::Invalid(Box::new(e))))
     }
 }
 

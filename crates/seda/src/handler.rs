@@ -3,14 +3,10 @@
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use parking_lot::Mutex;
-use seda_control::AdmissionController;
-
 /// What a handler knows about where it runs.
 pub struct Cx<'a> {
     stage: &'a str,
     failed: Cell<u64>,
-    controller: Option<&'a Mutex<Box<dyn AdmissionController>>>,
 }
 
 impl std::fmt::Debug for Cx<'_> {
@@ -22,25 +18,11 @@ impl std::fmt::Debug for Cx<'_> {
 }
 
 impl<'a> Cx<'a> {
-    pub(crate) fn new(
-        stage: &'a str,
-        controller: Option<&'a Mutex<Box<dyn AdmissionController>>>,
-    ) -> Self {
+    pub(crate) fn new(stage: &'a str) -> Self {
         Cx {
             stage,
             failed: Cell::new(0),
-            controller,
         }
-    }
-
-    /// A named value of the stage's admission controller's state, e.g. the `quality` knob of a
-    /// degradation controller, which the handler reads to decide how much work to do.
-    pub fn controller_value(&self, key: &str) -> Option<f64> {
-        let c = self.controller?.lock();
-        c.state()
-            .into_iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v)
     }
 
     /// The name of the stage running the handler.

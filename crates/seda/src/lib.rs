@@ -76,6 +76,7 @@ mod clock;
 mod config;
 mod graph;
 pub mod handler;
+mod handoff;
 mod meta;
 mod pool;
 mod queue;
@@ -84,10 +85,11 @@ mod shared;
 mod sink;
 mod stage;
 pub mod stats;
+mod sync;
 
 pub use config::{
-    AdmissionConfig, BatchControllerConfig, Config, ConfigError, PoolControllerConfig,
-    PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
+    AdmissionConfig, BatchControllerConfig, Config, ConfigError, OverrideProblem,
+    PoolControllerConfig, PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
 };
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
@@ -97,7 +99,7 @@ pub use runtime::{
     BuildError, DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder,
     RuntimeSnapshot, ShutdownReport,
 };
-pub use seda_control::{AdmissionController, RejectReason, Time};
+pub use seda_control::{AdmissionController, Knob, KnobKind, Quality, RejectReason, Time};
 pub use sink::{Prepared, Rejected, Sink};
 pub use stage::{Stage, StageBuilder};
 

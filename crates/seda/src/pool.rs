@@ -7,14 +7,15 @@
 //! time retires while the pool is above its minimum; the control thread adds workers.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use seda_control::{Controller, PoolObservation, ThreadPoolConfig, ThreadPoolController};
 
 use crate::Time;
+use crate::handoff::{Handoff, Parked};
 use crate::stage::StageDyn;
 
 /// Rounds of looking for work before parking (as crossbeam's `Backoff`): the first
@@ -23,13 +24,20 @@ use crate::stage::StageDyn;
 const SPIN_ROUNDS: u32 = 10;
 const BUSY_SPIN_ROUNDS: u32 = 6;
 
+thread_local! {
+    static ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is one of a pool's workers.
+pub(crate) fn on_worker_thread() -> bool {
+    ON_WORKER.with(std::cell::Cell::get)
+}
+
 pub(crate) struct Pool {
     pub(crate) name: String,
     stages: Mutex<Arc<Vec<Arc<dyn StageDyn>>>>,
     version: AtomicU64,
-    sleepers: AtomicUsize,
-    park: Mutex<()>,
-    wake: Condvar,
+    handoff: Handoff,
     threads: AtomicUsize,
     spawned: AtomicUsize,
     stop: AtomicBool,
@@ -48,9 +56,7 @@ impl Pool {
             name,
             stages: Mutex::new(Arc::new(Vec::new())),
             version: AtomicU64::new(0),
-            sleepers: AtomicUsize::new(0),
-            park: Mutex::new(()),
-            wake: Condvar::new(),
+            handoff: Handoff::new(),
             threads: AtomicUsize::new(0),
             spawned: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -141,20 +147,13 @@ impl Pool {
         self.wake_all();
     }
 
-    /// Wakes one parked worker, if any: called after an event is pushed.
-    ///
-    /// The fence orders the push before the look at `sleepers` (see the worker's park path).
+    /// Wakes one parked worker, if any: called after an event is pushed (see `handoff.rs`).
     pub(crate) fn notify(&self) {
-        fence(Ordering::SeqCst);
-        if self.sleepers.load(Ordering::Relaxed) > 0 {
-            let _guard = self.park.lock();
-            self.wake.notify_one();
-        }
+        self.handoff.notify();
     }
 
     pub(crate) fn wake_all(&self) {
-        let _guard = self.park.lock();
-        self.wake.notify_all();
+        self.handoff.wake_all();
     }
 
     /// The most threads the controller may grow the pool to.
@@ -219,6 +218,7 @@ impl Pool {
     }
 
     fn work(self: Arc<Self>) {
+        ON_WORKER.with(|w| w.set(true));
         let mut version = u64::MAX;
         let mut stages: Arc<Vec<Arc<dyn StageDyn>>> = Arc::new(Vec::new());
         let mut turn = 0usize;
@@ -242,18 +242,14 @@ impl Pool {
                 continue;
             }
             let config = self.config();
-            let mut guard = self.park.lock();
-            self.sleepers.fetch_add(1, Ordering::SeqCst);
-            // Pairs with the fence in `notify`: either we see the producer's event below, or it
-            // sees us as a sleeper and wakes us (tests/loom_handoff.rs checks this protocol).
-            fence(Ordering::SeqCst);
-            if self.stop.load(Ordering::SeqCst) || stages.iter().any(|s| s.has_ready()) {
-                self.sleepers.fetch_sub(1, Ordering::SeqCst);
-                continue;
-            }
-            let timed_out = self.wake.wait_for(&mut guard, config.idle_time).timed_out();
-            self.sleepers.fetch_sub(1, Ordering::SeqCst);
-            drop(guard);
+            // The hand-off (tests/loom_handoff.rs checks it): either we see the producer's
+            // event in the re-check, or it sees us parked and wakes us.
+            let ready = || self.stop.load(Ordering::SeqCst) || stages.iter().any(|s| s.has_ready());
+            let timed_out = match self.handoff.park(ready, config.idle_time) {
+                Parked::Ready => continue,
+                Parked::Woken => false,
+                Parked::TimedOut => true,
+            };
             let over_max = self.threads() > config.max_threads;
             if (timed_out || over_max)
                 && !stages.iter().any(|s| s.has_ready())

@@ -27,7 +27,8 @@ pub const DEFAULT_THRESHOLD: usize = 10_000;
 pub const DEFAULT_BATCH: usize = 64;
 
 /// Why a stage could not be added or looked up.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum BuildError {
     /// Another stage already has this name.
     DuplicateStage(String),
@@ -46,6 +47,14 @@ pub enum BuildError {
     ShutDown,
     /// Invalid settings.
     Config(ConfigError),
+    /// The handler reads a knob (`StageBuilder::knob`) that the stage's controller, as the
+    /// code or the configuration file chose it, does not have.
+    Knob {
+        /// The stage.
+        stage: String,
+        /// Which knob, and the controller.
+        source: seda_control::KnobError,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -68,11 +77,20 @@ impl fmt::Display for BuildError {
             }
             BuildError::ShutDown => f.write_str("the runtime is shut down"),
             BuildError::Config(e) => e.fmt(f),
+            BuildError::Knob { stage, source } => write!(f, "stage `{stage}`: {source}"),
         }
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Config(e) => e.source(),
+            BuildError::Knob { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 impl From<ConfigError> for BuildError {
     fn from(e: ConfigError) -> Self {
@@ -135,7 +153,10 @@ struct Inner {
 
 /// A running stage graph. Cheap to clone; every clone is the same runtime.
 ///
-/// Call [`shutdown`](Self::shutdown) when done: it drains every queue and joins every thread.
+/// [`shutdown`](Self::shutdown) drains every queue and joins every thread; dropping the last
+/// clone does the same (as tokio's blocking pool does), so a runtime never outlives its owner
+/// with threads running. Shutting down twice is harmless: the second call returns the first
+/// report. (A handler that holds a clone keeps the runtime alive until it is shut down.)
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
@@ -176,7 +197,7 @@ impl RuntimeBuilder {
             std::thread::Builder::new()
                 .name("seda-control".into())
                 .spawn(move || control_loop(&registry, &shared, &stop, tick, period))
-                .map_err(|e| ConfigError(format!("cannot start the control thread: {e}")))?
+                .map_err(ConfigError::ControlThread)?
         };
         let rt = Runtime {
             inner: Arc::new(Inner {
@@ -275,6 +296,7 @@ impl Runtime {
             config,
             predicates,
             controller,
+            knobs,
             on_drop,
         } = builder;
         let handler = handler.ok_or_else(|| BuildError::MissingHandler(name.clone()))?;
@@ -284,15 +306,24 @@ impl Runtime {
         };
         config.validate(&name)?;
         let controller = match &config.admission {
-            Some(a) => Some(
-                a.build()
-                    .map_err(|e| ConfigError(format!("stage `{name}`: admission: {e}")))?,
-            ),
+            Some(a) => Some(a.build().map_err(|source| ConfigError::Admission {
+                stage: name.clone(),
+                source,
+            })?),
             None => controller,
         };
         let mut stages = self.inner.registry.stages.write();
         if stages.iter().any(|s| s.name() == name) {
             return Err(BuildError::DuplicateStage(name));
+        }
+        // The controller is final now (the file may have replaced the builder's): the handler's
+        // knobs must be its, or the stage is refused.
+        for knob in &knobs {
+            knob.bind(controller.as_deref())
+                .map_err(|source| BuildError::Knob {
+                    stage: name.clone(),
+                    source,
+                })?;
         }
         let (mode, pool) = if config.inline == Some(true) {
             (Mode::Inline, None)
@@ -377,6 +408,11 @@ impl Runtime {
         let p = p.ok_or_else(|| BuildError::NoSuchStage(pool.to_string()))?;
         p.resize(min, max);
         Ok(())
+    }
+
+    /// The configuration the runtime was started with (file settings by stage name).
+    pub fn configuration(&self) -> &Config {
+        &self.inner.config
     }
 
     /// A snapshot of every stage's and pool's state and measurements.
@@ -467,13 +503,28 @@ impl Runtime {
     }
 
     fn shutdown_inner(&self, timeout: Option<Duration>) -> ShutdownReport {
-        let mut report = self.inner.report.lock();
+        self.inner.shutdown(timeout)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // On one of its own workers (a handler dropped the last clone) a drain would wait for
+        // the handler itself: give up at once instead, dropping what is queued.
+        let timeout = crate::pool::on_worker_thread().then_some(Duration::ZERO);
+        self.shutdown(timeout);
+    }
+}
+
+impl Inner {
+    fn shutdown(&self, timeout: Option<Duration>) -> ShutdownReport {
+        let mut report = self.report.lock();
         if let Some(r) = report.as_ref() {
             return r.clone();
         }
-        let shared = &self.inner.shared;
+        let shared = &self.shared;
         shared.start_draining();
-        let stages = self.inner.registry.stages.read().clone();
+        let stages = self.registry.stages.read().clone();
         let drained = wait_quiet(&stages, timeout);
         shared.close();
         let abandoned = if drained {
@@ -482,14 +533,14 @@ impl Runtime {
             stages.iter().map(|s| s.abandon()).sum()
         };
         {
-            let (flag, cv) = &*self.inner.stop;
+            let (flag, cv) = &*self.stop;
             *flag.lock() = true;
             cv.notify_all();
         }
-        if let Some(control) = self.inner.control.lock().take() {
+        if let Some(control) = self.control.lock().take() {
             let _ = control.join();
         }
-        let pools = self.inner.registry.pools.read().clone();
+        let pools = self.registry.pools.read().clone();
         let threads_left_running = pools.iter().map(|p| p.stop(timeout)).sum();
         let r = ShutdownReport {
             drained,

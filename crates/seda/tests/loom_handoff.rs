@@ -1,43 +1,38 @@
-//! A loom model of the hand-off between a producer and a parking worker (`pool.rs`).
+//! A loom model of the hand-off between a producer and a parking worker: the runtime's own
+//! `src/handoff.rs`, compiled here against loom's types (`src/sync/loom_impl.rs`, the shim the
+//! crate itself uses under `cfg(loom)`), so the model checks the code that runs, not a copy.
 //!
-//! The protocol: the producer makes the event ready, issues a `SeqCst` fence, then looks for
-//! parked workers and, if there is one, notifies under the park lock. The worker, holding the
-//! park lock, announces itself as a sleeper, issues a `SeqCst` fence, looks for ready work once
-//! more, and only then waits. The two fences make it impossible for both sides to miss each
-//! other. (Loom models `SeqCst` fences but not `SeqCst` loads and stores, which is why the
-//! runtime uses the fence form too: the model checks the same orderings the code relies on.) Loom explores every interleaving; a lost wake-up would leave the worker
-//! waiting forever, which loom reports as a deadlock. The runtime's worker also wakes on a
-//! timeout, which would hide a lost wake-up as latency; the model waits without one so it cannot.
-//! A second model drops the re-check and must fail, showing the model can catch the bug.
+//! `handoff.rs` describes the protocol. Loom explores every interleaving; a lost wake-up would
+//! leave the worker waiting forever, which loom reports as a deadlock (loom's timed wait never
+//! times out, so the runtime's idle timeout cannot hide a lost wake-up as latency). A second
+//! model gives the worker a re-check that never sees the work, and must fail, showing the model
+//! can catch the bug.
 
-use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst, fence};
-use loom::sync::{Arc, Condvar, Mutex};
+#[path = "../src/sync/loom_impl.rs"]
+#[allow(dead_code)]
+mod sync;
+
+#[path = "../src/handoff.rs"]
+#[allow(dead_code)]
+mod handoff;
+
+use std::time::Duration;
+
+use handoff::{Handoff, Parked};
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::thread;
 
+/// A queue reduced to its count of ready events, and the real hand-off.
 struct Pool {
     ready: AtomicUsize,
-    sleepers: AtomicUsize,
-    park: Mutex<()>,
-    wake: Condvar,
+    handoff: Handoff,
 }
 
 impl Pool {
-    fn new() -> Arc<Pool> {
-        Arc::new(Pool {
-            ready: AtomicUsize::new(0),
-            sleepers: AtomicUsize::new(0),
-            park: Mutex::new(()),
-            wake: Condvar::new(),
-        })
-    }
-
     fn push(&self) {
         self.ready.fetch_add(1, SeqCst);
-        fence(SeqCst);
-        if self.sleepers.load(SeqCst) > 0 {
-            let _guard = self.park.lock().unwrap();
-            self.wake.notify_one();
-        }
+        self.handoff.notify();
     }
 
     fn try_pop(&self) -> bool {
@@ -46,7 +41,8 @@ impl Pool {
             .is_ok()
     }
 
-    /// Takes `n` events, parking between them as the runtime's worker does.
+    /// Takes `n` events, parking between them as the runtime's worker does; with `recheck`
+    /// off, the worker's look for work after announcing itself never sees any.
     fn work(&self, n: usize, recheck: bool) {
         let mut taken = 0;
         while taken < n {
@@ -54,23 +50,20 @@ impl Pool {
                 taken += 1;
                 continue;
             }
-            let guard = self.park.lock().unwrap();
-            self.sleepers.fetch_add(1, SeqCst);
-            fence(SeqCst);
-            if recheck && self.ready.load(SeqCst) > 0 {
-                self.sleepers.fetch_sub(1, SeqCst);
-                continue;
+            let ready = || recheck && self.ready.load(SeqCst) > 0;
+            if self.handoff.park(ready, Duration::from_secs(1)) == Parked::TimedOut {
+                unreachable!("loom's timed wait does not time out");
             }
-            let guard = self.wake.wait(guard).unwrap();
-            self.sleepers.fetch_sub(1, SeqCst);
-            drop(guard);
         }
     }
 }
 
 fn model(recheck: bool) {
     loom::model(move || {
-        let pool = Pool::new();
+        let pool = Arc::new(Pool {
+            ready: AtomicUsize::new(0),
+            handoff: Handoff::new(),
+        });
         let producer = {
             let pool = pool.clone();
             thread::spawn(move || {

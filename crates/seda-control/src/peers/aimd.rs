@@ -3,6 +3,9 @@
 //! `L <- 0.9 L` on a drop or when rtt exceeds 5 s; otherwise `L <- L + 1`, but only when at least
 //! half the limit is in use. Initial 20, range [20, 200].
 
+use super::ConcurrencyLimiter;
+use crate::InvalidConfig;
+use crate::catalogue::{Entry, Params, Role};
 use std::time::Duration;
 
 use super::LimitAlgorithm;
@@ -10,6 +13,7 @@ use crate::Time;
 
 /// Parameters of [`AimdLimit`] (Netflix defaults).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct AimdLimitConfig {
     /// Limit at start (20).
     pub initial: f64,
@@ -23,16 +27,52 @@ pub struct AimdLimitConfig {
     pub timeout: Duration,
 }
 
-impl Default for AimdLimitConfig {
-    fn default() -> Self {
+impl AimdLimitConfig {
+    /// The defaults.
+    pub const DEFAULT: AimdLimitConfig = AimdLimitConfig {
+        initial: 20.0,
+        min: 20.0,
+        max: 200.0,
+        backoff_ratio: 0.9,
+        timeout: Duration::from_secs(5),
+    };
+
+    /// Reads the parameters a configuration gives over the defaults.
+    pub fn read(p: &mut Params<'_>) -> Self {
+        let d = AimdLimitConfig::DEFAULT;
         AimdLimitConfig {
-            initial: 20.0,
-            min: 20.0,
-            max: 200.0,
-            backoff_ratio: 0.9,
-            timeout: Duration::from_secs(5),
+            initial: p.f64("initial_limit", d.initial),
+            min: p.f64("min_limit", d.min),
+            max: p.f64("max_limit", d.max),
+            backoff_ratio: p.f64("backoff_ratio", d.backoff_ratio),
+            timeout: p.secs("timeout_s", d.timeout),
         }
     }
+}
+
+impl Default for AimdLimitConfig {
+    fn default() -> Self {
+        AimdLimitConfig::DEFAULT
+    }
+}
+
+/// The catalogue entry of [`AimdLimit`].
+pub(crate) const AIMD_ENTRY: Entry = Entry {
+    name: "aimd_limit",
+    about: "AIMD concurrency limit, timeout = target",
+    source: "Netflix concurrency-limits AIMDLimit",
+    role: Role::Limit,
+    compared: true,
+    build: |p| {
+        let cfg = AimdLimitConfig::read(p);
+        Ok(Box::new(ConcurrencyLimiter::new(AimdLimit::new(cfg)?)))
+    },
+    aim,
+};
+
+/// Aimed at a target, a request slower than the target counts as a drop.
+fn aim(target: Duration) -> Vec<(&'static str, f64)> {
+    vec![("timeout_s", target.as_secs_f64())]
 }
 
 /// Netflix's AIMD limit.
@@ -44,17 +84,20 @@ pub struct AimdLimit {
 
 impl AimdLimit {
     /// A limit with `cfg`.
-    pub fn new(cfg: AimdLimitConfig) -> Result<Self, String> {
+    pub fn new(cfg: AimdLimitConfig) -> Result<Self, InvalidConfig> {
         if !(cfg.min >= 1.0 && cfg.min <= cfg.max && cfg.max.is_finite()) {
-            return Err(format!(
-                "need 1 <= min_limit <= max_limit, got {} and {}",
-                cfg.min, cfg.max
+            return Err(InvalidConfig::new(
+                "min_limit",
+                format!(
+                    "need 1 <= min_limit <= max_limit, got {} and {}",
+                    cfg.min, cfg.max
+                ),
             ));
         }
         if !(cfg.backoff_ratio > 0.0 && cfg.backoff_ratio < 1.0) {
-            return Err(format!(
-                "backoff_ratio must be in (0, 1), got {}",
-                cfg.backoff_ratio
+            return Err(InvalidConfig::new(
+                "backoff_ratio",
+                format!("backoff_ratio must be in (0, 1), got {}", cfg.backoff_ratio),
             ));
         }
         let limit = cfg.initial.clamp(cfg.min, cfg.max);

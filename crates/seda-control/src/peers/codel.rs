@@ -5,12 +5,15 @@
 //! longer than the slough timeout `2 x target_delay` is dropped. CoDel's sqrt schedule is not used
 //! (as in folly). Admission lets everything in.
 
+use crate::InvalidConfig;
+use crate::catalogue::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use crate::{AdmissionController, RejectReason, Time};
 
 /// Parameters of [`Codel`] (folly defaults).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CodelConfig {
     /// Minimum queueing delay that marks overload (5 ms).
     pub target_delay: Duration,
@@ -18,14 +21,42 @@ pub struct CodelConfig {
     pub interval: Duration,
 }
 
-impl Default for CodelConfig {
-    fn default() -> Self {
+impl CodelConfig {
+    /// The defaults.
+    pub const DEFAULT: CodelConfig = CodelConfig {
+        target_delay: Duration::from_millis(5),
+        interval: Duration::from_millis(100),
+    };
+
+    /// Reads the parameters a configuration gives over the defaults.
+    pub fn read(p: &mut Params<'_>) -> Self {
+        let d = CodelConfig::DEFAULT;
         CodelConfig {
-            target_delay: Duration::from_millis(5),
-            interval: Duration::from_millis(100),
+            target_delay: p.secs("target_delay_s", d.target_delay),
+            interval: p.secs("interval_s", d.interval),
         }
     }
 }
+
+impl Default for CodelConfig {
+    fn default() -> Self {
+        CodelConfig::DEFAULT
+    }
+}
+
+/// The catalogue entry of [`Codel`].
+pub(crate) const CODEL_ENTRY: Entry = Entry {
+    name: "codel",
+    about: "CoDel (5 ms target delay, 100 ms interval)",
+    source: "folly's CoDel (Nichols and Jacobson)",
+    role: Role::Drop,
+    compared: true,
+    build: |p| {
+        let cfg = CodelConfig::read(p);
+        Ok(Box::new(Codel::new(cfg)?))
+    },
+    aim: catalogue::no_target,
+};
 
 /// folly's CoDel.
 #[derive(Debug, Clone)]
@@ -40,9 +71,12 @@ pub struct Codel {
 
 impl Codel {
     /// A CoDel with `cfg`.
-    pub fn new(cfg: CodelConfig) -> Result<Self, String> {
+    pub fn new(cfg: CodelConfig) -> Result<Self, InvalidConfig> {
         if cfg.interval.is_zero() {
-            return Err("interval_s must be greater than 0".into());
+            return Err(InvalidConfig::new(
+                "interval_s",
+                "interval_s must be greater than 0",
+            ));
         }
         Ok(Codel {
             cfg,

@@ -6,6 +6,9 @@
 //! (100 ms): `grad = clamp(1.25 minRTT / p50, 0.5, 2)`, `L = L grad + sqrt(L grad)`, within
 //! [3, 1000]. Envoy has no drop signal: dropped events are not samples.
 
+use super::ConcurrencyLimiter;
+use crate::InvalidConfig;
+use crate::catalogue::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use super::{Jitter, LimitAlgorithm, percentile_of};
@@ -13,6 +16,7 @@ use crate::Time;
 
 /// Parameters of [`EnvoyGradient`] (Envoy's defaults; `min_rtt_interval` has none, 60 s here).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct EnvoyGradientConfig {
     /// Period of limit updates (100 ms).
     pub update_interval: Duration,
@@ -32,20 +36,54 @@ pub struct EnvoyGradientConfig {
     pub percentile: f64,
 }
 
-impl Default for EnvoyGradientConfig {
-    fn default() -> Self {
+impl EnvoyGradientConfig {
+    /// The defaults.
+    pub const DEFAULT: EnvoyGradientConfig = EnvoyGradientConfig {
+        update_interval: Duration::from_millis(100),
+        min_rtt_interval: Duration::from_secs(60),
+        min_rtt_request_count: 50,
+        jitter: 0.15,
+        min_concurrency: 3.0,
+        max_limit: 1000.0,
+        buffer: 0.25,
+        percentile: 0.5,
+    };
+
+    /// Reads the parameters a configuration gives over the defaults.
+    pub fn read(p: &mut Params<'_>) -> Self {
+        let d = EnvoyGradientConfig::DEFAULT;
         EnvoyGradientConfig {
-            update_interval: Duration::from_millis(100),
-            min_rtt_interval: Duration::from_secs(60),
-            min_rtt_request_count: 50,
-            jitter: 0.15,
-            min_concurrency: 3.0,
-            max_limit: 1000.0,
-            buffer: 0.25,
-            percentile: 0.5,
+            update_interval: p.secs("update_interval_s", d.update_interval),
+            min_rtt_interval: p.secs("min_rtt_interval_s", d.min_rtt_interval),
+            min_rtt_request_count: p.count("min_rtt_request_count", d.min_rtt_request_count),
+            jitter: p.f64("jitter", d.jitter),
+            min_concurrency: p.f64("min_concurrency", d.min_concurrency),
+            max_limit: p.f64("max_limit", d.max_limit),
+            buffer: p.f64("buffer", d.buffer),
+            percentile: p.f64("percentile", d.percentile),
         }
     }
 }
+
+impl Default for EnvoyGradientConfig {
+    fn default() -> Self {
+        EnvoyGradientConfig::DEFAULT
+    }
+}
+
+/// The catalogue entry of [`EnvoyGradient`].
+pub(crate) const ENVOY_ENTRY: Entry = Entry {
+    name: "envoy_gradient",
+    about: "Envoy's adaptive concurrency (gradient)",
+    source: "Envoy's adaptive concurrency filter, gradient controller",
+    role: Role::Limit,
+    compared: true,
+    build: |p| {
+        let cfg = EnvoyGradientConfig::read(p);
+        Ok(Box::new(ConcurrencyLimiter::new(EnvoyGradient::new(cfg)?)))
+    },
+    aim: catalogue::no_target,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -70,30 +108,42 @@ pub struct EnvoyGradient {
 
 impl EnvoyGradient {
     /// A controller with `cfg`.
-    pub fn new(cfg: EnvoyGradientConfig) -> Result<Self, String> {
+    pub fn new(cfg: EnvoyGradientConfig) -> Result<Self, InvalidConfig> {
         if !(cfg.min_concurrency >= 1.0
             && cfg.min_concurrency <= cfg.max_limit
             && cfg.max_limit.is_finite())
         {
-            return Err(format!(
-                "need 1 <= min_concurrency <= max_limit, got {} and {}",
-                cfg.min_concurrency, cfg.max_limit
+            return Err(InvalidConfig::new(
+                "min_concurrency",
+                format!(
+                    "need 1 <= min_concurrency <= max_limit, got {} and {}",
+                    cfg.min_concurrency, cfg.max_limit
+                ),
             ));
         }
         if cfg.update_interval.is_zero() || cfg.min_rtt_interval.is_zero() {
-            return Err("update_interval_s and min_rtt_interval_s must be greater than 0".into());
+            return Err(InvalidConfig::new(
+                "update_interval_s",
+                "update_interval_s and min_rtt_interval_s must be greater than 0",
+            ));
         }
         if cfg.min_rtt_request_count == 0 {
-            return Err("min_rtt_request_count must be at least 1".into());
+            return Err(InvalidConfig::new(
+                "min_rtt_request_count",
+                "min_rtt_request_count must be at least 1",
+            ));
         }
         if !(cfg.jitter >= 0.0 && cfg.jitter <= 1.0 && cfg.buffer >= 0.0 && cfg.buffer.is_finite())
         {
-            return Err("need jitter in [0, 1] and buffer >= 0".into());
+            return Err(InvalidConfig::new(
+                "jitter",
+                "need jitter in [0, 1] and buffer >= 0",
+            ));
         }
         if !(cfg.percentile > 0.0 && cfg.percentile <= 1.0) {
-            return Err(format!(
-                "percentile must be in (0, 1], got {}",
-                cfg.percentile
+            return Err(InvalidConfig::new(
+                "percentile",
+                format!("percentile must be in (0, 1], got {}", cfg.percentile),
             ));
         }
         let limit = cfg.min_concurrency;

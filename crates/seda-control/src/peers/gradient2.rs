@@ -5,6 +5,9 @@
 //! `grad = clamp(1.5 long / rtt, 0.5, 1)`, `new = L grad + 4`, `L = 0.8 L + 0.2 new`, within
 //! [20, 200]. Drops are ignored, as in the original.
 
+use super::ConcurrencyLimiter;
+use crate::InvalidConfig;
+use crate::catalogue::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use super::LimitAlgorithm;
@@ -12,6 +15,7 @@ use crate::Time;
 
 /// Parameters of [`Gradient2Limit`] (Netflix defaults).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Gradient2Config {
     /// Limit at start (20).
     pub initial: f64,
@@ -29,19 +33,52 @@ pub struct Gradient2Config {
     pub queue_size: f64,
 }
 
-impl Default for Gradient2Config {
-    fn default() -> Self {
+impl Gradient2Config {
+    /// The defaults.
+    pub const DEFAULT: Gradient2Config = Gradient2Config {
+        initial: 20.0,
+        min: 20.0,
+        max: 200.0,
+        smoothing: 0.2,
+        rtt_tolerance: 1.5,
+        long_window: 600.0,
+        queue_size: 4.0,
+    };
+
+    /// Reads the parameters a configuration gives over the defaults.
+    pub fn read(p: &mut Params<'_>) -> Self {
+        let d = Gradient2Config::DEFAULT;
         Gradient2Config {
-            initial: 20.0,
-            min: 20.0,
-            max: 200.0,
-            smoothing: 0.2,
-            rtt_tolerance: 1.5,
-            long_window: 600.0,
-            queue_size: 4.0,
+            initial: p.f64("initial_limit", d.initial),
+            min: p.f64("min_limit", d.min),
+            max: p.f64("max_limit", d.max),
+            smoothing: p.f64("smoothing", d.smoothing),
+            rtt_tolerance: p.f64("rtt_tolerance", d.rtt_tolerance),
+            long_window: p.f64("long_window", d.long_window),
+            queue_size: p.f64("queue_size", d.queue_size),
         }
     }
 }
+
+impl Default for Gradient2Config {
+    fn default() -> Self {
+        Gradient2Config::DEFAULT
+    }
+}
+
+/// The catalogue entry of [`Gradient2Limit`].
+pub(crate) const GRADIENT2_ENTRY: Entry = Entry {
+    name: "gradient2",
+    about: "Netflix Gradient2 concurrency limit",
+    source: "Netflix concurrency-limits Gradient2Limit",
+    role: Role::Limit,
+    compared: true,
+    build: |p| {
+        let cfg = Gradient2Config::read(p);
+        Ok(Box::new(ConcurrencyLimiter::new(Gradient2Limit::new(cfg)?)))
+    },
+    aim: catalogue::no_target,
+};
 
 const WARMUP_SAMPLES: u64 = 10;
 
@@ -56,21 +93,27 @@ pub struct Gradient2Limit {
 
 impl Gradient2Limit {
     /// A limit with `cfg`.
-    pub fn new(cfg: Gradient2Config) -> Result<Self, String> {
+    pub fn new(cfg: Gradient2Config) -> Result<Self, InvalidConfig> {
         if !(cfg.min >= 1.0 && cfg.min <= cfg.max && cfg.max.is_finite()) {
-            return Err(format!(
-                "need 1 <= min_limit <= max_limit, got {} and {}",
-                cfg.min, cfg.max
+            return Err(InvalidConfig::new(
+                "min_limit",
+                format!(
+                    "need 1 <= min_limit <= max_limit, got {} and {}",
+                    cfg.min, cfg.max
+                ),
             ));
         }
         if !(cfg.smoothing > 0.0 && cfg.smoothing <= 1.0) {
-            return Err(format!(
-                "smoothing must be in (0, 1], got {}",
-                cfg.smoothing
+            return Err(InvalidConfig::new(
+                "smoothing",
+                format!("smoothing must be in (0, 1], got {}", cfg.smoothing),
             ));
         }
         if !(cfg.long_window >= 1.0 && cfg.rtt_tolerance >= 1.0 && cfg.queue_size >= 0.0) {
-            return Err("need long_window >= 1, rtt_tolerance >= 1 and queue_size >= 0".into());
+            return Err(InvalidConfig::new(
+                "long_window",
+                "need long_window >= 1, rtt_tolerance >= 1 and queue_size >= 0",
+            ));
         }
         let limit = cfg.initial.clamp(cfg.min, cfg.max);
         Ok(Gradient2Limit {

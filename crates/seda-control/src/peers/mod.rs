@@ -15,10 +15,15 @@ mod envoy;
 mod gradient2;
 mod vegas;
 
+pub(crate) use aimd::AIMD_ENTRY;
 pub use aimd::{AimdLimit, AimdLimitConfig};
+pub(crate) use codel::CODEL_ENTRY;
 pub use codel::{Codel, CodelConfig};
+pub(crate) use envoy::ENVOY_ENTRY;
 pub use envoy::{EnvoyGradient, EnvoyGradientConfig};
+pub(crate) use gradient2::GRADIENT2_ENTRY;
 pub use gradient2::{Gradient2Config, Gradient2Limit};
+pub(crate) use vegas::VEGAS_ENTRY;
 pub use vegas::{VegasConfig, VegasLimit};
 
 use std::time::Duration;

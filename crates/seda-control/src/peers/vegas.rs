@@ -7,6 +7,9 @@
 //! less than half of it is in use. `rtt_noload` is the lowest rtt seen, re-probed (set to the
 //! current rtt) every `jitter x 30 x L` samples, jitter uniform in [0.5, 1).
 
+use super::ConcurrencyLimiter;
+use crate::InvalidConfig;
+use crate::catalogue::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use super::{Jitter, LimitAlgorithm};
@@ -14,6 +17,7 @@ use crate::Time;
 
 /// Parameters of [`VegasLimit`] (Netflix defaults).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct VegasConfig {
     /// Limit at start (20).
     pub initial: f64,
@@ -25,16 +29,46 @@ pub struct VegasConfig {
     pub probe_multiplier: f64,
 }
 
-impl Default for VegasConfig {
-    fn default() -> Self {
+impl VegasConfig {
+    /// The defaults.
+    pub const DEFAULT: VegasConfig = VegasConfig {
+        initial: 20.0,
+        max: 1000.0,
+        smoothing: 1.0,
+        probe_multiplier: 30.0,
+    };
+
+    /// Reads the parameters a configuration gives over the defaults.
+    pub fn read(p: &mut Params<'_>) -> Self {
+        let d = VegasConfig::DEFAULT;
         VegasConfig {
-            initial: 20.0,
-            max: 1000.0,
-            smoothing: 1.0,
-            probe_multiplier: 30.0,
+            initial: p.f64("initial_limit", d.initial),
+            max: p.f64("max_limit", d.max),
+            smoothing: p.f64("smoothing", d.smoothing),
+            probe_multiplier: p.f64("probe_multiplier", d.probe_multiplier),
         }
     }
 }
+
+impl Default for VegasConfig {
+    fn default() -> Self {
+        VegasConfig::DEFAULT
+    }
+}
+
+/// The catalogue entry of [`VegasLimit`].
+pub(crate) const VEGAS_ENTRY: Entry = Entry {
+    name: "vegas",
+    about: "Netflix Vegas concurrency limit",
+    source: "Netflix concurrency-limits VegasLimit",
+    role: Role::Limit,
+    compared: true,
+    build: |p| {
+        let cfg = VegasConfig::read(p);
+        Ok(Box::new(ConcurrencyLimiter::new(VegasLimit::new(cfg)?)))
+    },
+    aim: catalogue::no_target,
+};
 
 /// Netflix's Vegas limit.
 #[derive(Debug, Clone)]
@@ -53,23 +87,26 @@ fn log10_int(limit: f64) -> f64 {
 
 impl VegasLimit {
     /// A limit with `cfg`.
-    pub fn new(cfg: VegasConfig) -> Result<Self, String> {
+    pub fn new(cfg: VegasConfig) -> Result<Self, InvalidConfig> {
         if !(cfg.max >= 1.0 && cfg.max.is_finite() && cfg.initial >= 1.0) {
-            return Err(format!(
-                "need 1 <= initial_limit and 1 <= max_limit, got {} and {}",
-                cfg.initial, cfg.max
+            return Err(InvalidConfig::new(
+                "initial_limit",
+                format!(
+                    "need 1 <= initial_limit and 1 <= max_limit, got {} and {}",
+                    cfg.initial, cfg.max
+                ),
             ));
         }
         if !(cfg.smoothing > 0.0 && cfg.smoothing <= 1.0) {
-            return Err(format!(
-                "smoothing must be in (0, 1], got {}",
-                cfg.smoothing
+            return Err(InvalidConfig::new(
+                "smoothing",
+                format!("smoothing must be in (0, 1], got {}", cfg.smoothing),
             ));
         }
         if !(cfg.probe_multiplier.is_finite() && cfg.probe_multiplier > 0.0) {
-            return Err(format!(
-                "probe_multiplier must be > 0, got {}",
-                cfg.probe_multiplier
+            return Err(InvalidConfig::new(
+                "probe_multiplier",
+                format!("probe_multiplier must be > 0, got {}", cfg.probe_multiplier),
             ));
         }
         let mut jitter = Jitter::new(0x5eda_0e9a);

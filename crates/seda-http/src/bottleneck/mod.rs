@@ -343,16 +343,27 @@ pub fn build(
         max_threads: Some(config.threads),
         ..seda::StageConfig::default()
     };
+    // With a controller (ours, or one the file names), the handler reads its quality knob: a
+    // controller without one refuses the stage instead of leaving the service at full quality.
+    let from_file = runtime
+        .configuration()
+        .stages
+        .get(STAGE)
+        .is_some_and(|s| s.admission.is_some());
+    let controlled = control.is_some() || from_file;
     stage_config.admission = control;
+    let quality = seda::Knob::<seda::Quality>::new();
     let handler_service = service.clone();
+    let q = quality.clone();
+    let mut builder = seda::Stage::builder(STAGE).config(stage_config);
+    if controlled {
+        builder = builder.knob(&quality);
+    }
     let sink = runtime
         .stage(
-            seda::Stage::builder(STAGE)
-                .config(stage_config)
-                .handler(seda::handler::each(move |req: HttpRequest, cx| {
-                    let quality = cx.controller_value("quality").unwrap_or(1.0);
-                    handler_service.handle(req, quality);
-                })),
+            builder.handler(seda::handler::each(move |req: HttpRequest, _| {
+                handler_service.handle(req, q.get());
+            })),
         )
         .map_err(BottleneckError::Stage)?;
     let stats: crate::ExtraStats = Arc::new(move || serde_json::json!({ STAGE: service.stats() }));

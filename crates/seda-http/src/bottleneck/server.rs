@@ -39,26 +39,25 @@ impl BottleneckServeConfig {
     /// Parses a TOML document.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         let mut table: toml::Table =
-            toml::from_str(text).map_err(|e| ConfigError(format!("invalid TOML: {e}")))?;
+            toml::from_str(text).map_err(|e| ConfigError::Toml(Box::new(e)))?;
         let http: HttpConfig = match table.remove("http") {
-            Some(v) => v
-                .try_into()
-                .map_err(|e| ConfigError(format!("in [http]: {e}")))?,
+            Some(v) => v.try_into().map_err(ConfigError::section("[http]"))?,
             None => HttpConfig::default(),
         };
         let bottleneck: BottleneckConfig = match table.remove("bottleneck") {
-            Some(v) => v
-                .try_into()
-                .map_err(|e| ConfigError(format!("in [bottleneck]: {e}")))?,
+            Some(v) => v.try_into().map_err(ConfigError::section("[bottleneck]"))?,
             None => BottleneckConfig::default(),
         };
         let runtime: seda::Config = toml::Value::Table(table)
             .try_into()
-            .map_err(|e| ConfigError(format!("in the runtime sections: {e}")))?;
+            .map_err(ConfigError::section("the runtime sections"))?;
         http.validate()?;
         bottleneck
             .validate()
-            .map_err(|e| ConfigError(format!("in [bottleneck]: {e}")))?;
+            .map_err(|reason| ConfigError::Invalid {
+                setting: "[bottleneck]",
+                reason,
+            })?;
         Ok(BottleneckServeConfig {
             http,
             bottleneck,
@@ -68,9 +67,7 @@ impl BottleneckServeConfig {
 
     /// Reads and parses a TOML file.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
-        Self::from_toml(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+        ConfigError::read_file(path, Self::from_toml)
     }
 }
 

@@ -15,41 +15,32 @@ use seda_sim::summary::{RunSummary, spike_table};
 /// The scenario.
 pub struct Controllers;
 
-/// Every controller, with what it is. The quick form runs the first five.
-const KINDS: [(&str, &str); 9] = [
-    ("none", "no admission control"),
-    (
-        "response_time_tuned",
-        "ours: p90 target, queue sized by Little's law",
-    ),
-    (
-        "response_time",
-        "002's token-bucket controller (Figure 4 parameters)",
-    ),
-    ("vegas", "Netflix Vegas concurrency limit"),
-    ("codel", "CoDel (5 ms target delay, 100 ms interval)"),
-    ("gradient2", "Netflix Gradient2 concurrency limit"),
-    ("envoy_gradient", "Envoy's adaptive concurrency (gradient)"),
-    ("aimd_limit", "AIMD concurrency limit, timeout = target"),
-    (
-        "selective_dropper",
-        "early selective dropping, threshold = target / 2",
-    ),
-];
+/// The controllers compared, in the order run: none, then the catalogue's compared
+/// controllers (ours and the seeds' first). The quick form runs the first five.
+fn kinds() -> Vec<&'static str> {
+    std::iter::once("none")
+        .chain(seda_control::catalogue::compared().map(|e| e.name))
+        .collect()
+}
 
-/// The control for `kind`, with the target given to controllers that take one.
-fn control(kind: &str, target_s: f64) -> Control {
-    let params = match kind {
-        "none" => return Control::None,
-        "response_time_tuned" | "response_time" => vec![("target_s".into(), target_s)],
-        "aimd_limit" => vec![("timeout_s".into(), target_s)],
-        "selective_dropper" => vec![("threshold_s".into(), target_s / 2.0)],
-        _ => Vec::new(),
-    };
-    Control::PerStage {
-        kind: kind.into(),
-        params,
+/// What `kind` is, from the catalogue.
+fn about(kind: &str) -> &'static str {
+    seda_control::catalogue::entry(kind).map_or("no admission control", |e| e.about)
+}
+
+/// The control for `kind`, aimed at the target as its catalogue entry says.
+fn control(kind: &str, target_s: f64) -> Result<Control> {
+    if kind == "none" {
+        return Ok(Control::None);
     }
+    let entry = seda_control::catalogue::entry(kind)?;
+    Ok(Control::PerStage {
+        kind: kind.into(),
+        params: entry
+            .aimed(std::time::Duration::from_secs_f64(target_s))
+            .into_iter()
+            .collect(),
+    })
 }
 
 impl Scenario for Controllers {
@@ -70,10 +61,13 @@ impl Scenario for Controllers {
             after_s: lab.pick(1.0, 5.0),
             ..calibrated(lab, capacity)
         };
-        let kinds = &KINDS[..lab.pick(5, KINDS.len())];
+        let all = kinds();
+        let kinds = &all[..lab.pick(5, all.len()).min(all.len())];
         let mut runs: Vec<(&str, SpikeRun)> = Vec::new();
-        for (kind, _) in kinds {
-            let c = control(kind, spike.target_s);
+        let mut described = Vec::new();
+        for kind in kinds {
+            let c = control(kind, spike.target_s)?;
+            described.push(json!({"kind": kind, "what": about(kind), "control": c.describe()}));
             runs.push((kind, spike::run(lab, kind, &c, &spike, capacity, None)?));
         }
         let chart = |title: &str, y: &str, pick: fn(&SpikeRun) -> &Vec<(f64, f64)>| LineChart {
@@ -106,7 +100,7 @@ impl Scenario for Controllers {
             paper: "002 Figure 10's spike, with the peers' controllers".into(),
             config: json!({
                 "spike": spike.describe(),
-                "controllers": kinds.iter().map(|(k, what)| json!({"kind": k, "what": what, "control": control(k, spike.target_s).describe()})).collect::<Vec<_>>(),
+                "controllers": described,
             }),
             summary,
             data: Value::Object(
@@ -193,4 +187,31 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64) -> String {
           own controller starts at a low rate and raises it slowly, so it admits too little \
           during a short spike (the simulator shows the same: `seda sim spike`).\n";
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_form_runs_none_ours_the_seeds_and_two_peers_and_every_control_builds() {
+        let kinds = kinds();
+        assert_eq!(
+            kinds[..5],
+            [
+                "none",
+                "response_time_tuned",
+                "response_time",
+                "vegas",
+                "codel"
+            ]
+        );
+        for kind in kinds {
+            let c = control(kind, 0.5).unwrap();
+            if let Control::PerStage { kind, params } = c {
+                let params = params.into_iter().collect();
+                seda_control::build_admission(&kind, &params).unwrap();
+            }
+        }
+    }
 }

@@ -1,10 +1,11 @@
 //! Pieces shared by the scenarios.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::{Dist, Population, SimConfig, SimResult, SourceConfig, StageConfig, simulate};
 use anyhow::{Result, anyhow};
-use seda_control::{AdmissionController, build_admission};
+use seda_control::{AdmissionController, catalogue};
 
 /// The controllers a scenario runs: the one asked for, or `all`.
 pub fn selected<'a>(asked: &'a Option<String>, all: &[&'a str]) -> Vec<&'a str> {
@@ -14,7 +15,8 @@ pub fn selected<'a>(asked: &'a Option<String>, all: &[&'a str]) -> Vec<&'a str> 
     }
 }
 
-/// Builds `kind` with a response-time target where it takes one, plus `extra` parameters.
+/// Builds the catalogue's `kind` aimed at the response-time target (as its entry says), plus
+/// `extra` parameters; `none` is no controller.
 pub fn controller(
     kind: &str,
     target_s: f64,
@@ -23,23 +25,12 @@ pub fn controller(
     if kind == "none" {
         return Ok(None);
     }
-    let mut p = BTreeMap::new();
-    // Our tuned controller with standing-queue trimming, listed as its own row.
-    let kind = match kind {
-        "response_time_tuned_trim" => {
-            p.insert("trim".to_string(), 1.0);
-            "response_time_tuned"
-        }
-        k => k,
-    };
-    if matches!(
-        kind,
-        "response_time" | "response_time_tuned" | "multiclass" | "degradation"
-    ) {
-        p.insert("target_s".to_string(), target_s);
-    }
-    p.extend(extra.iter().cloned());
-    build_admission(kind, &p).map(Some).map_err(|e| anyhow!(e))
+    let extra: BTreeMap<String, f64> = extra.iter().cloned().collect();
+    let target = Duration::try_from_secs_f64(target_s).map_err(|e| anyhow!("target: {e}"))?;
+    catalogue::entry(kind)
+        .and_then(|e| e.build_aimed(target, &extra))
+        .map(Some)
+        .map_err(|e| anyhow!(e))
 }
 
 /// Runs a configuration, turning its error into a readable one.

@@ -6,9 +6,10 @@
 //! admission control alone.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
-use seda_control::{AdmissionController, build_admission};
+use seda_control::{AdmissionController, catalogue};
 use serde_json::{Value, json};
 
 use super::common::{measure_capacity, sim, spike_sources, stage};
@@ -35,11 +36,14 @@ fn build(mode: &str) -> Result<Option<Box<dyn AdmissionController>>> {
         "response_time" => ("response_time", -1.0),
         other => bail!("degrade compares: {}; got `{other}`", MODES.join(", ")),
     };
-    let mut p = BTreeMap::from([("target_s".to_string(), TARGET_S)]);
+    let mut p = BTreeMap::new();
     if reenable >= 0.0 {
         p.insert("reenable_admission".to_string(), reenable);
     }
-    build_admission(kind, &p).map(Some).map_err(|e| anyhow!(e))
+    catalogue::entry(kind)
+        .and_then(|e| e.build_aimed(Duration::from_secs_f64(TARGET_S), &p))
+        .map(Some)
+        .map_err(|e| anyhow!(e))
 }
 
 /// `seda sim degrade`.

@@ -90,7 +90,7 @@ pub const ALL: [Scenario; 11] = [
 
 /// Runs the scenario called `name`.
 pub fn run(name: &str, opts: &Options) -> Result<Output> {
-    // Controller names are checked where they are built (build_admission lists the valid
+    // Controller names are checked where they are built (the catalogue lists the valid
     // ones); the goodput scenario compares client modes instead and checks its own names.
     if !opts.params.is_empty() && opts.controller.is_none() {
         bail!("--param needs --controller: parameters differ between controllers");

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use seda_control::{AdmissionController, RejectReason};
+use seda_control::{AdmissionController, Knob, KnobKind, KnobSlot, RejectReason};
 
 use crate::Event;
 use crate::config::{RateLimitConfig, StageConfig};
@@ -23,6 +23,7 @@ impl Stage {
             config: StageConfig::default(),
             predicates: Vec::new(),
             controller: None,
+            knobs: Vec::new(),
             on_drop: None,
         }
     }
@@ -38,6 +39,7 @@ pub struct StageBuilder<E: Event> {
     pub(crate) config: StageConfig,
     pub(crate) predicates: Vec<Predicate<E>>,
     pub(crate) controller: Option<Box<dyn AdmissionController>>,
+    pub(crate) knobs: Vec<KnobSlot>,
     pub(crate) on_drop: Option<DropHook<E>>,
 }
 
@@ -130,6 +132,31 @@ impl<E: Event> StageBuilder<E> {
     /// Attaches an adaptive admission controller (response time, class, concurrency limit...).
     pub fn admission(mut self, controller: Box<dyn AdmissionController>) -> Self {
         self.controller = Some(controller);
+        self
+    }
+
+    /// Binds `knob` to the stage's admission controller when the stage is built: the handler
+    /// reads the controller's output through it (the degradation quality...). Building fails
+    /// with [`BuildError::Knob`](crate::BuildError::Knob) if the controller, chosen in code or
+    /// in the configuration file, has no such knob.
+    ///
+    /// ```
+    /// use seda::{Runtime, Stage, handler};
+    /// use seda::{Knob, Quality};
+    ///
+    /// let rt = Runtime::start().unwrap();
+    /// let quality = Knob::<Quality>::new();
+    /// let q = quality.clone();
+    /// let built = rt.stage(
+    ///     Stage::builder("render")
+    ///         .knob(&quality)
+    ///         .handler(handler::each(move |_: u64, _| assert!(q.get() <= 1.0))),
+    /// );
+    /// // No controller publishes a quality here: the stage is refused, not run at full quality.
+    /// assert!(built.unwrap_err().to_string().contains("quality"));
+    /// ```
+    pub fn knob<K: KnobKind>(mut self, knob: &Knob<K>) -> Self {
+        self.knobs.push(knob.slot());
         self
     }
 

@@ -297,7 +297,7 @@ impl<E: Event> StageCore<E> {
     fn handle(&self, mut events: Vec<E>, timing: &[(Instant, u8, Stamp)], start: Stamp) {
         let n = events.len();
         let previous = set_current_stage(self.id);
-        let cx = Cx::new(&self.name, self.admission.controller.as_ref());
+        let cx = Cx::new(&self.name);
         let outcome = catch_unwind(AssertUnwindSafe(|| self.handler.handle(&mut events, &cx)));
         set_current_stage(previous);
         let end_stamp = clock::stamp();

@@ -2,7 +2,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use seda::{Meta, RejectReason, Runtime, Stage, handler};
+use seda::{Knob, Meta, Quality, RejectReason, Runtime, Stage, handler};
 
 use crate::Counter;
 
@@ -347,9 +347,19 @@ fn drop_after_drops_events_that_waited_too_long() {
     assert_eq!(rt.stats().stages[0].totals.counters.dropped["expired"], 1);
 }
 
-/// A controller that refuses class 0, and records what the stage tells it.
+/// A controller that refuses class 0, records what the stage tells it, and publishes a
+/// quality of 0.25.
 struct Recorder {
     log: Arc<Mutex<Vec<&'static str>>>,
+    quality: seda_control::KnobCell,
+}
+
+impl Recorder {
+    fn new(log: Arc<Mutex<Vec<&'static str>>>) -> Self {
+        let quality = seda_control::KnobCell::new::<Quality>();
+        quality.set(0.25);
+        Recorder { log, quality }
+    }
 }
 
 impl seda::AdmissionController for Recorder {
@@ -375,7 +385,10 @@ impl seda::AdmissionController for Recorder {
         self.log.lock().unwrap().push("complete");
     }
     fn state(&self) -> Vec<(&'static str, f64)> {
-        vec![("quality", 0.25)]
+        vec![("quality", self.quality.get())]
+    }
+    fn knob(&self, name: &str) -> Option<seda_control::KnobCell> {
+        (name == "quality").then(|| self.quality.clone())
     }
 }
 
@@ -385,13 +398,16 @@ fn an_admission_controller_sees_each_admitted_event_once_and_the_handler_reads_i
     let log = Arc::new(Mutex::new(Vec::new()));
     let quality = Arc::new(Mutex::new(None));
     let q = quality.clone();
+    let knob = Knob::<Quality>::new();
+    let k = knob.clone();
     let sink = rt
         .stage(
             Stage::builder("controlled")
                 .threshold(1)
-                .admission(Box::new(Recorder { log: log.clone() }))
-                .handler(handler::each(move |_: Req, cx| {
-                    *q.lock().unwrap() = cx.controller_value("quality");
+                .admission(Box::new(Recorder::new(log.clone())))
+                .knob(&knob)
+                .handler(handler::each(move |_: Req, _| {
+                    *q.lock().unwrap() = Some(k.get());
                 })),
         )
         .unwrap();
@@ -430,4 +446,43 @@ fn an_admission_controller_sees_each_admitted_event_once_and_the_handler_reads_i
     let snap = &rt.stats().stages[0];
     let c = snap.controller.as_ref().unwrap();
     assert_eq!((c.name, c.state["quality"]), ("recorder", 0.25));
+}
+
+#[test]
+fn a_knob_the_configured_controller_lacks_refuses_the_stage() {
+    // The code attaches a controller with a quality knob; the file swaps in one without.
+    let config = seda::Config::from_toml("[stages.knobbed.admission]\nkind = \"vegas\"\n").unwrap();
+    let rt = Runtime::builder().config(config).start().unwrap();
+    let knob = Knob::<Quality>::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let err = rt
+        .stage(
+            Stage::builder("knobbed")
+                .admission(Box::new(Recorder::new(log)))
+                .knob(&knob)
+                .handler(handler::each(|_: u64, _| {})),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, seda::BuildError::Knob { stage, .. } if stage == "knobbed"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("`vegas`"), "{err}");
+    assert!(!knob.is_bound());
+    // The degradation controller from the file has the knob.
+    let config = seda::Config::from_toml(
+        "[stages.degraded.admission]\nkind = \"degradation\"\ntarget_s = 0.5\n",
+    )
+    .unwrap();
+    let rt2 = Runtime::builder().config(config).start().unwrap();
+    rt2.stage(
+        Stage::builder("degraded")
+            .knob(&knob)
+            .handler(handler::each(|_: u64, _| {})),
+    )
+    .unwrap();
+    assert!(knob.is_bound());
+    assert_eq!(knob.get(), 1.0);
+    rt.shutdown();
+    rt2.shutdown();
 }

@@ -85,3 +85,37 @@ fn bounded_shutdown_reports_what_it_left() {
     assert_eq!(dropped.get(), 4);
     drop(gate_tx); // lets the detached worker finish
 }
+
+#[test]
+fn dropping_the_last_clone_shuts_down_and_a_second_shutdown_is_harmless() {
+    let rt = Runtime::start().unwrap();
+    let done = Counter::default();
+    let d = done.clone();
+    let sink = rt
+        .stage(
+            Stage::builder("dropped")
+                .threshold(0)
+                .handler(handler::each(move |_: u64, _| {
+                    std::thread::sleep(Duration::from_micros(50));
+                    d.add(1);
+                })),
+        )
+        .unwrap();
+    for i in 0..500 {
+        sink.enqueue(i).unwrap();
+    }
+    let clone = rt.clone();
+    drop(rt);
+    // A clone keeps the runtime running.
+    sink.enqueue(500).unwrap();
+    drop(clone);
+    // The drop drained every queue before it returned, and admits nothing more.
+    assert_eq!(done.get(), 501);
+    assert_eq!(sink.enqueue(1).unwrap_err().reason, RejectReason::Closed);
+
+    let rt = Runtime::start().unwrap();
+    let first = rt.shutdown();
+    let second = rt.shutdown_timeout(Duration::ZERO);
+    assert_eq!(first, second);
+    drop(rt);
+}

@@ -7,7 +7,28 @@
 
 use std::time::Duration;
 
+use crate::catalogue::{Entry, Role};
 use crate::{AdmissionController, RejectReason, Time};
+
+/// The catalogue entry of [`SelectiveDropper`].
+pub(crate) const ENTRY: Entry = Entry {
+    name: "selective_dropper",
+    about: "early selective dropping, threshold = target / 2",
+    source: "003 Section 4.2.3",
+    role: Role::Drop,
+    compared: true,
+    build: |p| {
+        let threshold = p.secs("threshold_s", DEFAULT_DROP_THRESHOLD);
+        Ok(Box::new(SelectiveDropper::new(threshold)))
+    },
+    aim,
+};
+
+/// Aimed at a target, an event that queued half of it is dropped (003 drops at 80 ms for a
+/// 100 ms target, leaving the rest of the target to the service time).
+fn aim(target: Duration) -> Vec<(&'static str, f64)> {
+    vec![("threshold_s", target.as_secs_f64() / 2.0)]
+}
 
 /// 003's threshold in its experiments.
 pub const DEFAULT_DROP_THRESHOLD: Duration = Duration::from_millis(80);

@@ -26,13 +26,45 @@
 //! - **Safety net: selective dropping (003 Section 4.2.3).** At dequeue, an event that queued
 //!   longer than `drop_queued` (the target) is dropped as expired.
 
+use crate::InvalidConfig;
 use std::time::Duration;
 
 use super::{ResponseTimeConfig, SampleWindow};
+use crate::catalogue::{self, Entry, Params, Role};
 use crate::{AdmissionController, RejectReason, Time};
+
+/// The catalogue entry of [`TunedResponseTimeController`].
+pub(crate) const TUNED_ENTRY: Entry = Entry {
+    name: "response_time_tuned",
+    about: "ours: p90 target, queue sized by Little's law",
+    source: "ours, on 002 Section 3.2's goal and 003 Section 4.3.1's mapping",
+    role: Role::Rate,
+    compared: true,
+    build: |p| {
+        let cfg = TunedConfig::read(p, false);
+        Ok(Box::new(TunedResponseTimeController::new(cfg)?))
+    },
+    aim: catalogue::target_s,
+};
+
+/// Our tuned controller with standing-queue trimming on by default (`trim = 1`), listed as its
+/// own row by the simulator's scenarios.
+pub(crate) const TUNED_TRIM_ENTRY: Entry = Entry {
+    name: "response_time_tuned_trim",
+    about: "ours, trimming a standing queue (trim = 1)",
+    source: "ours, with CoDel's standing-queue observation",
+    role: Role::Rate,
+    compared: false,
+    build: |p| {
+        let cfg = TunedConfig::read(p, true);
+        Ok(Box::new(TunedResponseTimeController::new(cfg)?))
+    },
+    aim: catalogue::target_s,
+};
 
 /// Parameters of [`TunedResponseTimeController`].
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TunedConfig {
     /// Target, percentile, `nreq`, `timeout` (0.1 s here) and `alpha` (the weight of the old
     /// departure rate per period); 002's AIMD constants and the rate bounds are not used.
@@ -71,17 +103,50 @@ impl TunedConfig {
         }
     }
 
+    /// Reads the parameters a configuration gives; `trim` is the default of `trim`.
+    /// `drop_queued_s` = 0 disables dropping.
+    pub fn read(p: &mut Params<'_>, trim: bool) -> Self {
+        let target = p.secs("target_s", ResponseTimeConfig::DEFAULT_TARGET);
+        let d = TunedConfig::new(target);
+        let drop_queued = match p.secs("drop_queued_s", target) {
+            z if z.is_zero() => None,
+            z => Some(z),
+        };
+        let mut base = d.base.clone();
+        base.percentile = p.f64("percentile", base.percentile);
+        base.nreq = p.count("nreq", base.nreq);
+        base.timeout = p.secs("timeout_s", base.timeout);
+        base.alpha = p.f64("alpha", base.alpha);
+        TunedConfig {
+            base,
+            setpoint: p.f64("setpoint", d.setpoint),
+            min_queue: p.f64("min_queue", d.min_queue),
+            adapt: p.secs("adapt_s", d.adapt),
+            trim: p.flag("trim", trim),
+            drop_queued,
+        }
+    }
+
     /// Checks the parameters.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         self.base.validate()?;
         if !(self.setpoint > 0.0 && self.setpoint <= 1.0) {
-            return Err(format!("setpoint must be in (0, 1], got {}", self.setpoint));
+            return Err(InvalidConfig::new(
+                "setpoint",
+                format!("setpoint must be in (0, 1], got {}", self.setpoint),
+            ));
         }
         if self.adapt.is_zero() {
-            return Err("adapt_s must be greater than 0".into());
+            return Err(InvalidConfig::new(
+                "adapt_s",
+                "adapt_s must be greater than 0",
+            ));
         }
         if !(self.min_queue.is_finite() && self.min_queue >= 1.0) {
-            return Err(format!("min_queue must be >= 1, got {}", self.min_queue));
+            return Err(InvalidConfig::new(
+                "min_queue",
+                format!("min_queue must be >= 1, got {}", self.min_queue),
+            ));
         }
         Ok(())
     }
@@ -110,7 +175,7 @@ pub struct TunedResponseTimeController {
 
 impl TunedResponseTimeController {
     /// A controller with `cfg`.
-    pub fn new(cfg: TunedConfig) -> Result<Self, String> {
+    pub fn new(cfg: TunedConfig) -> Result<Self, InvalidConfig> {
         cfg.validate()?;
         let b = &cfg.base;
         let target_s = b.target.as_secs_f64();

@@ -7,13 +7,48 @@
 //! are flagged so their rates do not grow in their next run. Class 0 is the lowest; the lowest
 //! class has no lower class to sacrifice, so it is cut directly (002 leaves this case implicit).
 
+use crate::InvalidConfig;
 use std::time::Duration;
 
+use crate::catalogue::{self, Entry, Params, Role};
 use crate::response_time::{ResponseTimeConfig, SampleWindow, aimd_step, ewma};
 use crate::{AdmissionController, RejectReason, Time, TokenBucket};
 
+/// The most classes a configuration file can give targets for (`class0_target_s` ...
+/// `class9_target_s`); the controller itself takes up to 256.
+pub const MAX_CONFIGURED_CLASSES: usize = 10;
+
+const CLASS_TARGETS: [&str; MAX_CONFIGURED_CLASSES] = [
+    "class0_target_s",
+    "class1_target_s",
+    "class2_target_s",
+    "class3_target_s",
+    "class4_target_s",
+    "class5_target_s",
+    "class6_target_s",
+    "class7_target_s",
+    "class8_target_s",
+    "class9_target_s",
+];
+
+/// The catalogue entry of [`MulticlassController`].
+pub(crate) const ENTRY: Entry = Entry {
+    name: "multiclass",
+    about: "002's per-class targets, lower classes cut first",
+    source: "002 Section 3.3",
+    role: Role::Rate,
+    compared: false,
+    build: |p| {
+        Ok(Box::new(MulticlassController::new(
+            MulticlassConfig::read(p)?,
+        )?))
+    },
+    aim: catalogue::target_s,
+};
+
 /// Parameters of [`MulticlassController`].
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MulticlassConfig {
     /// Shared parameters (002 Figure 4; `target` is the default target of every class).
     pub base: ResponseTimeConfig,
@@ -36,22 +71,55 @@ impl MulticlassConfig {
         }
     }
 
+    /// Reads the parameters a configuration gives: 002 Figure 4's (`target_s` is every
+    /// class's default), `classes` (2), `classN_target_s`, `adj_lo`, `lc_thresh`.
+    pub fn read(p: &mut Params<'_>) -> Result<Self, InvalidConfig> {
+        let base = ResponseTimeConfig::read(
+            p,
+            ResponseTimeConfig::new(ResponseTimeConfig::DEFAULT_TARGET),
+        );
+        let classes = p.count("classes", 2);
+        if !(1..=MAX_CONFIGURED_CLASSES).contains(&classes) {
+            return Err(InvalidConfig::new(
+                "classes",
+                format!("classes must be in 1..={MAX_CONFIGURED_CLASSES}, got {classes}"),
+            ));
+        }
+        let mut cfg = MulticlassConfig::new(base.target, classes);
+        cfg.base = base;
+        for (t, name) in cfg.targets.iter_mut().zip(CLASS_TARGETS) {
+            *t = p.secs(name, *t);
+        }
+        if let Some(n) = CLASS_TARGETS[classes..].iter().find(|n| p.has(n)) {
+            return Err(InvalidConfig::new(
+                "classes",
+                format!("`{n}` names a class beyond `classes` = {classes}"),
+            ));
+        }
+        cfg.adj_lo = p.f64("adj_lo", cfg.adj_lo);
+        cfg.lc_thresh = p.count_u32("lc_thresh", cfg.lc_thresh);
+        Ok(cfg)
+    }
+
     /// Checks the parameters.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         self.base.validate()?;
         if self.targets.is_empty() || self.targets.len() > 256 {
-            return Err(format!(
-                "classes must be in 1..=256, got {}",
-                self.targets.len()
+            return Err(InvalidConfig::new(
+                "classes",
+                format!("classes must be in 1..=256, got {}", self.targets.len()),
             ));
         }
         if self.targets.iter().any(|t| t.is_zero()) {
-            return Err("every class target must be greater than 0".into());
+            return Err(InvalidConfig::new(
+                "class_target_s",
+                "every class target must be greater than 0",
+            ));
         }
         if !(self.adj_lo.is_finite() && self.adj_lo > 1.0) {
-            return Err(format!(
-                "adj_lo must be greater than 1, got {}",
-                self.adj_lo
+            return Err(InvalidConfig::new(
+                "adj_lo",
+                format!("adj_lo must be greater than 1, got {}", self.adj_lo),
             ));
         }
         Ok(())
@@ -77,7 +145,7 @@ pub struct MulticlassController {
 
 impl MulticlassController {
     /// A controller with `cfg`.
-    pub fn new(cfg: MulticlassConfig) -> Result<Self, String> {
+    pub fn new(cfg: MulticlassConfig) -> Result<Self, InvalidConfig> {
         cfg.validate()?;
         let b = &cfg.base;
         let classes = cfg

@@ -13,12 +13,31 @@ mod tuned;
 mod window;
 
 pub use config::ResponseTimeConfig;
+pub(crate) use tuned::{TUNED_ENTRY, TUNED_TRIM_ENTRY};
 pub use tuned::{TunedConfig, TunedResponseTimeController};
 pub use window::{SampleWindow, percentile};
 
 use std::time::Duration;
 
-use crate::{AdmissionController, RejectReason, Time, TokenBucket};
+use crate::catalogue::{self, Entry, Role};
+use crate::{AdmissionController, InvalidConfig, RejectReason, Time, TokenBucket};
+
+/// The catalogue entry of [`ResponseTimeController`].
+pub(crate) const ENTRY: Entry = Entry {
+    name: "response_time",
+    about: "002's token-bucket controller (Figure 4 parameters)",
+    source: "002 Section 3.2, Figure 4",
+    role: Role::Rate,
+    compared: true,
+    build: |p| {
+        let cfg = ResponseTimeConfig::read(
+            p,
+            ResponseTimeConfig::new(ResponseTimeConfig::DEFAULT_TARGET),
+        );
+        Ok(Box::new(ResponseTimeController::new(cfg)?))
+    },
+    aim: catalogue::target_s,
+};
 
 /// One AIMD step of 002 Section 3.2 on `rate` for error `err`; returns the new rate within
 /// `[min_rate_per_s, max_rate_per_s]`.
@@ -54,7 +73,7 @@ pub struct ResponseTimeController {
 
 impl ResponseTimeController {
     /// A controller with `cfg` (checked: see [`ResponseTimeConfig::validate`]).
-    pub fn new(cfg: ResponseTimeConfig) -> Result<Self, String> {
+    pub fn new(cfg: ResponseTimeConfig) -> Result<Self, InvalidConfig> {
         cfg.validate()?;
         let bucket = TokenBucket::new(cfg.initial_rate_per_s, cfg.bucket_depth);
         let window = SampleWindow::new(cfg.nreq, cfg.timeout, cfg.percentile);

@@ -1,10 +1,13 @@
 //! Parameters of the response-time controller (002 Figure 4).
 
+use crate::InvalidConfig;
+use crate::catalogue::Params;
 use std::time::Duration;
 
 /// Parameters of the response-time controller. [`ResponseTimeConfig::new`] gives the defaults of
 /// 002 Figure 4.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ResponseTimeConfig {
     /// Response-time target for the chosen percentile.
     pub target: Duration,
@@ -37,8 +40,11 @@ pub struct ResponseTimeConfig {
 }
 
 impl ResponseTimeConfig {
+    /// The target when a configuration gives none (002's Figure 10 target).
+    pub const DEFAULT_TARGET: Duration = Duration::from_secs(1);
+
     /// 002 Figure 4's parameters for a `target` on the 90th percentile.
-    pub fn new(target: Duration) -> Self {
+    pub const fn new(target: Duration) -> Self {
         ResponseTimeConfig {
             target,
             percentile: 0.9,
@@ -57,8 +63,29 @@ impl ResponseTimeConfig {
         }
     }
 
+    /// Reads the parameters a configuration gives over `d` (the names are the fields' with
+    /// their units: `target_s`, `timeout_s`...).
+    pub fn read(p: &mut Params<'_>, d: ResponseTimeConfig) -> Self {
+        ResponseTimeConfig {
+            target: p.secs("target_s", d.target),
+            percentile: p.f64("percentile", d.percentile),
+            nreq: p.count("nreq", d.nreq),
+            timeout: p.secs("timeout_s", d.timeout),
+            alpha: p.f64("alpha", d.alpha),
+            err_i: p.f64("err_i", d.err_i),
+            err_d: p.f64("err_d", d.err_d),
+            adj_i: p.f64("adj_i", d.adj_i),
+            adj_d: p.f64("adj_d", d.adj_d),
+            c_i: p.f64("c_i", d.c_i),
+            min_rate_per_s: p.f64("min_rate_per_s", d.min_rate_per_s),
+            max_rate_per_s: p.f64("max_rate_per_s", d.max_rate_per_s),
+            initial_rate_per_s: p.f64("initial_rate_per_s", d.initial_rate_per_s),
+            bucket_depth: p.f64("bucket_depth", d.bucket_depth),
+        }
+    }
+
     /// Checks that the parameters make sense; the message names the first bad one.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         let finite = [
             ("alpha", self.alpha),
             ("err_i", self.err_i),
@@ -73,48 +100,72 @@ impl ResponseTimeConfig {
             ("percentile", self.percentile),
         ];
         if let Some((name, v)) = finite.iter().find(|(_, v)| !v.is_finite()) {
-            return Err(format!("{name} must be a finite number, got {v}"));
+            return Err(InvalidConfig::new(
+                name,
+                format!("{name} must be a finite number, got {v}"),
+            ));
         }
         if self.target.is_zero() {
-            return Err("target_s must be greater than 0".into());
+            return Err(InvalidConfig::new(
+                "target_s",
+                "target_s must be greater than 0",
+            ));
         }
         if !(self.percentile > 0.0 && self.percentile <= 1.0) {
-            return Err(format!(
-                "percentile must be in (0, 1], got {}",
-                self.percentile
+            return Err(InvalidConfig::new(
+                "percentile",
+                format!("percentile must be in (0, 1], got {}", self.percentile),
             ));
         }
         if self.nreq == 0 {
-            return Err("nreq must be at least 1".into());
+            return Err(InvalidConfig::new("nreq", "nreq must be at least 1"));
         }
         if self.timeout.is_zero() {
-            return Err("timeout_s must be greater than 0".into());
+            return Err(InvalidConfig::new(
+                "timeout_s",
+                "timeout_s must be greater than 0",
+            ));
         }
         if !(0.0..1.0).contains(&self.alpha) {
-            return Err(format!("alpha must be in [0, 1), got {}", self.alpha));
+            return Err(InvalidConfig::new(
+                "alpha",
+                format!("alpha must be in [0, 1), got {}", self.alpha),
+            ));
         }
         if self.err_i > self.err_d {
-            return Err(format!(
-                "err_i ({}) must not exceed err_d ({})",
-                self.err_i, self.err_d
+            return Err(InvalidConfig::new(
+                "err_i",
+                format!(
+                    "err_i ({}) must not exceed err_d ({})",
+                    self.err_i, self.err_d
+                ),
             ));
         }
         if self.adj_d <= 1.0 {
-            return Err(format!("adj_d must be greater than 1, got {}", self.adj_d));
+            return Err(InvalidConfig::new(
+                "adj_d",
+                format!("adj_d must be greater than 1, got {}", self.adj_d),
+            ));
         }
         if self.adj_i < 0.0 {
-            return Err(format!("adj_i must not be negative, got {}", self.adj_i));
+            return Err(InvalidConfig::new(
+                "adj_i",
+                format!("adj_i must not be negative, got {}", self.adj_i),
+            ));
         }
         if !(self.min_rate_per_s > 0.0 && self.min_rate_per_s <= self.max_rate_per_s) {
-            return Err(format!(
-                "need 0 < min_rate_per_s <= max_rate_per_s, got {} and {}",
-                self.min_rate_per_s, self.max_rate_per_s
+            return Err(InvalidConfig::new(
+                "min_rate_per_s",
+                format!(
+                    "need 0 < min_rate_per_s <= max_rate_per_s, got {} and {}",
+                    self.min_rate_per_s, self.max_rate_per_s
+                ),
             ));
         }
         if self.bucket_depth < 1.0 {
-            return Err(format!(
-                "bucket_depth must be at least 1, got {}",
-                self.bucket_depth
+            return Err(InvalidConfig::new(
+                "bucket_depth",
+                format!("bucket_depth must be at least 1, got {}", self.bucket_depth),
             ));
         }
         Ok(())

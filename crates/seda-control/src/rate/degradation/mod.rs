@@ -12,13 +12,34 @@
 //! [`DegradingAdmission`] packages the knob with a response-time controller: admission passes
 //! everything until the knob re-enables it.
 
+use crate::InvalidConfig;
 use std::time::Duration;
 
+use crate::catalogue::{self, Entry, Params, Role};
 use crate::response_time::{ResponseTimeConfig, ResponseTimeController, SampleWindow};
-use crate::{AdmissionController, Controller, RejectReason, Time};
+use crate::{AdmissionController, Controller, KnobCell, KnobKind, Quality, RejectReason, Time};
+
+/// The catalogue entry of [`DegradingAdmission`].
+pub(crate) const ENTRY: Entry = Entry {
+    name: "degradation",
+    about: "002's quality knob, admission control as the last resort",
+    source: "002 Section 3.4",
+    role: Role::Rate,
+    compared: false,
+    build: |p| {
+        let rt = ResponseTimeConfig::read(
+            p,
+            ResponseTimeConfig::new(ResponseTimeConfig::DEFAULT_TARGET),
+        );
+        let cfg = DegradationConfig::read(p, rt.target);
+        Ok(Box::new(DegradingAdmission::new(cfg, rt)?))
+    },
+    aim: catalogue::target_s,
+};
 
 /// Parameters of [`Degradation`].
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DegradationConfig {
     /// Target for the stage's percentile response time.
     pub target: Duration,
@@ -44,21 +65,43 @@ impl DegradationConfig {
         }
     }
 
+    /// Reads `q_min`, `quality_step`, `quality_decrease` and `reenable_admission` (a switch)
+    /// for `target`.
+    pub fn read(p: &mut Params<'_>, target: Duration) -> Self {
+        let d = DegradationConfig::new(target);
+        DegradationConfig {
+            q_min: p.f64("q_min", d.q_min),
+            step: p.f64("quality_step", d.step),
+            decrease: p.f64("quality_decrease", d.decrease),
+            reenable_admission: p.flag("reenable_admission", d.reenable_admission),
+            ..d
+        }
+    }
+
     /// Checks the parameters.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         if self.target.is_zero() {
-            return Err("target_s must be greater than 0".into());
+            return Err(InvalidConfig::new(
+                "target_s",
+                "target_s must be greater than 0",
+            ));
         }
         if !(self.q_min > 0.0 && self.q_min <= 1.0) {
-            return Err(format!("q_min must be in (0, 1], got {}", self.q_min));
+            return Err(InvalidConfig::new(
+                "q_min",
+                format!("q_min must be in (0, 1], got {}", self.q_min),
+            ));
         }
         if !(self.step.is_finite() && self.step > 0.0) {
-            return Err(format!("quality_step must be > 0, got {}", self.step));
+            return Err(InvalidConfig::new(
+                "quality_step",
+                format!("quality_step must be > 0, got {}", self.step),
+            ));
         }
         if !(self.decrease.is_finite() && self.decrease > 1.0) {
-            return Err(format!(
-                "quality_decrease must be > 1, got {}",
-                self.decrease
+            return Err(InvalidConfig::new(
+                "quality_decrease",
+                format!("quality_decrease must be > 1, got {}", self.decrease),
             ));
         }
         Ok(())
@@ -83,7 +126,7 @@ pub struct Degradation {
 
 impl Degradation {
     /// Full quality, admission off.
-    pub fn new(cfg: DegradationConfig) -> Result<Self, String> {
+    pub fn new(cfg: DegradationConfig) -> Result<Self, InvalidConfig> {
         cfg.validate()?;
         Ok(Degradation {
             cfg,
@@ -126,16 +169,19 @@ impl Controller for Degradation {
 #[derive(Debug, Clone)]
 pub struct DegradingAdmission {
     knob: Degradation,
+    /// The quality, published for the stage's handler.
+    quality: KnobCell,
     window: SampleWindow,
     inner: ResponseTimeController,
 }
 
 impl DegradingAdmission {
     /// A knob with `cfg`, measuring with `rt`'s window, falling back on `rt`'s controller.
-    pub fn new(cfg: DegradationConfig, rt: ResponseTimeConfig) -> Result<Self, String> {
+    pub fn new(cfg: DegradationConfig, rt: ResponseTimeConfig) -> Result<Self, InvalidConfig> {
         let window = SampleWindow::new(rt.nreq, rt.timeout, rt.percentile);
         Ok(DegradingAdmission {
             knob: Degradation::new(cfg)?,
+            quality: KnobCell::new::<Quality>(),
             window,
             inner: ResponseTimeController::new(rt)?,
         })
@@ -148,7 +194,8 @@ impl DegradingAdmission {
 
     fn run(&mut self, now: Time, p: Option<f64>) {
         if let Some(p) = p {
-            self.knob.update(now, &Duration::from_secs_f64(p));
+            let s = self.knob.update(now, &Duration::from_secs_f64(p));
+            self.quality.set(s.quality);
         }
     }
 }
@@ -196,6 +243,10 @@ impl AdmissionController for DegradingAdmission {
         ];
         v.extend(self.inner.state());
         v
+    }
+
+    fn knob(&self, name: &str) -> Option<KnobCell> {
+        (name == Quality::NAME).then(|| self.quality.clone())
     }
 }
 
@@ -253,6 +304,6 @@ mod tests {
     fn bad_config_is_an_error() {
         let mut c = DegradationConfig::new(s(1.0));
         c.q_min = 0.0;
-        assert!(Degradation::new(c).unwrap_err().contains("q_min"));
+        assert_eq!(Degradation::new(c).unwrap_err().param, "q_min");
     }
 }

@@ -1,0 +1,10 @@
+//! Controllers that act on an admission rate or a queue bound, from response times: 002's
+//! response-time controller and our tuned variant, 002's class-based differentiation and its
+//! degradation knob, and the token bucket they enforce through.
+
+pub mod degradation;
+pub mod multiclass;
+pub mod response_time;
+mod token_bucket;
+
+pub use token_bucket::TokenBucket;
