@@ -166,6 +166,10 @@ pub struct LoadArgs {
     /// Mail workload: accounts in the corpus (`seda serve mail --seed-users`).
     #[arg(long, default_value_t = crate::mail::DEFAULT_SEED_USERS)]
     mail_users: u64,
+    /// Mail workload: send only this request type (login, folders, list, show, delete, refile,
+    /// search) after the requests it needs first, to load one stage.
+    #[arg(long)]
+    mail_only: Option<String>,
 }
 
 /// Runs `seda load`.
@@ -228,7 +232,28 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
             &target.path,
             &a.synthetic_param,
         )?),
-        WorkloadArg::Mail => Arc::new(seda_mail::workload::MailWorkload::new(a.mail_users)),
+        WorkloadArg::Mail => {
+            let workload = seda_mail::workload::MailWorkload::new(a.mail_users);
+            match &a.mail_only {
+                None => Arc::new(workload),
+                Some(name) => {
+                    let kind = seda_mail::RequestKind::ALL
+                        .into_iter()
+                        .find(|k| k.name() == name.as_str())
+                        .ok_or_else(|| {
+                            let names: Vec<&str> = seda_mail::RequestKind::ALL
+                                .iter()
+                                .map(|k| k.name())
+                                .collect();
+                            anyhow::anyhow!(
+                                "--mail-only {name:?}: give one of {}",
+                                names.join(", ")
+                            )
+                        })?;
+                    Arc::new(workload.only(kind))
+                }
+            }
+        }
     };
     let model = match a.model {
         ModelArg::Closed => Model::Closed(Closed {

@@ -101,33 +101,35 @@ async fn text_of(c: &Client, css: &str) -> String {
     }
 }
 
-/// `seda mail load` against `addr` as a child process.
+/// `seda load --workload mail` against `addr` as a child process: `users` closed users over
+/// the corpus's 20 accounts, `think_ms` between requests, only `only`'s request type if given.
 fn mail_load(addr: &str, users: u32, think_ms: u32, only: Option<&str>) -> Killed {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_seda"));
+    let url = format!("http://{addr}/");
+    let think = format!("{think_ms}ms");
+    let users = users.to_string();
     cmd.args([
-        "mail",
         "load",
-        "--addr",
-        addr,
-        "--corpus-users",
+        &url,
+        "--workload",
+        "mail",
+        "--mail-users",
         "20",
-        "--users",
-        &users.to_string(),
-        "--think-ms",
-        &think_ms.to_string(),
-        "--warmup",
-        "0",
+        "-c",
+        &users,
+        "--think",
+        &think,
         "--duration",
-        "600",
+        "600s",
     ]);
     if let Some(kind) = only {
-        cmd.args(["--only", kind]);
+        cmd.args(["--mail-only", kind]);
     }
     Killed(
         cmd.stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("seda mail load"),
+            .expect("seda load"),
     )
 }
 

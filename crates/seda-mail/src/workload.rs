@@ -19,14 +19,24 @@ const CAPTURE_BYTES: usize = 256 * 1024;
 #[derive(Debug, Clone)]
 pub struct MailWorkload {
     users: u64,
+    mix: Mix,
 }
 
 impl MailWorkload {
-    /// Users log in as one of the corpus's `users` accounts (at least one).
+    /// Users log in as one of the corpus's `users` accounts (at least one) and walk the
+    /// Markov model.
     pub fn new(users: u64) -> MailWorkload {
         MailWorkload {
             users: users.max(1),
+            mix: Mix::Markov,
         }
+    }
+
+    /// Users send only requests of `kind` (after the login and pages it needs first): one
+    /// stage's load, to measure its capacity or make it the bottleneck.
+    pub fn only(mut self, kind: RequestKind) -> MailWorkload {
+        self.mix = Mix::Only(kind);
+        self
     }
 }
 
@@ -41,7 +51,7 @@ impl Workload for MailWorkload {
     fn session(&self, seed: u64) -> Box<dyn Session> {
         // Corpus accounts are numbered from 1 (`user1`).
         let user = seed % self.users + 1;
-        let model = UserModel::new(user, seed, crate::user_model::THINK_TIME, Mix::Markov);
+        let model = UserModel::new(user, seed, crate::user_model::THINK_TIME, self.mix);
         Box::new(MailSession {
             fresh: model.clone(),
             model,
