@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_idle;
 mod demo;
 mod fileset;
 mod lab;
@@ -76,6 +77,8 @@ enum FilesetCommand {
 enum BenchCommand {
     /// Events/s and idle per-hop latency of a 3-stage pipeline vs a raw channel chain.
     Hop(bench::HopArgs),
+    /// Memory per idle keep-alive connection: `seda serve static` next to nginx.
+    Idle(bench_idle::IdleArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -91,6 +94,7 @@ fn main() -> anyhow::Result<()> {
         Command::Mail(MailCommand::Load(args)) => mail::load(&args),
         Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
+        Command::Bench(BenchCommand::Idle(args)) => bench_idle::idle(&args),
         Command::Lab(cmd) => lab::run(&cmd),
     }
 }
