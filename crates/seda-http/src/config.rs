@@ -20,6 +20,8 @@
 //! [static]
 //! cache_bytes = 268435456
 //! policy = "s3fifo"            # or "lru"
+//! serve_hidden = false         # /.env, /.git/...: 404 unless true
+//! max_waiters_per_file = 256   # requests waiting on one file's read; 503 beyond
 //!
 //! [stages.file_io]             # seda's own sections: [runtime], [domains.*], [stages.*]
 //! threads = 4

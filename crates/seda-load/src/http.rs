@@ -629,6 +629,18 @@ mod tests {
     }
 
     #[test]
+    fn bytes_after_a_complete_response_are_an_error_only_in_the_same_read() {
+        // Found by fuzzing (fuzz/regressions/load_response-extra-bytes-after-304): LF-only
+        // line ends, a 304 (no body), then bytes the client did not ask for.
+        let input = b"HTTP/1.0 304\nvv:vvv\n\r\n\nvvvvvv";
+        assert!(parse_in_steps(input, input.len()).is_err());
+        let (r, body) = parse_in_steps(input, 1)
+            .expect("a response")
+            .expect("complete");
+        assert_eq!((r.status, r.body_bytes, body.len()), (304, 0, 0));
+    }
+
+    #[test]
     fn garbage_and_oversize_are_errors_not_panics() {
         let cases: &[&[u8]] = &[
             b"garbage garbage\r\n\r\n",
