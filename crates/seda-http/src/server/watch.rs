@@ -17,15 +17,13 @@ const HEAD: u8 = 1;
 const BUSY: u8 = 2;
 
 // Steps to "parkable" (HTTP/1 only): the connection's answer left and hyper waits for a new
-// request head, so its buffers can be freed until bytes arrive (see `conn::serve_http1`).
+// request head, so its buffers can be freed until bytes arrive (see `conn::serve_connection`).
 /// A request is being read or answered (or bytes of the next one arrived).
 const PARK_NO: u8 = 0;
 /// The response body was handed over whole (hyper dropped it) and the request was read to its end.
 const PARK_BODY_DONE: u8 = 1;
-/// Then hyper flushed: its write buffer is empty.
+/// Then hyper flushed: its write buffer is empty, and all it can wait for is a new request.
 const PARK_FLUSHED: u8 = 2;
-/// Then hyper's read found nothing: it is waiting for a new request head.
-const PARK_READY: u8 = 3;
 
 /// What a connection is doing.
 pub(crate) struct ConnState {
@@ -107,7 +105,7 @@ impl ConnState {
     /// connection returned Pending: with the answer flushed it can only be waiting to read; it
     /// may not have tried the read yet).
     pub(crate) fn parkable(&self) -> bool {
-        self.park.load(Ordering::Relaxed) >= PARK_FLUSHED
+        self.park.load(Ordering::Relaxed) == PARK_FLUSHED
     }
 
     /// Back from parking: a new hyper connection reads the next request.
@@ -175,10 +173,8 @@ impl AsyncRead for WatchedStream {
         }
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        match r {
-            Poll::Ready(Ok(())) if buf.filled().len() > before => self.state.on_bytes(),
-            Poll::Pending => self.state.step_park(PARK_FLUSHED, PARK_READY),
-            _ => {}
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.state.on_bytes();
         }
         r
     }
