@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod admin;
 mod bench;
+mod bench_idle;
 mod bench_metrics;
 mod demo;
 mod fileset;
@@ -81,6 +82,8 @@ enum BenchCommand {
     Hop(bench::HopArgs),
     /// Time of a `/metrics` scrape and of a dashboard sample of a runtime with many stages.
     Scrape(bench_metrics::ScrapeArgs),
+    /// Memory per idle keep-alive connection: `seda serve static` next to nginx.
+    Idle(bench_idle::IdleArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -97,6 +100,7 @@ fn main() -> anyhow::Result<()> {
         Command::Fileset(FilesetCommand::Specweb99(args)) => fileset::specweb99(&args),
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
         Command::Bench(BenchCommand::Scrape(args)) => bench_metrics::scrape(&args),
+        Command::Bench(BenchCommand::Idle(args)) => bench_idle::idle(&args),
         Command::Lab(cmd) => lab::run(&cmd),
     }
 }

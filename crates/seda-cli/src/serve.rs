@@ -23,6 +23,10 @@ pub struct StaticArgs {
     /// TOML file with [http], [static] and the runtime's [runtime]/[domains.*]/[stages.*].
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Also serve hidden files and directories (`/.env`, `/.git/...`): by default they are
+    /// answered 404 (`static.serve_hidden`).
+    #[arg(long)]
+    serve_hidden: bool,
 }
 
 /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
@@ -32,6 +36,9 @@ pub fn serve_static(args: &StaticArgs) -> anyhow::Result<()> {
         None => ServeConfig::default(),
     };
     config.statics.root = args.root.clone();
+    if args.serve_hidden {
+        config.statics.serve_hidden = true;
+    }
     if let Some(addr) = args.addr {
         config.http.addr = addr;
     }

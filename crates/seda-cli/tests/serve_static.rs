@@ -105,3 +105,49 @@ fn fileset_then_serve_then_sigint() {
     assert!(rest.contains("stopped: 0 connection(s) cut"), "{rest}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `GET path` with `Connection: close`; the status code.
+fn status_of(addr: &str, path: &str) -> u16 {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("read");
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn dotfiles_answer_404_unless_serve_hidden() {
+    let root = temp_dir("dotfiles");
+    std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+    std::fs::write(root.join(".env"), "SECRET=1").expect("write");
+    std::fs::write(root.join(".git/config"), "[core]").expect("write");
+    std::fs::write(root.join("index.html"), "hi").expect("write");
+    for (flag, expect) in [(None, 404), (Some("--serve-hidden"), 200)] {
+        let mut args = vec![
+            "serve".as_ref(),
+            "static".as_ref(),
+            "--addr".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--root".as_ref(),
+            root.as_os_str(),
+        ];
+        args.extend(flag.map(std::ffi::OsStr::new));
+        let mut server = common::start(&args);
+        assert_eq!(status_of(&server.addr, "/index.html"), 200);
+        assert_eq!(status_of(&server.addr, "/.env"), expect, "{flag:?}");
+        assert_eq!(status_of(&server.addr, "/.git/config"), expect, "{flag:?}");
+        let _ = server.child.kill();
+        let _ = server.child.wait();
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

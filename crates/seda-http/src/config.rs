@@ -20,6 +20,8 @@
 //! [static]
 //! cache_bytes = 268435456
 //! policy = "s3fifo"            # or "lru"
+//! serve_hidden = false         # /.env, /.git/...: 404 unless true
+//! max_waiters_per_file = 256   # requests waiting on one file's read; 503 beyond
 //!
 //! [stages.file_io]             # seda's own sections: [runtime], [domains.*], [stages.*]
 //! threads = 4
@@ -260,6 +262,12 @@ pub struct StaticConfig {
     pub io_threshold: usize,
     /// Seconds in the `Retry-After` header of a 503.
     pub retry_after_s: u32,
+    /// Serve hidden files and directories (a name starting with `.`, such as `/.env` or
+    /// `/.git/config`). Off by default: they are answered 404, as if absent.
+    pub serve_hidden: bool,
+    /// Requests that may wait on one file's read (concurrent misses share one read); past it
+    /// a miss is answered 503 like a full queue.
+    pub max_waiters_per_file: usize,
 }
 
 impl Default for StaticConfig {
@@ -272,6 +280,8 @@ impl Default for StaticConfig {
             io_threads: 4,
             io_threshold: 1024,
             retry_after_s: 1,
+            serve_hidden: false,
+            max_waiters_per_file: 256,
         }
     }
 }

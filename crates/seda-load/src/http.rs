@@ -171,6 +171,32 @@ impl Conn {
     }
 }
 
+/// Parses `input` as one HTTP/1.1 response fed in pieces of `step` bytes (then the server's
+/// close), with the limits the load generator uses: the status and body length, or `None` for
+/// a refused response. For the fuzz targets (feature `fuzzing`).
+#[cfg(feature = "fuzzing")]
+pub fn parse_response_in_pieces(input: &[u8], step: usize) -> Option<(u16, u64)> {
+    let mut parser = Parser::new(Limits {
+        max_header_bytes: 16 * 1024,
+        max_body_bytes: 1 << 20,
+    });
+    let (mut pending, mut capture) = (Vec::new(), Capture::default());
+    capture.body_max = 1 << 10;
+    capture.headers_on = true;
+    for piece in input.chunks(step.max(1)) {
+        match parser.feed(piece, &mut pending, &mut capture) {
+            Ok(Some(r)) => return Some((r.status, r.body_bytes)),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+    }
+    parser
+        .eof()
+        .ok()
+        .flatten()
+        .map(|r| (r.status, r.body_bytes))
+}
+
 /// Appends the encoding of `req` to `out`.
 pub(crate) fn encode_request(out: &mut Vec<u8>, req: &Request, host: &str, close: bool) {
     out.extend_from_slice(req.method.as_bytes());
@@ -600,6 +626,18 @@ mod tests {
             }
         );
         assert_eq!(body, b"abc");
+    }
+
+    #[test]
+    fn bytes_after_a_complete_response_are_an_error_only_in_the_same_read() {
+        // Found by fuzzing (fuzz/regressions/load_response-extra-bytes-after-304): LF-only
+        // line ends, a 304 (no body), then bytes the client did not ask for.
+        let input = b"HTTP/1.0 304\nvv:vvv\n\r\n\nvvvvvv";
+        assert!(parse_in_steps(input, input.len()).is_err());
+        let (r, body) = parse_in_steps(input, 1)
+            .expect("a response")
+            .expect("complete");
+        assert_eq!((r.status, r.body_bytes, body.len()), (304, 0, 0));
     }
 
     #[test]

@@ -79,6 +79,8 @@ pub use affinity::pin_to_cpu;
 pub use config::{Arrivals, ClientConfig, Closed, LoadConfig, Model, Open, PartlyOpen};
 pub use driver::run;
 pub use error::LoadError;
+#[cfg(feature = "fuzzing")]
+pub use http::parse_response_in_pieces;
 pub use record::{Report, jain_index};
 pub use schedule::{Point, Schedule};
 pub use target::{Target, parse_duration};

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -15,12 +16,22 @@ const IDLE: u8 = 0;
 const HEAD: u8 = 1;
 const BUSY: u8 = 2;
 
+// Steps to "parkable" (HTTP/1 only): the connection's answer left and hyper waits for a new
+// request head, so its buffers can be freed until bytes arrive (see `conn::serve_connection`).
+/// A request is being read or answered (or bytes of the next one arrived).
+const PARK_NO: u8 = 0;
+/// The response body was handed over whole (hyper dropped it) and the request was read to its end.
+const PARK_BODY_DONE: u8 = 1;
+/// Then hyper flushed: its write buffer is empty, and all it can wait for is a new request.
+const PARK_FLUSHED: u8 = 2;
+
 /// What a connection is doing.
 pub(crate) struct ConnState {
     epoch: Instant,
     phase: AtomicU8,
     since_us: AtomicU64,
     in_flight: AtomicU32,
+    park: AtomicU8,
 }
 
 /// The verdict of a connection's timer.
@@ -41,6 +52,7 @@ impl ConnState {
             phase: AtomicU8::new(HEAD),
             since_us: AtomicU64::new(0),
             in_flight: AtomicU32::new(0),
+            park: AtomicU8::new(PARK_NO),
         })
     }
 
@@ -55,6 +67,7 @@ impl ConnState {
 
     /// Bytes arrived: if the connection was idle, a request head is now being read.
     fn on_bytes(&self) {
+        self.park.store(PARK_NO, Ordering::Relaxed);
         if self.phase.load(Ordering::Relaxed) == IDLE {
             self.set(HEAD);
         }
@@ -62,6 +75,7 @@ impl ConnState {
 
     /// A request head was parsed: the connection is busy until its answer is written.
     pub(crate) fn begin(&self) {
+        self.park.store(PARK_NO, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         self.phase.store(BUSY, Ordering::Relaxed);
     }
@@ -71,6 +85,32 @@ impl ConnState {
         if self.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
             self.set(IDLE);
         }
+    }
+
+    /// hyper dropped a response body (it has all of it); `clean`: the request was read to its
+    /// end, so hyper's next read is a new request head.
+    pub(crate) fn body_done(&self, clean: bool) {
+        if clean && self.in_flight.load(Ordering::Relaxed) == 0 {
+            self.park.store(PARK_BODY_DONE, Ordering::Relaxed);
+        }
+    }
+
+    fn step_park(&self, from: u8, to: u8) {
+        let _ = self
+            .park
+            .compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Whether hyper is idle between requests with nothing buffered to write (asked when its
+    /// connection returned Pending: with the answer flushed it can only be waiting to read; it
+    /// may not have tried the read yet).
+    pub(crate) fn parkable(&self) -> bool {
+        self.park.load(Ordering::Relaxed) == PARK_FLUSHED
+    }
+
+    /// Back from parking: a new hyper connection reads the next request.
+    pub(crate) fn unpark(&self) {
+        self.park.store(PARK_NO, Ordering::Relaxed);
     }
 
     /// Checks the timeouts at `now`.
@@ -91,11 +131,31 @@ impl ConnState {
 pub(crate) struct WatchedStream {
     inner: TcpStream,
     state: Arc<ConnState>,
+    prefix: Bytes,
 }
 
 impl WatchedStream {
     pub(crate) fn new(inner: TcpStream, state: Arc<ConnState>) -> Self {
-        WatchedStream { inner, state }
+        WatchedStream {
+            inner,
+            state,
+            prefix: Bytes::new(),
+        }
+    }
+
+    /// Bytes hyper had read but not parsed when its connection was parked: read first.
+    pub(crate) fn set_prefix(&mut self, prefix: Bytes) {
+        self.prefix = prefix;
+    }
+
+    /// Whether bytes are waiting in the prefix.
+    pub(crate) fn has_prefix(&self) -> bool {
+        !self.prefix.is_empty()
+    }
+
+    /// Waits until the socket has something to read (bytes, EOF or an error).
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        self.inner.readable().await
     }
 }
 
@@ -105,6 +165,12 @@ impl AsyncRead for WatchedStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix.split_to(n));
+            self.state.on_bytes();
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
@@ -136,7 +202,12 @@ impl AsyncWrite for WatchedStream {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        if matches!(r, Poll::Ready(Ok(()))) {
+            // hyper flushes the socket only once its own write buffer is empty.
+            self.state.step_park(PARK_BODY_DONE, PARK_FLUSHED);
+        }
+        r
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

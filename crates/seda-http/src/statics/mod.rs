@@ -19,6 +19,7 @@ pub mod respond;
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -72,6 +73,8 @@ struct Files {
     root: PathBuf,
     max_file_bytes: u64,
     retry_after_s: u32,
+    serve_hidden: bool,
+    max_waiters: usize,
     state: Mutex<State>,
 }
 
@@ -139,6 +142,8 @@ impl StaticService {
             root,
             max_file_bytes: config.max_file_bytes,
             retry_after_s: config.retry_after_s,
+            serve_hidden: config.serve_hidden,
+            max_waiters: config.max_waiters_per_file.max(1),
             state: Mutex::new(State {
                 cache: Cache::new(config.policy, config.cache_bytes),
                 pending: HashMap::new(),
@@ -164,10 +169,10 @@ impl StaticService {
             )))?
         };
         let sink: Sink<HttpRequest> = {
-            let retry = config.retry_after_s;
+            let (retry, hidden) = (config.retry_after_s, config.serve_hidden);
             rt.stage(Stage::builder("route").inline().handler(handler::each(
                 move |req: HttpRequest, _cx| {
-                    route(req, &cache_sink, retry);
+                    route(req, &cache_sink, retry, hidden);
                 },
             )))?
         };
@@ -191,7 +196,7 @@ impl StaticService {
 }
 
 /// Route: method, path decoding and confinement; then on to the cache.
-fn route(req: HttpRequest, cache: &Sink<Lookup>, retry_after_s: u32) {
+fn route(req: HttpRequest, cache: &Sink<Lookup>, retry_after_s: u32, serve_hidden: bool) {
     let method = &req.head.method;
     if method != Method::GET && method != Method::HEAD {
         let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "405 Method Not Allowed\n");
@@ -210,6 +215,11 @@ fn route(req: HttpRequest, cache: &Sink<Lookup>, retry_after_s: u32) {
             return;
         }
     };
+    if !serve_hidden && path::is_hidden(&key) {
+        // 404, not 403: a prober learns nothing, not even that `/.git/config` exists.
+        req.respond(Failure::NotFound.answer());
+        return;
+    }
     if let Err(rejected) = cache.enqueue(Lookup { req, key }) {
         rejected.event.req.respond(overloaded(retry_after_s));
     }
@@ -255,6 +265,15 @@ impl Files {
             return;
         }
         if let Some(waiters) = state.pending.get_mut(&ev.key) {
+            if waiters.len() >= self.max_waiters {
+                // Reap the waiters whose clients left before refusing anyone.
+                waiters.retain(|w| !w.req.meta.cancel.is_cancelled());
+            }
+            if waiters.len() >= self.max_waiters {
+                drop(state);
+                ev.req.respond(overloaded(self.retry_after_s));
+                return;
+            }
             waiters.push(ev);
             return;
         }
@@ -305,7 +324,14 @@ impl Files {
 
     /// File-I/O stage: one blocking read, then every waiter is answered.
     fn read(&self, ev: ReadFile) {
-        let result = self.load(&ev.key);
+        self.read_with(ev, |key| self.load(key));
+    }
+
+    /// `read` with the loading step given, so a test can make it fail or panic.
+    fn read_with(&self, ev: ReadFile, load: impl FnOnce(&str) -> Result<Entry, Failure>) {
+        let guard = AnswerOnUnwind(self, &ev.key);
+        let result = load(&ev.key);
+        std::mem::forget(guard);
         let mut state = self.state.lock();
         let waiters = state.pending.remove(&ev.key).unwrap_or_default();
         let entry = match result {
@@ -332,41 +358,70 @@ impl Files {
         }
     }
 
-    /// Reads the file `key` names, refusing anything that resolves outside the root.
+    /// Reads the file `key` names, refusing anything that resolves outside the root (or, unless
+    /// allowed, to a hidden name). The file is opened first and the opened file is checked (its
+    /// real path and type), so a symlink swapped in between a check and the open cannot lead
+    /// outside the root.
     fn load(&self, key: &str) -> Result<Entry, Failure> {
-        let mut path = self.resolve(&self.root.join(key))?;
-        let mut kind = fs::metadata(&path).map_err(|e| Failure::of(&e))?;
-        if kind.is_dir() {
-            path = self.resolve(&path.join("index.html"))?;
-            kind = fs::metadata(&path).map_err(|e| Failure::of(&e))?;
+        let (mut file, mut path) = self.open(&self.root.join(key))?;
+        let mut meta = file.metadata().map_err(|e| Failure::of(&e))?;
+        if meta.is_dir() {
+            (file, path) = self.open(&path.join("index.html"))?;
+            meta = file.metadata().map_err(|e| Failure::of(&e))?;
         }
-        // Checked before opening: opening a FIFO or a device could block the worker.
-        if !kind.is_file() {
-            return Err(Failure::NotFound);
-        }
-        let mut file = fs::File::open(&path).map_err(|e| Failure::of(&e))?;
-        let meta = file.metadata().map_err(|e| Failure::of(&e))?;
         if !meta.is_file() {
             return Err(Failure::NotFound);
         }
         if meta.len() > self.max_file_bytes {
             return Err(Failure::TooLarge);
         }
-        let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.read_to_end(&mut buf).map_err(|e| Failure::of(&e))?;
+        let buf = read_bounded(&mut file, meta.len(), self.max_file_bytes)?;
         let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         Ok(Entry::new(Bytes::from(buf), name, modified))
     }
 
-    /// Resolves symlinks; a path that ends up outside the root does not exist for us.
-    fn resolve(&self, path: &Path) -> Result<PathBuf, Failure> {
-        let real = fs::canonicalize(path).map_err(|e| Failure::of(&e))?;
-        if real.starts_with(&self.root) {
-            Ok(real)
-        } else {
-            Err(Failure::NotFound)
+    /// Opens `path` (following symlinks) without blocking on a FIFO or becoming a controlling
+    /// terminal, then confines the opened file by its real path, read back from
+    /// `/proc/self/fd` (Linux).
+    fn open(&self, path: &Path) -> Result<(fs::File, PathBuf), Failure> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(path, flags, Mode::empty())
+            .map_err(|e| Failure::of(&io::Error::from(e)))?;
+        let file = fs::File::from(fd);
+        let real = fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| Failure::of(&e))?;
+        let inside = real
+            .strip_prefix(&self.root)
+            .map_err(|_| Failure::NotFound)?;
+        if !self.serve_hidden && inside.to_str().is_none_or(path::is_hidden) {
+            return Err(Failure::NotFound);
         }
+        Ok((file, real))
+    }
+}
+
+/// Reads at most `limit` bytes; a file that turns out longer than that (it grew, or it is one
+/// of the files whose size says 0, such as those under `/proc`) is too large.
+fn read_bounded(file: &mut impl Read, size: u64, limit: u64) -> Result<Vec<u8>, Failure> {
+    let mut buf = Vec::with_capacity(usize::try_from(size.min(limit)).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| Failure::of(&e))?;
+    if buf.len() as u64 > limit {
+        return Err(Failure::TooLarge);
+    }
+    Ok(buf)
+}
+
+/// Answers every waiter on a file 500 if its read panics (dropped while unwinding; forgotten
+/// once the read returned).
+struct AnswerOnUnwind<'a>(&'a Files, &'a str);
+
+impl Drop for AnswerOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.fail_all(self.1, Some(Failure::Io));
     }
 }
 
@@ -385,6 +440,8 @@ mod tests {
             root: fs::canonicalize(root).expect("root"),
             max_file_bytes: 1 << 20,
             retry_after_s: 1,
+            serve_hidden: false,
+            max_waiters: 3,
             state: Mutex::new(State {
                 cache: Cache::new(crate::Policy::S3fifo, 1 << 20),
                 pending: HashMap::new(),
@@ -537,5 +594,136 @@ mod tests {
         release.send(()).expect("release b");
         rt.shutdown_timeout(Duration::from_secs(5));
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn waiters_on_one_file_are_capped_and_cancelled_ones_make_room() {
+        let dir = std::env::temp_dir().join(format!("seda-http-cap-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        fs::write(dir.join("f"), "capped").expect("write");
+        let rt = Runtime::start().expect("runtime");
+        let (io, reads) = capture(&rt);
+        let files = files(&dir); // at most 3 waiters per file
+        let mut answers = Vec::new();
+        let mut metas = Vec::new();
+        for _ in 0..3 {
+            let (ev, rx, meta) = lookup("f");
+            files.lookup(ev, &io);
+            answers.push(rx);
+            metas.push(meta);
+        }
+        // A fourth is refused at once, like a full queue.
+        let (ev, mut rx4, _) = lookup("f");
+        files.lookup(ev, &io);
+        let r = rx4.try_recv().expect("the fourth is answered at once");
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()[http::header::RETRY_AFTER], "1");
+        // A waiter whose client left is dropped, which makes room for a new one.
+        metas[1].cancel.cancel();
+        let (ev, rx5, _) = lookup("f");
+        files.lookup(ev, &io);
+        assert_eq!(files.state.lock().pending["f"].len(), 3);
+        let read = reads.recv_timeout(Duration::from_secs(5)).expect("read");
+        files.read(read);
+        let mut answers = answers.into_iter();
+        assert_eq!(
+            answers
+                .next()
+                .map(|rx| rx.blocking_recv().map(|r| r.status())),
+            Some(Ok(StatusCode::OK))
+        );
+        assert!(
+            answers
+                .next()
+                .map(|rx| rx.blocking_recv())
+                .is_some_and(|r| r.is_err()),
+            "the cancelled one is not answered"
+        );
+        assert_eq!(
+            answers
+                .next()
+                .map(|rx| rx.blocking_recv().map(|r| r.status())),
+            Some(Ok(StatusCode::OK))
+        );
+        assert_eq!(rx5.blocking_recv().expect("fifth").status(), 200);
+        rt.shutdown_timeout(Duration::from_secs(5));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_read_that_panics_still_answers_every_waiter() {
+        let dir = std::env::temp_dir().join(format!("seda-http-panic-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        let rt = Runtime::start().expect("runtime");
+        let (io, reads) = capture(&rt);
+        let files = files(&dir);
+        let (a, ra, _) = lookup("p");
+        let (b, rb, _) = lookup("p");
+        files.lookup(a, &io);
+        files.lookup(b, &io);
+        let read = reads.recv_timeout(Duration::from_secs(5)).expect("read");
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            files.read_with(read, |_| panic!("a read that panics"));
+        }));
+        assert!(outcome.is_err());
+        for rx in [ra, rb] {
+            assert_eq!(rx.blocking_recv().expect("answered").status(), 500);
+        }
+        assert!(files.state.lock().pending.is_empty());
+        rt.shutdown_timeout(Duration::from_secs(5));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_longer_than_its_size_said_is_not_read_past_the_limit() {
+        // Files under /proc report a size of 0 and then give more: the read must stop at the
+        // limit, not trust the size.
+        let mut files = files(Path::new("/proc/self"));
+        files.max_file_bytes = 64;
+        let status = fs::metadata(files.root.join("status")).expect("/proc/self/status");
+        assert_eq!(status.len(), 0);
+        match files.load("status") {
+            Err(Failure::TooLarge) => {}
+            Ok(e) => panic!("served {} bytes past a limit of 64", e.body.len()),
+            Err(f) => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_between_check_and_open_leaks_nothing() {
+        let top = std::env::temp_dir().join(format!("seda-http-race-{}", std::process::id()));
+        let root = top.join("www");
+        fs::create_dir_all(root.join("in")).expect("dir");
+        fs::create_dir_all(top.join("out")).expect("dir");
+        fs::write(root.join("in/f"), "inside").expect("write");
+        fs::write(top.join("out/f"), "OUTSIDE").expect("write");
+        std::os::unix::fs::symlink(top.join("out"), root.join("swap")).expect("ln");
+        let files = files(&root);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (served, leaked) = std::thread::scope(|s| {
+            s.spawn(|| {
+                // Atomically exchange `www/in` (a directory) and `www/swap` (a symlink to a
+                // directory outside the root), over and over.
+                use rustix::fs::{CWD, RenameFlags, renameat_with};
+                let (a, b) = (root.join("in"), root.join("swap"));
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE);
+                }
+            });
+            let (mut served, mut leaked) = (0, 0);
+            for _ in 0..20_000 {
+                if let Ok(e) = files.load("in/f") {
+                    served += 1;
+                    if &e.body[..] == b"OUTSIDE" {
+                        leaked += 1;
+                    }
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            (served, leaked)
+        });
+        assert_eq!(leaked, 0, "a file outside the root was read {leaked} times");
+        assert!(served > 0, "the file inside was never served");
+        let _ = fs::remove_dir_all(&top);
     }
 }

@@ -79,6 +79,12 @@ pub fn confine(raw: &str) -> Result<String, PathError> {
     Ok(out)
 }
 
+/// Whether a confined path names a hidden file or directory: a segment starting with `.`
+/// (`.env`, `.git/config`, `a/.cache/b`).
+pub fn is_hidden(confined: &str) -> bool {
+    confined.split('/').any(|seg| seg.starts_with('.'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +98,22 @@ mod tests {
         assert_eq!(confine("/").as_deref(), Ok(""));
         assert_eq!(confine("//a/./b/").as_deref(), Ok("a/b/"));
         assert_eq!(confine("/a%20b").as_deref(), Ok("a b"));
+    }
+
+    #[test]
+    fn hidden_names() {
+        for p in [
+            ".env",
+            ".git/config",
+            "a/.cache/b",
+            ".well-known/x",
+            "a/.b/",
+        ] {
+            assert!(is_hidden(p), "{p}");
+        }
+        for p in ["", "a", "a/b.txt", "a./b", "index.html", "a/b/"] {
+            assert!(!is_hidden(p), "{p}");
+        }
     }
 
     #[test]

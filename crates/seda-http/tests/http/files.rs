@@ -205,3 +205,44 @@ fn a_fifo_in_the_root_is_not_served_and_blocks_nothing() {
     assert_eq!(get(server.local_addr(), "/pipe").status, 404);
     server.shutdown(Duration::from_secs(5));
 }
+
+#[test]
+fn hidden_files_and_directories_are_not_served_unless_allowed() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    fs::create_dir_all(root.join(".git")).expect("mkdir");
+    fs::create_dir_all(root.join("sub/.cache")).expect("mkdir");
+    fs::write(root.join(".env"), "DB_PASSWORD=hunter2").expect("write");
+    fs::write(root.join(".git/config"), "[core] secret").expect("write");
+    fs::write(root.join(".git/index.html"), "secret index").expect("write");
+    fs::write(root.join("sub/.cache/x"), "secret x").expect("write");
+    fs::write(root.join("sub/ok.txt"), "fine").expect("write");
+    // A visible name whose target is hidden: refused too (the opened file decides).
+    std::os::unix::fs::symlink(root.join(".env"), root.join("env.txt")).expect("ln");
+    let hidden = [
+        "/.env",
+        "/%2eenv",
+        "/.git/config",
+        "/.git/",
+        "/.git",
+        "/sub/.cache/x",
+        "/sub/%2Ecache/x",
+        "/env.txt",
+    ];
+    let server = static_server(root, |_| {});
+    let mut conn = Conn::open(server.local_addr());
+    for path in hidden {
+        let r = conn.get(path, "");
+        assert_eq!(r.status, 404, "{path}: body {:?}", r.text());
+        assert!(!r.text().contains("secret") && !r.text().contains("hunter2"));
+    }
+    assert_eq!(conn.get("/sub/ok.txt", "").text(), "fine");
+    server.shutdown(Duration::from_secs(5));
+
+    let server = static_server(root, |c| c.statics.serve_hidden = true);
+    let mut conn = Conn::open(server.local_addr());
+    assert_eq!(conn.get("/.env", "").text(), "DB_PASSWORD=hunter2");
+    assert_eq!(conn.get("/.git/config", "").text(), "[core] secret");
+    assert_eq!(conn.get("/env.txt", "").text(), "DB_PASSWORD=hunter2");
+    server.shutdown(Duration::from_secs(5));
+}

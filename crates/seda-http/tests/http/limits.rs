@@ -200,3 +200,34 @@ fn pipelined_requests_are_answered_in_order() {
     assert_eq!(conn.read_response(false).expect("4").status, 404);
     server.shutdown(Duration::from_secs(5));
 }
+
+#[test]
+fn a_keep_alive_connection_idle_between_requests_serves_what_comes_next() {
+    // Between requests the server drops hyper's connection and keeps only the socket; the
+    // next request, however it arrives, is read whole and answered in order.
+    let dir = root_with_file();
+    fs::write(dir.path().join("g"), "second").expect("write");
+    let server = static_server(dir.path(), |_| {});
+    let mut conn = Conn::open(server.local_addr());
+    for _ in 0..3 {
+        assert_eq!(conn.get("/f", "").text(), "payload");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A head split over two writes, the second after a pause.
+    conn.send(b"GET /g HTTP/1.1\r\nHo").expect("send");
+    std::thread::sleep(Duration::from_millis(50));
+    conn.send(b"st: t\r\n\r\n").expect("send");
+    assert_eq!(conn.read_response(false).expect("split").text(), "second");
+    std::thread::sleep(Duration::from_millis(50));
+    // Pipelined requests after an idle pause.
+    conn.send(b"GET /f HTTP/1.1\r\nHost: t\r\n\r\nGET /g HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    assert_eq!(conn.read_response(false).expect("1").text(), "payload");
+    assert_eq!(conn.read_response(false).expect("2").text(), "second");
+    // A POST with a body (its connection is not parked), then a GET.
+    conn.send(b"POST /f HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc")
+        .expect("send");
+    assert_eq!(conn.read_response(false).expect("post").status, 405);
+    assert_eq!(conn.get("/g", "").text(), "second");
+    server.shutdown(Duration::from_secs(5));
+}

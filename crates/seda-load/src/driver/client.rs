@@ -194,8 +194,10 @@ impl Client {
                 .exchange(&self.encoded, &mut self.capture, ctx.limits)
                 .await
             {
-                // The server timed out an idle keep-alive connection: once, on a new one.
-                Err(HttpError::Stale) if !retried => {
+                // The server timed out an idle keep-alive connection: once, on a new one, and
+                // only for an idempotent method. The server may have read and acted on the
+                // request before it closed (a `POST /delete` run twice purges a message).
+                Err(HttpError::Stale) if !retried && idempotent(req.method) => {
                     self.conn = None;
                     retried = true;
                 }
@@ -218,9 +220,28 @@ impl Client {
     }
 }
 
+/// Methods that RFC 9110 (9.2.2) calls idempotent: sending one twice has the effect of
+/// sending it once, so a request lost on a stale connection may be sent again.
+pub(crate) fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_idempotent_methods_are_retried() {
+        for m in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] {
+            assert!(idempotent(m), "{m}");
+        }
+        for m in ["POST", "PATCH", "CONNECT", "get", ""] {
+            assert!(!idempotent(m), "{m}");
+        }
+    }
     use seda_control::AimdWindowConfig;
 
     #[tokio::test(flavor = "current_thread")]

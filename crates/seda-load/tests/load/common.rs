@@ -26,6 +26,9 @@ pub struct Reply {
     pub headers: String,
     /// The body text (instead of `body` bytes of filler).
     pub text: Option<String>,
+    /// Close the connection after reading the request, without answering (a server that
+    /// processed it, then died or timed the connection out).
+    pub hang_up: bool,
 }
 
 impl Reply {
@@ -39,6 +42,7 @@ impl Reply {
             garbage: false,
             headers: String::new(),
             text: None,
+            hang_up: false,
         }
     }
     pub fn status(status: u16) -> Reply {
@@ -184,6 +188,10 @@ async fn serve(mut sock: tokio::net::TcpStream, conn: u64, st: Arc<Stats>, handl
         let now = st.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         st.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let reply = handler(&seen);
+        if reply.hang_up {
+            st.in_flight.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
         if !reply.delay.is_zero() {
             tokio::time::sleep(reply.delay).await;
         }

@@ -6,3 +6,4 @@ mod models;
 mod nginx;
 mod omission;
 mod overload;
+mod retry;
