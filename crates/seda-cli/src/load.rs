@@ -175,7 +175,7 @@ pub struct LoadArgs {
 /// Runs `seda load`.
 pub fn run(mut args: LoadArgs) -> anyhow::Result<()> {
     if matches!(args.workload, WorkloadArg::Mail) {
-        // 002's e-mail users: 20 ms think time, and "wait 5 s, then log in again" after a 503.
+        // WC03's e-mail users: 20 ms think time, and "wait 5 s, then log in again" after a 503.
         if args.think.is_zero() {
             args.think = seda_mail::user_model::THINK_TIME;
         }

@@ -67,23 +67,23 @@ pub struct ServeArgs {
     #[arg(long)]
     deadline_ms: Option<u64>,
     /// Most open connections ; past it a new connection gets 503 and is
-    /// closed: the fixed connection limit that 002 compares adaptive control against.
+    /// closed: the fixed connection limit that WC03 compares adaptive control against.
     #[arg(long, default_value_t = HttpConfig::default().max_connections)]
     max_connections: usize,
     /// Emulate a machine this many times slower: each request's handler keeps its core busy
     /// until it has used this many times its own CPU time (1: off; the lab uses it to match the
-    /// scale of 002's server).
+    /// scale of WC03's server).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     slowdown: u32,
     /// Front-end (network) threads; 0: one per core the process may use.
     #[arg(long, default_value_t = 0)]
     http_threads: usize,
-    /// One admission controller shared by all request-type stages (002's single-stage
+    /// One admission controller shared by all request-type stages (WC03's single-stage
     /// admission control), as `KIND[,NAME=VALUE...]`, e.g. `response_time_tuned,target_s=1`;
     /// a stage given its own `admission` in --config keeps that one.
     #[arg(long, value_name = "KIND[,NAME=VALUE...]")]
     single_admission: Option<String>,
-    /// Serve requests whose client has disconnected instead of dropping them: a server that cannot tell a client gave up, like 001's bricks without
+    /// Serve requests whose client has disconnected instead of dropping them: a server that cannot tell a client gave up, like SSM04's bricks without
     /// self-protection. For experiments; it wastes work under overload.
     #[arg(long)]
     serve_abandoned: bool,

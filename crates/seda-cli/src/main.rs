@@ -60,7 +60,7 @@ enum ServeCommand {
     Static(serve::StaticArgs),
     /// The e-mail service (SQLite by default; a database without the mail tables is seeded).
     Mail(mail::ServeArgs),
-    /// 002 Section 4.5's CPU-bound page with a quality knob (service degradation).
+    /// WC03 Section 4.5's CPU-bound page with a quality knob (service degradation).
     Bottleneck(serve_bottleneck::BottleneckArgs),
 }
 

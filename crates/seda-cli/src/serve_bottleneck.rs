@@ -1,4 +1,4 @@
-//! `seda serve bottleneck`: 002 Section 4.5's CPU-bound page with a quality knob.
+//! `seda serve bottleneck`: WC03 Section 4.5's CPU-bound page with a quality knob.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ pub struct BottleneckArgs {
     /// Address to listen on (overrides the file's `http.addr`).
     #[arg(long)]
     addr: Option<SocketAddr>,
-    /// Overload control of the stage: none, degrade (002 Figure 12) or degrade+admission
+    /// Overload control of the stage: none, degrade (WC03 Figure 12) or degrade+admission
     /// (Figure 13). A `[stages.bottleneck.admission]` section of --config overrides it.
     #[arg(long, default_value = "none", value_parser = Control::NAMES)]
     control: String,

@@ -1,6 +1,6 @@
 //! Knobs: a controller's output that a stage's handler reads, typed.
 //!
-//! Some controllers act through the handler rather than on admission: 002's degradation
+//! Some controllers act through the handler rather than on admission: WC03's degradation
 //! controller sets a *quality* that the handler uses to decide how much work to do (later: an
 //! early-termination threshold, a pool target). The controller owns a [`KnobCell`], an atomic
 //! it writes; the handler holds a [`Knob<K>`] typed by what it reads ([`Quality`]...). The
@@ -29,7 +29,7 @@ pub trait KnobKind: 'static {
     fn decode(raw: f64) -> Self::Value;
 }
 
-/// The quality a handler should deliver, in `(0, 1]`: 002 Section 3.4's degradation knob.
+/// The quality a handler should deliver, in `(0, 1]`: WC03 Section 3.4's degradation knob.
 #[derive(Debug, Clone, Copy)]
 pub struct Quality;
 

@@ -36,8 +36,8 @@
 //!   retire idle workers).
 //! - [`BatchController`]: SEDA's AggThrottle, a throughput-driven search for the batch size.
 //! - [`AimdWindow`]: SSM's client-side window of outstanding requests.
-//! - [`ResponseTimeController`] (002 Section 3.2), [`MulticlassController`] (002 Section 3.3),
-//!   [`Degradation`] (002 Section 3.4), [`SelectiveDropper`] (003 Section 4.2.3) and our
+//! - [`ResponseTimeController`] (WC03 Section 3.2), [`MulticlassController`] (WC03 Section 3.3),
+//!   [`Degradation`] (WC03 Section 3.4), [`SelectiveDropper`] (FAIR07 Section 4.2.3) and our
 //!   [`TunedResponseTimeController`].
 //! - [`peers`]: Netflix's Vegas, Gradient2 and AIMD limits, Envoy's gradient controller and
 //!   folly's CoDel, behind the same [`AdmissionController`] interface.
@@ -46,16 +46,16 @@
 //!   [`build_admission`] builds one from a name and numeric parameters (the runtime's TOML).
 //! - [`Knob`]: a controller's output (the degradation quality) that a handler reads through a
 //!   typed handle bound when its stage is built.
-//! - [`SharedController`]: one of them shared by several stages (002's single-stage admission
+//! - [`SharedController`]: one of them shared by several stages (WC03's single-stage admission
 //!   control: one controller filters every request, whatever stage it is headed for).
 //!
 //! # Where each controller lives
 //!
 //! ```text
-//! rate/       response_time/ (002 Section 3.2 and our tuned variant), multiclass/ (002 Section
-//!             3.3), degradation/ (002 Section 3.4), the token bucket
+//! rate/       response_time/ (WC03 Section 3.2 and our tuned variant), multiclass/ (WC03 Section
+//!             3.3), degradation/ (WC03 Section 3.4), the token bucket
 //! peers/      vegas, gradient2, aimd (Netflix), envoy (Envoy's gradient), codel (folly)
-//! drop/       dropper (003's selective dropping), threshold (Sandstorm's queue threshold)
+//! drop/       dropper (FAIR07's selective dropping), threshold (Sandstorm's queue threshold)
 //! pool/       thread_pool (SEDA's pool sizing), batching (AggThrottle)
 //! client/     aimd_window (SSM's client-side window)
 //! catalogue/  the list of admission controllers by name, and the parameter reader

@@ -1,4 +1,4 @@
-//! One admission controller that several stages consult and feed: 002 Section 4.4's
+//! One admission controller that several stages consult and feed: WC03 Section 4.4's
 //! *single-stage* admission control, "a single admission controller that filters all incoming
 //! requests, regardless of type", as opposed to one controller per request-type stage.
 //!

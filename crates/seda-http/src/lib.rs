@@ -37,7 +37,7 @@
 //! - [`StaticService`]: Haboob's stages; [`statics::Cache`] is its byte-bounded page cache
 //!   (S3-FIFO or LRU); [`StaticServer`] assembles runtime, stages and front end.
 //! - [`specweb`]: the SPECweb99 file set and request mix.
-//! - [`bottleneck`]: 002 Section 4.5's CPU-bound service with a quality knob
+//! - [`bottleneck`]: WC03 Section 4.5's CPU-bound service with a quality knob
 //!   ([`bottleneck::BottleneckServer`]), for the service-degradation experiments.
 //!
 //! # Overload

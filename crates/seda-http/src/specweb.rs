@@ -4,7 +4,7 @@
 //! 0.1-0.9 KB, 1-9 KB, 10-90 KB and 100-900 KB (about 5 MB per directory). Requests pick a
 //! directory by Zipf (weight 1/i), a class with probabilities 0.35/0.50/0.14/0.01, and a file by
 //! Zipf over eight ranks mapped through `FILE_ORDER` (file 0 is never asked for), as in
-//! `HttpLoad.java` (`shared/reference/load-generation.md` section 2).
+//! `HttpLoad.java` (SPECWEB99 in `docs/papers.md`).
 
 use std::fs;
 use std::io;

@@ -1,4 +1,4 @@
-//! The CPU-bound bottleneck service (002 Section 4.5) as the scenarios run it: `seda serve
+//! The CPU-bound bottleneck service (WC03 Section 4.5) as the scenarios run it: `seda serve
 //! bottleneck` as a pinned child process with a chosen control, and its users.
 
 use std::net::SocketAddr;
@@ -11,10 +11,10 @@ use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
 use crate::child::Child;
 use crate::lab::Lab;
 
-/// Think time between a reply and the next request. 002 Section 4.5 does not give one; this
+/// Think time between a reply and the next request. WC03 Section 4.5 does not give one; this
 /// is the 20 ms of its e-mail users ("aggressively set"), for users as eager.
 pub const THINK: Duration = Duration::from_millis(20);
-/// Wait after a 503 before starting over (002's e-mail users wait 5 s).
+/// Wait after a 503 before starting over (WC03's e-mail users wait 5 s).
 pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 
 /// A running `seda serve bottleneck`.

@@ -1,4 +1,4 @@
-//! HAProxy in front of a server with `maxconn`: the fixed connection limit 002 compares its
+//! HAProxy in front of a server with `maxconn`: the fixed connection limit WC03 compares its
 //! adaptive controller against ("a limit of 128 simultaneous connections").
 
 use std::net::SocketAddr;

@@ -16,18 +16,18 @@ use serde_json::{Value, json};
 use crate::child::Child;
 use crate::lab::Lab;
 
-/// Accounts in the lab's corpus (002's users each read one account's folders).
+/// Accounts in the lab's corpus (WC03's users each read one account's folders).
 pub const CORPUS_USERS: u64 = 100;
 /// How many times slower than this machine the service is run (`seda serve mail --slowdown`).
-/// On 002's 2003 server a request cost far more than a client's handling of its reply; here
+/// On WC03's 2003 server a request cost far more than a client's handling of its reply; here
 /// SQLite answers so fast that one load-generator core could not outpace one server core, and
 /// the client, not the server, would become the bottleneck. Twenty times slower restores the
 /// paper's proportions: the server saturates while the load generator stays idle most of the
 /// time.
 pub const SLOWDOWN: u32 = 20;
-/// 002's think time between requests ("aggressively set to 20 ms").
+/// WC03's think time between requests ("aggressively set to 20 ms").
 pub const THINK: Duration = Duration::from_millis(20);
-/// 002's wait after a rejection before logging in again.
+/// WC03's wait after a rejection before logging in again.
 pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 
 /// How the service protects itself.
@@ -35,14 +35,14 @@ pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 pub enum Control {
     /// No admission control: unbounded queues.
     None,
-    /// One admission controller per request-type stage (002's per-stage control).
+    /// One admission controller per request-type stage (WC03's per-stage control).
     PerStage {
         /// A name of `seda_control::catalogue`, e.g. `response_time_tuned`.
         kind: String,
         /// Its parameters, e.g. `target_s`.
         params: Vec<(String, f64)>,
     },
-    /// One admission controller shared by all request-type stages (002's single-stage
+    /// One admission controller shared by all request-type stages (WC03's single-stage
     /// control, Figure 11): it filters every request whatever its type (`seda serve mail
     /// --single-admission`).
     SingleStage {
@@ -253,7 +253,7 @@ fn remove_db(db: &std::path::Path) {
     }
 }
 
-/// A load of emulated e-mail users against `addr`: 002's think time and wait after a
+/// A load of emulated e-mail users against `addr`: WC03's think time and wait after a
 /// rejection, both multiplied by `time_scale` (a scenario that shrinks its time scale to fit a
 /// faster machine shrinks them too), 1 s intervals, a 3 s connect timeout and a 30 s deadline
 /// (a request unanswered by then counts as a timeout).

@@ -46,7 +46,7 @@ impl Check {
 /// Everything a scenario measured.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
-    /// The figures of the seeds this reproduces, e.g. "002 Figures 7 and 10".
+    /// The figures of the seeds this reproduces, e.g. "WC03 Figures 7 and 10".
     pub paper: String,
     /// The configuration it ran with (loads, durations, targets, scale-down).
     pub config: Value,

@@ -19,9 +19,9 @@ use crate::vocabulary::windows;
 /// The shape of the spike.
 #[derive(Debug, Clone, Copy)]
 pub struct Spike {
-    /// Users before and after the spike (002: 3).
+    /// Users before and after the spike (WC03: 3).
     pub base_users: usize,
-    /// Users during the spike (002: 1000; here calibrated to the machine).
+    /// Users during the spike (WC03: 1000; here calibrated to the machine).
     pub spike_users: usize,
     /// Seconds of base load before the spike.
     pub before_s: f64,
@@ -31,7 +31,7 @@ pub struct Spike {
     pub after_s: f64,
     /// The p90 response-time target.
     pub target_s: f64,
-    /// Multiplies 002's think time and wait after a rejection (1: the paper's).
+    /// Multiplies WC03's think time and wait after a rejection (1: the paper's).
     pub time_scale: f64,
 }
 
@@ -84,7 +84,7 @@ pub struct SpikeRun {
     /// Rejected fraction of the requests that ended in each interval.
     pub rejected: Vec<(f64, f64)>,
     /// The admission rate of the `mail.list_folders` stage's controller, if it has one
-    /// (002 Figure 7 shows that stage): the token bucket's rate, or for our controller the
+    /// (WC03 Figure 7 shows that stage): the token bucket's rate, or for our controller the
     /// departure rate it sizes its queue by.
     pub rate: Vec<(f64, f64)>,
     /// The per-interval series as the load generator recorded it.
@@ -95,7 +95,7 @@ pub struct SpikeRun {
 /// and the proxy's process.
 pub type Front = dyn Fn(&Lab, SocketAddr) -> Result<(SocketAddr, crate::Child)>;
 
-/// The stage whose controller 002's Figure 7 plots.
+/// The stage whose controller WC03's Figure 7 plots.
 pub const FIGURE_7_STAGE: &str = "mail.list_folders";
 
 /// Starts the service with `control` (behind `front` if given: a function that puts a proxy
@@ -153,7 +153,7 @@ pub fn settle(report: &Report, spike: &Spike) -> f64 {
 }
 
 /// The fraction of users who got neither a page nor a rejection in the whole run: left
-/// waiting on a connection (002: "over 561 of the 1000 clients experienced connection timeout
+/// waiting on a connection (WC03: "over 561 of the 1000 clients experienced connection timeout
 /// errors" with a connection limit).
 fn unanswered_clients(report: &Report) -> f64 {
     let n = report.clients.len().max(1) as f64;
@@ -236,7 +236,7 @@ fn measure(
         let n = c.completed + c.rejected + c.timeouts + c.errors;
         (n > 0).then(|| c.rejected as f64 / n as f64)
     });
-    // 002's controller drives a token bucket (`rate_per_s`); ours limits the queue and
+    // WC03's controller drives a token bucket (`rate_per_s`); ours limits the queue and
     // reports the departure rate it admits against (`departures_per_s`).
     let mut rate = controller_series(samples, FIGURE_7_STAGE, "rate_per_s");
     if rate.is_empty() {

@@ -17,13 +17,13 @@ use crate::vocabulary::windows;
 pub struct Steady {
     /// Closed-loop users.
     pub users: usize,
-    /// Seconds of load before measuring (002: "an initial warm-up period of about 20 seconds").
+    /// Seconds of load before measuring (WC03: "an initial warm-up period of about 20 seconds").
     pub warmup_s: f64,
     /// Measured seconds.
     pub duration_s: f64,
     /// The p90 response-time target.
     pub target_s: f64,
-    /// Multiplies 002's think time and wait after a rejection (1: the paper's).
+    /// Multiplies WC03's think time and wait after a rejection (1: the paper's).
     pub time_scale: f64,
 }
 
@@ -43,7 +43,7 @@ impl Steady {
     }
 }
 
-/// One request type's figures (002 Figures 9 and 11).
+/// One request type's figures (WC03 Figures 9 and 11).
 #[derive(Debug, Clone, Serialize)]
 pub struct TypeRow {
     /// `login`, `list_folders`...

@@ -92,7 +92,7 @@ pub struct ClientConfig {
     /// SSM's stub does (counted in [`Counts::rejected`](crate::record::Counts) and
     /// [`Counts::refused`](crate::record::Counts)), instead of waiting for a slot. Open model
     /// only: under an open overload, waiting grows the queue at the gate until every request
-    /// sent has spent its whole deadline there (001: "under overload, requests are rejected
+    /// sent has spent its whole deadline there (SSM04: "under overload, requests are rejected
     /// instead of allowing latency to increase").
     pub aimd_reject_when_full: bool,
     /// Largest response head accepted.

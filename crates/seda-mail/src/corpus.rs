@@ -1,6 +1,6 @@
 //! A deterministic mail corpus: the same seed gives the same users, folders and messages.
 //!
-//! 002 Section 4.1: each emulated user accesses folders of between 1 and 12,794 messages. Folder
+//! WC03 Section 4.1: each emulated user accesses folders of between 1 and 12,794 messages. Folder
 //! sizes here follow a bounded Pareto law on `[1, max_folder]` with shape 0.5 (most folders hold
 //! tens of messages, a few hold thousands: mean about 113 for the paper's range). Bodies are
 //! lognormal (median 1.5 KB, sigma 1.0, so a mean near 2.5 KB and a long tail, capped at

@@ -1,7 +1,7 @@
 //! Arashi, the web e-mail service of the SEDA papers, on a real database.
 //!
 //! Each request type (login, list folders, list messages, show message, delete, refile, search)
-//! is a [`seda`] stage with its own queue, admission control and worker threads, as in 002
+//! is a [`seda`] stage with its own queue, admission control and worker threads, as in WC03
 //! Section 4.1, so the expensive types (search, big folder listings) can be throttled without
 //! touching the cheap ones. Handlers run blocking database calls on their stage's workers and
 //! render server-side HTML.

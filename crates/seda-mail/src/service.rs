@@ -13,7 +13,7 @@ use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
 use crate::session::{Refused, Session, SessionLimits, Sessions};
 use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, SearchField, Sort, Store, StoreError};
 
-/// Seconds a rejected client is told to wait (002 Section 4.1: users back off 5 s).
+/// Seconds a rejected client is told to wait (WC03 Section 4.1: users back off 5 s).
 pub const RETRY_AFTER_S: u32 = 5;
 /// Longest search text.
 pub const MAX_QUERY_CHARS: usize = 200;
@@ -36,10 +36,10 @@ pub struct ServiceOptions {
     /// core would otherwise have the preemption multiplied too, and the busier the server, the
     /// slower each request would become (we measured a 1 ms login stretched to 0.5 s under
     /// overload that way). The lab uses it to
-    /// bring the service's capacity down to the scale of 002's 2003 server, where a request
+    /// bring the service's capacity down to the scale of WC03's 2003 server, where a request
     /// cost far more than the load generator's handling of its reply.
     pub slowdown: u32,
-    /// One admission controller for all request types instead of none (002 Section 4.4's
+    /// One admission controller for all request types instead of none (WC03 Section 4.4's
     /// single-stage admission control): every stage consults and feeds the same controller, so
     /// it rejects without regard to type. A stage given its own `admission` in the runtime
     /// configuration uses that one instead.

@@ -1,4 +1,4 @@
-//! The e-mail user: a transport-independent state machine (002 Section 4.1).
+//! The e-mail user: a transport-independent state machine (WC03 Section 4.1).
 //!
 //! Each emulated user logs in, then moves between request types by a Markov model, waits a
 //! think time (20 ms by default, as in the paper) between requests, and after a rejection waits
@@ -39,9 +39,9 @@ use crate::corpus::{Rng, password, user_name};
 use crate::request::{RequestKind, percent_encode};
 use crate::store::TRASH;
 
-/// Think time between requests (002 Section 4.1: "aggressively set to 20 ms").
+/// Think time between requests (WC03 Section 4.1: "aggressively set to 20 ms").
 pub const THINK_TIME: Duration = Duration::from_millis(20);
-/// Wait after a rejection before logging in again (002 Section 4.1).
+/// Wait after a rejection before logging in again (WC03 Section 4.1).
 pub const REJECT_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Transition probabilities in percent; rows and columns in [`RequestKind::ALL`] order.

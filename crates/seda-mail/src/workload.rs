@@ -3,7 +3,7 @@
 //! Each load-generator session is one [`UserModel`]: it sees each reply's status, `Location`,
 //! `Set-Cookie` and the start of its HTML, and picks the next request by the Markov model. Think
 //! time and the wait after a 503 are the load generator's (`--think`, `--backoff`); after the
-//! wait it starts a fresh session, which logs in again, as 002's users do.
+//! wait it starts a fresh session, which logs in again, as WC03's users do.
 
 use std::sync::Arc;
 

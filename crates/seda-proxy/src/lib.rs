@@ -1,7 +1,7 @@
 //! `seda proxy`: a reverse proxy that gives any HTTP service seda's overload control.
 //!
 //! Most services will not be rewritten as seda stages. Put this proxy in front instead: each
-//! route (a path prefix) gets its own response-time controller ([WC03]'s p90 controller on a
+//! route (a path prefix) gets its own response-time controller (WC03's p90 controller on a
 //! token rate), so only the route that is the bottleneck sheds load, and a request turned away
 //! gets `503` with `Retry-After` at once instead of waiting in a queue it would time out in.
 //!
@@ -28,7 +28,6 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [WC03]: ../../docs/papers.md
 
 #![warn(missing_docs)]
 

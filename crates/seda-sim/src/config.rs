@@ -10,7 +10,7 @@ use crate::levers::Levers;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Population {
     /// `users` closed-loop users, active in `[start_s, end_s)`: each sends, waits for the reply
-    /// (or its timeout), thinks, and sends again. A refused user waits `reject_wait` (002's
+    /// (or its timeout), thinks, and sends again. A refused user waits `reject_wait` (WC03's
     /// e-mail users wait 5 s) or, if `None`, a think time.
     Closed {
         /// Number of users.
@@ -50,7 +50,7 @@ pub enum Population {
         /// No session after this.
         end_s: f64,
     },
-    /// The thesis's partly-open clients (003 Section 5.2): `clients` clients, active in
+    /// The thesis's partly-open clients (FAIR07 Section 5.2): `clients` clients, active in
     /// `[start_s, end_s)`; each sends its next request when its reply arrives (after `think`)
     /// or when `patience` has passed since its last send without a reply, whichever is first, so
     /// a client has more than one request outstanding, and the offered load grows, when the
@@ -78,7 +78,7 @@ pub struct SourceConfig {
     pub class: u8,
     /// The client gives up after this long (the request's deadline); `None` waits forever.
     pub timeout_s: Option<f64>,
-    /// An SSM-style AIMD window in the client stub (001): requests beyond it are refused at the
+    /// An SSM-style AIMD window in the client stub (SSM04): requests beyond it are refused at the
     /// client without being sent.
     pub window: Option<AimdWindowConfig>,
 }
@@ -101,11 +101,11 @@ pub struct StageConfig {
     /// Servers (worker threads), each serving one request at a time.
     pub servers: u32,
     /// Service time of one request. A request whose client has given up still costs its full
-    /// service time if served (001's wasted work).
+    /// service time if served (SSM04's wasted work).
     pub service: Dist,
     /// Largest queue length; `None` for unbounded.
     pub queue_cap: Option<usize>,
-    /// Drop at dequeue requests whose deadline (client timeout) has passed (001: "service only
+    /// Drop at dequeue requests whose deadline (client timeout) has passed (SSM04: "service only
     /// requests that have not timed out").
     pub drop_expired: bool,
 }
@@ -159,10 +159,10 @@ pub struct SimConfig {
     pub more_stages: Vec<StageNode>,
     /// Stage 0's controller follows every request it admitted until it leaves the graph: it
     /// hears the end-to-end response time at the exit (or a drop when a later stage refuses the
-    /// request), not its own stage's completions. A single front-door controller, as in 002
+    /// request), not its own stage's completions. A single front-door controller, as in WC03
     /// Figure 11's single-stage admission control.
     pub entry_control: bool,
-    /// Share of each service time that a quality knob scales (002 Section 3.4). When the
+    /// Share of each service time that a quality knob scales (WC03 Section 3.4). When the
     /// admission controller reports a `quality` in its state (as `degradation` does), service
     /// times become `s x (1 - degradable + degradable x quality)`, updated every tick.
     pub degradable: f64,

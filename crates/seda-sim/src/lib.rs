@@ -5,9 +5,9 @@
 //! controller; after service a request moves on to another stage with given probabilities or
 //! leaves) fed by sources: closed users with think time, open Poisson or constant-rate arrivals, and
 //! partly-open sessions; clients may give up after a timeout and may hold an SSM-style AIMD
-//! window (seed 001). Service times come from a [`Dist`]: deterministic, exponential, lognormal,
+//! window (SSM04). Service times come from a [`Dist`]: deterministic, exponential, lognormal,
 //! Pareto, or a mix. A request whose client has timed out still costs its full service time if
-//! the stage serves it (001's wasted work), unless the stage drops expired requests at dequeue.
+//! the stage serves it (SSM04's wasted work), unless the stage drops expired requests at dequeue.
 //! The same seed always gives the same run.
 //!
 //! # A tour

@@ -69,13 +69,13 @@ fn response_time_controller_meets_a_1s_target_under_3x_overload() {
     assert!(p90_none > 2.0, "no control p90 {p90_none}");
     assert!(p90_rt < 1.5, "response_time p90 {p90_rt}");
     assert!(rt.metrics.total.rejected > 0);
-    // 002's AIMD (divide by 1.2 over target, add at most 1.8/s per run under half the target)
+    // WC03's AIMD (divide by 1.2 over target, add at most 1.8/s per run under half the target)
     // under-admits on this plant; it still keeps well over half of the capacity busy.
     let thr = rt.metrics.total.completed as f64 / 60.0;
     assert!(thr > 200.0, "throughput {thr}");
 }
 
-/// 002 Figure 15 in small: two classes of closed users with a 5 s wait after a rejection.
+/// WC03 Figure 15 in small: two classes of closed users with a 5 s wait after a rejection.
 fn two_classes(kind: &str) -> seda_sim::Bucket {
     let closed = |class: u8, start_s: f64, end_s: f64| {
         let mut s = SourceConfig::new(Population::Closed {
@@ -139,7 +139,7 @@ fn selective_dropper_bounds_queueing_time() {
     assert!(r.metrics.total.expired > 0 && r.metrics.total.rejected == 0);
 }
 
-/// 001: open load at 2x capacity with a 60 ms client timeout.
+/// SSM04: open load at 2x capacity with a 60 ms client timeout.
 fn goodput_at_2x(window: bool, drop_expired: bool) -> f64 {
     let mut st = stage();
     st.drop_expired = drop_expired;
@@ -204,7 +204,7 @@ fn partly_open_sessions_and_bad_config() {
     assert!(simulate(bad).unwrap_err().contains("servers"));
 }
 
-/// 002 Figure 10's shape: 3 users, then at 10 s users offering 3 x capacity until 40 s.
+/// WC03 Figure 10's shape: 3 users, then at 10 s users offering 3 x capacity until 40 s.
 fn spike(kind: &str, service: Dist) -> (f64, f64, f64) {
     let think = 1000.0 / 1200.0;
     let closed = |users, start_s, end_s| {
@@ -246,7 +246,7 @@ fn on_a_spike_the_tuned_controller_settles_fast_and_keeps_goodput() {
         assert!(p90 <= 1.2, "{service:?}: p90 {p90}");
         assert!(goodput >= 0.9 * 400.0, "{service:?}: goodput {goodput}");
     }
-    // 002's controller with Figure 4's parameters keeps the p90 but admits too little.
+    // WC03's controller with Figure 4's parameters keeps the p90 but admits too little.
     let (_, p90, goodput) = spike("response_time", Dist::exp(0.01));
     assert!(
         p90 <= 1.2 && goodput < 0.8 * 400.0,

@@ -5,7 +5,7 @@
 //! of N permits, `LoadShed` rejects when the inner service is not ready, `Timeout` gives up
 //! after a fixed time. None of them knows what response time the operator wants. This layer
 //! measures every response's time and lets a controller decide, per request, whether to admit
-//! it: the response-time controller of Welsh and Culler ([WC03]: a token rate steered toward
+//! it: the response-time controller of Welsh and Culler (WC03: a token rate steered toward
 //! a 90th-percentile target), its class-aware form, or the peers (Vegas, Gradient2, AIMD,
 //! Envoy's gradient, CoDel). A request turned away costs almost nothing and gets an explicit
 //! answer: `503` with `Retry-After` for HTTP, or an [`Overloaded`] error.
@@ -40,7 +40,6 @@
 //! controller ([`SedaLayer::new`]) sees each request dequeued as it is admitted.
 //!
 //! [tower]: https://docs.rs/tower
-//! [WC03]: ../../docs/papers.md
 
 #![warn(missing_docs)]
 

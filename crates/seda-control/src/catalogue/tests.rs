@@ -120,7 +120,7 @@ fn defaults_are_the_configs_defaults() {
     assert_eq!(
         ResponseTimeConfig::DEFAULT_TARGET,
         Duration::from_secs(1),
-        "002's Figure 10 target"
+        "WC03's Figure 10 target"
     );
     assert_eq!(AimdLimitConfig::default().timeout, Duration::from_secs(5));
     assert_eq!(DEFAULT_DROP_THRESHOLD, Duration::from_millis(80));

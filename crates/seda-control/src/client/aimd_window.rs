@@ -1,4 +1,4 @@
-//! SSM's client-side AIMD window (seed 001, "Self-Tuning").
+//! SSM's client-side AIMD window (SSM04, "Self-Tuning").
 //!
 //! The client stub keeps at most `window` requests outstanding. A reply within the timeout grows
 //! the window additively (by `increase` per window's worth of successes, as TCP's congestion

@@ -1,8 +1,8 @@
-//! Early selective dropping (seed 003, Section 4.2.3).
+//! Early selective dropping (FAIR07, Section 4.2.3).
 //!
 //! "If the queuing time of the request is over the threshold, the request will be filtered":
 //! admission lets everything in (the queue absorbs safe peaks), and at dequeue an event that has
-//! waited longer than the threshold is dropped as expired instead of being served late. 003's
+//! waited longer than the threshold is dropped as expired instead of being served late. FAIR07's
 //! experiments use an 80 ms threshold for a 100 ms p90 target.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::{AdmissionController, RejectReason, Time};
 pub(crate) const ENTRY: Entry = Entry {
     name: "selective_dropper",
     about: "early selective dropping, threshold = target / 2",
-    source: "003 Section 4.2.3",
+    source: "FAIR07 Section 4.2.3",
     role: Role::Drop,
     compared: true,
     build: |p| {
@@ -24,13 +24,13 @@ pub(crate) const ENTRY: Entry = Entry {
     aim,
 };
 
-/// Aimed at a target, an event that queued half of it is dropped (003 drops at 80 ms for a
+/// Aimed at a target, an event that queued half of it is dropped (FAIR07 drops at 80 ms for a
 /// 100 ms target, leaving the rest of the target to the service time).
 fn aim(target: Duration) -> Vec<(&'static str, f64)> {
     vec![("threshold_s", target.as_secs_f64() / 2.0)]
 }
 
-/// 003's threshold in its experiments.
+/// FAIR07's threshold in its experiments.
 pub const DEFAULT_DROP_THRESHOLD: Duration = Duration::from_millis(80);
 
 /// Drops, at dequeue, events whose queueing time exceeds a fixed threshold.

@@ -1,4 +1,4 @@
-//! Netflix concurrency-limits' `AIMDLimit` (reference: overload-control-peers.md Section 1.1).
+//! Netflix concurrency-limits' `AIMDLimit` (NETFLIX in `docs/papers.md`).
 //!
 //! `L <- 0.9 L` on a drop or when rtt exceeds 5 s; otherwise `L <- L + 1`, but only when at least
 //! half the limit is in use. Initial 20, range [20, 200].

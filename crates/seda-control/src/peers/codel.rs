@@ -1,4 +1,4 @@
-//! folly's `Codel` on queueing delay (overload-control-peers.md Section 1.6).
+//! folly's `Codel` on queueing delay (CODEL12 in `docs/papers.md`).
 //!
 //! Every `interval` (100 ms) the stage is judged overloaded if the minimum queueing delay seen in
 //! the interval exceeded `target_delay` (5 ms). While overloaded, an event dequeued after waiting

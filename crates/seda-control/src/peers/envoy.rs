@@ -1,4 +1,4 @@
-//! Envoy's adaptive-concurrency gradient controller (overload-control-peers.md Section 1.2).
+//! Envoy's adaptive-concurrency gradient controller (ENVOY in `docs/papers.md`).
 //!
 //! minRTT window: concurrency is pinned to `min_concurrency` (3) and the p50 of 50 requests that
 //! started inside the window becomes minRTT; it is re-measured every `min_rtt_interval` (+ up to

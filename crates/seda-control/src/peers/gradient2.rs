@@ -1,4 +1,4 @@
-//! Netflix concurrency-limits' `Gradient2Limit` (overload-control-peers.md Section 1.1).
+//! Netflix concurrency-limits' `Gradient2Limit` (NETFLIX in `docs/papers.md`).
 //!
 //! `long` is an exponential average of rtt over 600 samples (a plain mean for the first 10);
 //! when `long / rtt > 2` it is pulled down by 5%. Unless less than half the limit is in use,

@@ -1,5 +1,5 @@
-//! Peers' adaptive controllers, for side-by-side comparison (`shared/reference/
-//! overload-control-peers.md`): Netflix concurrency-limits' Vegas, Gradient2 and AIMD limits,
+//! Peers' adaptive controllers, for side-by-side comparison (NETFLIX, ENVOY and
+//! CODEL12 in `docs/papers.md`): Netflix concurrency-limits' Vegas, Gradient2 and AIMD limits,
 //! Envoy's adaptive-concurrency gradient controller, and folly's CoDel on queueing delay.
 //!
 //! The limit algorithms implement [`LimitAlgorithm`] and are enforced by a

@@ -1,5 +1,5 @@
-//! Netflix concurrency-limits' `VegasLimit`, its default (overload-control-peers.md Section
-//! 1.1).
+//! Netflix concurrency-limits' `VegasLimit`, its default (NETFLIX in
+//! `docs/papers.md`).
 //!
 //! Estimates the queue as `L (1 - rtt_noload / rtt)`. With `log = max(1, floor(log10 L))`:
 //! queue <= `log` grows the limit by `beta = 6 log`; queue < `alpha = 3 log` grows it by `log`;

@@ -1,4 +1,4 @@
-//! SEDA's batching controller, Sandstorm's AggThrottle (reference/sandstorm.md 3.2).
+//! SEDA's batching controller, Sandstorm's AggThrottle (SEDA01).
 //!
 //! It searches the batch size that maximises throughput: at most once per `recalc_window` it
 //! measures throughput and smooths it; every [`BATCH_ADJUST_DELAY`] measurements it moves the

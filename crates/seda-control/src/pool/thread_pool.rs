@@ -1,4 +1,4 @@
-//! SEDA's thread-pool controller (Sandstorm `ThreadPoolController`, reference/sandstorm.md 3.1).
+//! SEDA's thread-pool controller (Sandstorm `ThreadPoolController`, SEDA01).
 //!
 //! Every `delay` the controller samples the stage's queue; every
 //! [`POOL_CONTROLLER_DELAY_TICKS`]-th sample, a queue at or above `threshold` adds one thread, up

@@ -1,5 +1,5 @@
-//! Controllers that act on an admission rate or a queue bound, from response times: 002's
-//! response-time controller and our tuned variant, 002's class-based differentiation and its
+//! Controllers that act on an admission rate or a queue bound, from response times: WC03's
+//! response-time controller and our tuned variant, WC03's class-based differentiation and its
 //! degradation knob, and the token bucket they enforce through.
 
 pub mod degradation;

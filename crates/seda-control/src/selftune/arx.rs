@@ -1,4 +1,4 @@
-//! The online model of a stage: `y(k) = a*y(k-1) + b*u(k)` (003 Section 4.3.3, equation 8).
+//! The online model of a stage: `y(k) = a*y(k-1) + b*u(k)` (FAIR07 Section 4.3.3, equation 8).
 //!
 //! `y(k)` is the stage's throughput in control period `k` and `u(k)` the change of its thread
 //! count applied at the start of that period. A stage's throughput answers a thread change in

@@ -1,6 +1,6 @@
-//! Controller gains from a fitted model (003 Section 4.3.4).
+//! Controller gains from a fitted model (FAIR07 Section 4.3.4).
 //!
-//! The loop of 003 Figure 4-8: the controller sees `e(k) = r(k) - y(k-1)` (a unit delay in the
+//! The loop of FAIR07 Figure 4-8: the controller sees `e(k) = r(k) - y(k-1)` (a unit delay in the
 //! feedback path) and outputs the thread change `u(k)`; the plant is `y(k) = A*y(k-1) + B*u(k)`.
 //!
 //! - **P with a pre-compensator** (equations 25 to 33): `K_p = A / B` and the reference scaled
@@ -20,7 +20,7 @@ use super::arx::ArxEstimate;
 /// Which control law a self-tuning pool uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Law {
-    /// Proportional control with the pre-compensator (003's best performer).
+    /// Proportional control with the pre-compensator (FAIR07's best performer).
     P,
     /// Proportional-integral control with pole placement.
     Pi,

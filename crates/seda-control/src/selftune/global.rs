@@ -1,4 +1,4 @@
-//! Global control (003 Sections 4.2.1 and 4.3.1): the operator's percentile response-time
+//! Global control (FAIR07 Sections 4.2.1 and 4.3.1): the operator's percentile response-time
 //! target turned into a throughput target for every stage.
 //!
 //! Each period, from the service's mean response time `R(k)`, its percentile `R_p(k)`, its

@@ -1,4 +1,4 @@
-//! The .NET thread pool's hill climbing, a peer pool sizer ([HILL08]; dotnet/runtime
+//! The .NET thread pool's hill climbing, a peer pool sizer (HILL08; dotnet/runtime
 //! `PortableThreadPool.HillClimbing.cs`).
 //!
 //! It maximises completions per second with no model and no target. It adds a square wave to

@@ -1,4 +1,4 @@
-//! Self-tuning stages under global control (003 Chapter 4): the resource lever.
+//! Self-tuning stages under global control (FAIR07 Chapter 4): the resource lever.
 //!
 //! Where admission control acts by rejecting at the door, these controllers act on resources:
 //! - [`GlobalTargets`] turns the operator's percentile response-time target into a throughput

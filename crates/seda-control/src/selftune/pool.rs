@@ -1,4 +1,4 @@
-//! The self-tuning pool (003 Sections 4.2.2 and 4.3.4): a stage sizes its own thread pool by
+//! The self-tuning pool (FAIR07 Sections 4.2.2 and 4.3.4): a stage sizes its own thread pool by
 //! feedback control toward a throughput target, on a model it fits online.
 //!
 //! Every control period the caller reports the period's throughput and the threads the pool

@@ -1,4 +1,4 @@
-//! Termination thresholds (004): the terminate lever.
+//! Termination thresholds (SERT06): the terminate lever.
 //!
 //! Admission decides at the door, before anyone knows how long a request will take. A
 //! terminator decides later: an admitted request of a terminable type whose running time passes

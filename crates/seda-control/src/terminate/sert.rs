@@ -1,4 +1,4 @@
-//! SERT's adaptive termination threshold (004, slide "Threshold Controller").
+//! SERT's adaptive termination threshold (SERT06, slide "Threshold Controller").
 //!
 //! `threshold = LB + F(p) x (UB - LB)`, where `p` is the throughput loss over the last window
 //! (the share of arrived requests not completed: rejected, dropped or terminated) and

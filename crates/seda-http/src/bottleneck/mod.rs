@@ -1,4 +1,4 @@
-//! The CPU-bound bottleneck service of 002 Section 4.5 (Figures 12 and 13): one stage with a
+//! The CPU-bound bottleneck service of WC03 Section 4.5 (Figures 12 and 13): one stage with a
 //! quality knob.
 //!
 //! ```text
@@ -9,7 +9,7 @@
 //!
 //! The stage reads its quality from its admission controller's state (`quality`, published by
 //! the `degradation` controller of seda-control); without one it works at full quality. Which
-//! controller runs is a [`Control`]: none, degradation alone (002 Figure 12), or degradation
+//! controller runs is a [`Control`]: none, degradation alone (WC03 Figure 12), or degradation
 //! that re-enables admission control at the lowest quality (Figure 13). A `[stages.bottleneck]`
 //! section of the configuration file overrides it, as for any stage.
 //!
@@ -126,10 +126,10 @@ impl BottleneckConfig {
 pub enum Control {
     /// Nothing: every request is admitted (up to the stage's queue threshold) at quality 1.
     None,
-    /// Degradation alone (002 Figure 12): quality falls over the target, nothing is refused.
+    /// Degradation alone (WC03 Figure 12): quality falls over the target, nothing is refused.
     Degrade,
     /// Degradation that re-enables admission control when the quality is at its lowest and
-    /// the target is still missed (002 Figure 13).
+    /// the target is still missed (WC03 Figure 13).
     DegradeAdmission,
 }
 

@@ -55,7 +55,7 @@ pub(crate) struct Computed {
     pub(crate) base_checksum: u64,
 }
 
-/// The dynamically generated page (002: "produces a dynamically generated HTML page").
+/// The dynamically generated page (WC03: "produces a dynamically generated HTML page").
 pub(crate) fn page(c: &Computed) -> Response<Body> {
     let html = format!(
         "<!DOCTYPE html>\n<html><head><title>bottleneck</title></head><body>\n\

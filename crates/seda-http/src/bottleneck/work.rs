@@ -1,11 +1,11 @@
 //! The bottleneck's CPU work: a deterministic data file, reads of a varying size, checksums.
 //!
-//! 002 Section 4.5: "for each request, the stage reads a varying amount of data from a file,
+//! WC03 Section 4.5: "for each request, the stage reads a varying amount of data from a file,
 //! computes checksums on the file data, and produces a dynamically generated HTML page". The
 //! quality factor scales both the amount read and the number of checksum passes, so the
 //! variable part of a request's cost falls with the square of the quality. A fixed part (the
 //! `base` bytes, checksummed once whatever the quality) bounds what degrading can gain, as the
-//! 002 text implies: even the lowest quality may not meet the target under an extreme spike.
+//! WC03 text implies: even the lowest quality may not meet the target under an extreme spike.
 
 use std::fs::File;
 use std::io::{self, Write};

@@ -1,6 +1,6 @@
 //! Apache httpd 2.4 with `mpm_prefork` and a fixed pool of 150 processes: the SOSP'01
-//! baseline ("fixed-size process pool of 150 processes", seed 000; `load-generation.md` §4,
-//! baseline A).
+//! baseline ("fixed-size process pool of 150 processes", SEDA01; APACHE in
+//! `docs/papers.md`).
 //!
 //! Start, minimum, maximum and limit are all 150, so the pool never grows or shrinks during a
 //! run; a connection beyond the 150 busy processes waits in the kernel's accept queue

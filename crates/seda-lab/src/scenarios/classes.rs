@@ -1,5 +1,5 @@
-//! `classes` (002 Figures 14 and 15): two classes of 128 e-mail users each; the low class runs
-//! throughout, the high class only in the middle third. Per stage, 002's multiclass controller
+//! `classes` (WC03 Figures 14 and 15): two classes of 128 e-mail users each; the low class runs
+//! throughout, the high class only in the middle third. Per stage, WC03's multiclass controller
 //! with one class (no differentiation: every user is treated alike) and with two (the low
 //! class is cut first when the high class misses its target).
 //!
@@ -28,9 +28,9 @@ use crate::{Lab, Scenario};
 /// The scenario.
 pub struct Classes;
 
-/// 002's p90 target (both classes).
+/// WC03's p90 target (both classes).
 const PAPER_TARGET_S: f64 = 10.0;
-/// Users per class (002: 128).
+/// Users per class (WC03: 128).
 const USERS: usize = 128;
 /// The target is `USERS / capacity x TARGET_FRACTION`, as in `per-stage`: the low class
 /// alone loads the service to about the target, both classes overload it.
@@ -169,8 +169,8 @@ impl Scenario for Classes {
     }
 
     fn about(&self) -> &'static str {
-        "two classes of e-mail users, the high one active in the middle third: 002's \
-         multiclass controller without and with differentiation (002 Figures 14, 15)"
+        "two classes of e-mail users, the high one active in the middle third: WC03's \
+         multiclass controller without and with differentiation (WC03 Figures 14, 15)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
@@ -205,7 +205,7 @@ impl Scenario for Classes {
             })
             .collect();
         Ok(Outcome {
-            paper: "002 Figures 14 and 15".into(),
+            paper: "WC03 Figures 14 and 15".into(),
             config: json!({
                 "users_per_class": USERS,
                 "third_s": plan.third_s,
@@ -322,7 +322,7 @@ fn plots(lab: &Lab, runs: &[(&str, ClassRun)], plan: &Plan) -> Result<()> {
             &format!("rejected_{name}"),
             &LineChart {
                 title: format!(
-                    "rejected fraction per class, {name} differentiation (002 Figure {figure})"
+                    "rejected fraction per class, {name} differentiation (WC03 Figure {figure})"
                 ),
                 x_label: "time (s)".into(),
                 y_label: "rejected fraction".into(),
@@ -346,11 +346,11 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
     let t = plan.target_s;
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
-         --slowdown {}`); its measured capacity is {capacity:.0} requests/s. 002 ran 128 low and \
+         --slowdown {}`); its measured capacity is {capacity:.0} requests/s. WC03 ran 128 low and \
          128 high users with a 10 s target for each class, the high class active from 100 s to \
          200 s. Here: 128 users per class, target {t} s for each (half of 128 / capacity), \
          think time {:.1} ms and wait after a rejection {:.2} s (shrunk with the target), the \
-         high class active from {:.0} s to {:.0} s of {:.0} s. Per stage, 002's multiclass \
+         high class active from {:.0} s to {:.0} s of {:.0} s. Per stage, WC03's multiclass \
          controller (`multiclass`): with `classes = 1` every user is treated alike (the \
          paper's Figure 14 setup), with `classes = 2` the low class is cut first.\n\n",
         mail::SLOWDOWN,
@@ -391,13 +391,13 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
         ))),
         pct(get("with", |s| Some(s.low_alone_before.rejected_fraction))),
     );
-    s += "**The paper (002 Figures 14, 15):** without differentiation both classes see about \
+    s += "**The paper (WC03 Figures 14, 15):** without differentiation both classes see about \
           the same rejection rate (55.5% low, 57.6% high); with it the low class is rejected \
           far more (87.9%) and the high class somewhat less (48.8%), with a sharper spike when \
           the high class arrives because the controller first cuts only the low class.\n\n";
     s += "**Where we differ and why.** Each class is a separate closed-loop load generator on \
           the same core rather than one population with a class per user. The multiclass \
-          controller is 002's token bucket per class and per stage, with 002's constants (an \
+          controller is WC03's token bucket per class and per stage, with WC03's constants (an \
           additive increase of at most about 2 requests/s per window), tuned for a 10 s \
           target; at our shorter time scale a window closes every 100 requests or 1 s, so it \
           reacts in a comparable number of windows but over a shorter run.\n";

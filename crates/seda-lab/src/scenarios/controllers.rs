@@ -97,7 +97,7 @@ impl Scenario for Controllers {
             summary.insert((*n).to_string(), r.summary.to_json());
         }
         Ok(Outcome {
-            paper: "002 Figure 10's spike, with the peers' controllers".into(),
+            paper: "WC03 Figure 10's spike, with the peers' controllers".into(),
             config: json!({
                 "spike": spike.describe(),
                 "controllers": described,
@@ -183,7 +183,7 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64) -> String {
     s += "\n**Notes.** The peers' limits (Vegas, Gradient2, AIMD, Envoy) bound concurrency from \
           latency gradients and do not know the operator's target; CoDel drops by queueing \
           delay against its own 5 ms target. They can keep latency far below the target and \
-          still reject more than needed, which costs goodput only when the server idles. 002's \
+          still reject more than needed, which costs goodput only when the server idles. WC03's \
           own controller starts at a low rate and raises it slowly, so it admits too little \
           during a short spike (the simulator shows the same: `seda sim spike`).\n";
     s

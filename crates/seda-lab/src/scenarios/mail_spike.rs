@@ -1,4 +1,4 @@
-//! `mail-spike` (002 Figures 7 and 10): 3 users jump to 1000 (calibrated to this machine), the
+//! `mail-spike` (WC03 Figures 7 and 10): 3 users jump to 1000 (calibrated to this machine), the
 //! target is a 1 s p90; no control, our per-stage controller, and a fixed limit of 128
 //! connections (HAProxy `maxconn 128` in front, and the server's own connection cap).
 
@@ -16,12 +16,12 @@ use crate::{Lab, Scenario, haproxy};
 /// The scenario.
 pub struct MailSpike;
 
-/// 002's response-time target for the spike.
+/// WC03's response-time target for the spike.
 const PAPER_TARGET_S: f64 = 1.0;
-/// The connection limit 002 compares against.
+/// The connection limit WC03 compares against.
 const MAX_CONNECTIONS: usize = 128;
 
-/// The spike for this machine: 002's 3 users jumping to 1000 with a 1 s target, 20 ms think
+/// The spike for this machine: WC03's 3 users jumping to 1000 with a 1 s target, 20 ms think
 /// time and a 5 s wait after a rejection. The quick form halves the time scale (target, think
 /// time and wait). The spike has at least 1000 users, more where the measured capacity is so
 /// high that 1000 users would not load the server to 5 times the target without control
@@ -55,7 +55,7 @@ impl Scenario for MailSpike {
 
     fn about(&self) -> &'static str {
         "e-mail service under a flash crowd: no control vs our per-stage controller vs a \
-         128-connection limit (002 Figures 7, 10)"
+         128-connection limit (WC03 Figures 7, 10)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
@@ -92,7 +92,7 @@ impl Scenario for MailSpike {
         }
         let checks = checks(&runs, &spike);
         Ok(Outcome {
-            paper: "002 Figures 7 and 10".into(),
+            paper: "WC03 Figures 7 and 10".into(),
             config: json!({
                 "spike": spike.describe(),
                 "variants": variants.iter().map(|(n, c, _)| json!({"name": n, "control": c.describe()})).collect::<Vec<_>>(),
@@ -240,7 +240,7 @@ fn plots(lab: &Lab, runs: &[(&str, SpikeRun)], spike: &Spike) -> Result<()> {
         lab.plot(
             "controller",
             &LineChart {
-                title: format!("controller of {} (002 Figure 7)", spike::FIGURE_7_STAGE),
+                title: format!("controller of {} (WC03 Figure 7)", spike::FIGURE_7_STAGE),
                 x_label: "time (s)".into(),
                 y_label: "admission rate (requests/s)".into(),
                 series: rates,
@@ -254,10 +254,10 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64, skipped: &[&s
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
          --slowdown {}`, see below); its measured capacity is {capacity:.0} requests/s (32 \
-         closed users, no think time). 002 spiked from 3 to 1000 users with a 1 s p90 target, \
+         closed users, no think time). WC03 spiked from 3 to 1000 users with a 1 s p90 target, \
          20 ms think time and a 5 s wait after a rejection. Here: {} users, target {} s, think \
          time {:.0} ms, wait {:.1} s (the quick form halves the time scale); without control \
-         the closed-loop response time (users / capacity) is {:.1} s. Spike {:.0} s (002: about \
+         the closed-loop response time (users / capacity) is {:.1} s. Spike {:.0} s (WC03: about \
          150 s).\n\n",
         mail::SLOWDOWN,
         mail::SLOWDOWN,
@@ -276,7 +276,7 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64, skipped: &[&s
         spike_table(&rows)
     );
     s += &goals(runs, spike);
-    s += "\n**The paper (002 Figure 10):** without control, response times grow without bound \
+    s += "\n**The paper (WC03 Figure 10):** without control, response times grow without bound \
           during the spike; with control and a 1 s target there is a small increase at the \
           onset and response times quickly stabilise, with 70–80% of requests rejected; with a \
           128-connection limit response times are large and over 561 of the 1000 clients saw \
@@ -290,7 +290,7 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64, skipped: &[&s
           in the stages, where the controller sees it. Our users are closed-loop, so without control the \
           response time levels off at about users / capacity instead of growing without bound \
           (the paper's Java and MySQL stack also slowed down under contention). Our controller \
-          is `response_time_tuned` (per stage), not 002's token-bucket controller, which on this \
+          is `response_time_tuned` (per stage), not WC03's token-bucket controller, which on this \
           service reaches only about half the capacity (see `seda sim spike`).\n";
     for k in skipped {
         s += &format!("\nSkipped: {k}.\n");

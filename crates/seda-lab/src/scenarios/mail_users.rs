@@ -1,4 +1,4 @@
-//! `mail-users` (002 Figures 8 and 9): the e-mail service under 2 to 1024 users, with and
+//! `mail-users` (WC03 Figures 8 and 9): the e-mail service under 2 to 1024 users, with and
 //! without per-stage overload control; the p90 of admitted requests and the rejected fraction
 //! per user count, and the p90 of each request type at 16 and 1024 users.
 
@@ -18,17 +18,17 @@ use crate::{Lab, Scenario};
 /// The scenario.
 pub struct MailUsers;
 
-/// 002's p90 target for this experiment.
+/// WC03's p90 target for this experiment.
 const PAPER_TARGET_S: f64 = 10.0;
-/// The most users 002 ran; the target is scaled so that this many overload the service.
+/// The most users WC03 ran; the target is scaled so that this many overload the service.
 const MAX_USERS: usize = 1024;
-/// The user counts of 002's Figure 9 table.
+/// The user counts of WC03's Figure 9 table.
 const TABLE_USERS: [usize; 2] = [16, 1024];
 /// How far over the target the p90 of 1024 uncontrolled users is meant to be: the target is
 /// `1024 / capacity / OVERLOAD` (users / capacity is the closed-loop response time).
 const OVERLOAD: f64 = 5.0;
 
-/// 002's Figure 9: p90 seconds at 16 users (no control, control) and 1024 users (no control,
+/// WC03's Figure 9: p90 seconds at 16 users (no control, control) and 1024 users (no control,
 /// control), target 10 s.
 const PAPER_FIGURE_9: [(&str, [f64; 4]); 7] = [
     ("login", [0.83, 0.59, 0.86, 3.84]),
@@ -127,7 +127,7 @@ impl Variant {
 }
 
 /// Runs every user count against one server with `control`, fewest users first: a user
-/// population growing step by step, as in 002 Section 4.3.
+/// population growing step by step, as in WC03 Section 4.3.
 fn run_variant(
     lab: &Lab,
     name: &'static str,
@@ -167,7 +167,7 @@ impl Scenario for MailUsers {
 
     fn about(&self) -> &'static str {
         "e-mail service from 2 to 1024 users, with and without per-stage overload control \
-         (002 Figures 8, 9)"
+         (WC03 Figures 8, 9)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
@@ -186,7 +186,7 @@ impl Scenario for MailUsers {
             }
         }
         Ok(Outcome {
-            paper: "002 Figures 8 and 9".into(),
+            paper: "WC03 Figures 8 and 9".into(),
             config: json!({
                 "plan": plan.describe(),
                 "variants": variants.iter().map(|v| json!({"name": v.name, "control": v.control.describe()})).collect::<Vec<_>>(),
@@ -299,7 +299,7 @@ fn plots(lab: &Lab, variants: &[Variant], plan: &Plan) -> Result<()> {
     lab.plot(
         "p90",
         &LineChart {
-            title: "p90 of admitted requests vs users (002 Figure 8)".into(),
+            title: "p90 of admitted requests vs users (WC03 Figure 8)".into(),
             x_label: "log2(users)".into(),
             y_label: "p90 response time (s)".into(),
             series: p90,
@@ -308,7 +308,7 @@ fn plots(lab: &Lab, variants: &[Variant], plan: &Plan) -> Result<()> {
     lab.plot(
         "rejected",
         &LineChart {
-            title: "fraction of requests rejected vs users (002 Figure 8)".into(),
+            title: "fraction of requests rejected vs users (WC03 Figure 8)".into(),
             x_label: "log2(users)".into(),
             y_label: "rejected fraction".into(),
             series: variants
@@ -325,7 +325,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
          --slowdown {}`, as in `mail-spike`); its measured capacity is {capacity:.0} requests/s. \
-         002 used a 10 s target, 20 ms think time and a 5 s wait after a rejection, with about \
+         WC03 used a 10 s target, 20 ms think time and a 5 s wait after a rejection, with about \
          15 minutes per point after a 20 s warm-up. Here the target is {t} s, chosen so that \
          1024 uncontrolled users would wait about {OVERLOAD} times the target (1024 / capacity \
          / {OVERLOAD}); think time and wait shrink by the same factor ({:.0} ms, {:.2} s). Each \
@@ -342,7 +342,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
         plan.max_warmup_s,
         plan.warmup_s(MAX_USERS),
     );
-    s += "### p90 and rejections by users (002 Figure 8)\n\n| users | p90 no control | mean by Little's law, no control | p90 with control | rejected with control | goodput with control / capacity |\n|---|---|---|---|---|---|\n";
+    s += "### p90 and rejections by users (WC03 Figure 8)\n\n| users | p90 no control | mean by Little's law, no control | p90 with control | rejected with control | goodput with control / capacity |\n|---|---|---|---|---|---|\n";
     let (none, ours) = (by_name(variants, "none"), by_name(variants, "ours"));
     let get = |v: Option<&Variant>, u: usize, f: Figure| v.and_then(|v| v.get(u, f));
     for &u in &plan.users {
@@ -366,7 +366,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
           think time.\n\n"
     );
     s += &format!(
-        "### p90 by request type at 16 and 1024 users (002 Figure 9), in units of the target \
+        "### p90 by request type at 16 and 1024 users (WC03 Figure 9), in units of the target \
          (ours {t} s, the paper's 10 s)\n\n| type | 16 no control | 16 with control | 1024 no \
          control | 1024 with control | 1024 rejected with control | paper 16 no / with | paper \
          1024 no / with |\n|---|---|---|---|---|---|---|---|\n"
@@ -388,7 +388,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
         );
     }
     s += "\n(A `-` is a type with no completed request, or a user count the quick form does not \
-          run.)\n\n**The paper (002 Figures 8, 9):** with control the p90 stays near the 10 s \
+          run.)\n\n**The paper (WC03 Figures 8, 9):** with control the p90 stays near the 10 s \
           target from 2 to 1024 users while the rejected fraction grows with the load; without \
           control the p90 grows far past it. Per type, the controller meets the target for \
           every type but search at 1024 users, which is under 1% of the requests and so too \
@@ -397,7 +397,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
           time, so without control the response time levels off near users / capacity instead \
           of growing without bound (the paper's Java and MySQL stack also slowed down under \
           contention, e.g. 365 s for list folders). Our controller is `response_time_tuned` per \
-          stage (it bounds each stage's queue by its departure rate), not 002's token bucket. \
+          stage (it bounds each stage's queue by its departure rate), not WC03's token bucket. \
           The whole service shares one core, so a heavy type's queue slows every type; a \
           stage's controller sees that only through its own response times. A rejected user \
           logs in again after the (scaled) wait, so under heavy load logins from rejected users \

@@ -1,4 +1,4 @@
-//! `per-stage` (002 Figure 11): 128 users against the e-mail service with one admission
+//! `per-stage` (WC03 Figure 11): 128 users against the e-mail service with one admission
 //! controller per request-type stage, and with a single controller that filters every request
 //! whatever its type; the p90 and rejected fraction of each request type.
 //!
@@ -22,9 +22,9 @@ use crate::{Lab, Scenario};
 /// The scenario.
 pub struct PerStage;
 
-/// 002's p90 target.
+/// WC03's p90 target.
 const PAPER_TARGET_S: f64 = 10.0;
-/// 002's users.
+/// WC03's users.
 const USERS: usize = 128;
 /// The target is `USERS / capacity x TARGET_FRACTION`: 128 uncontrolled users wait about
 /// twice the target, so they overload the service as in the paper.
@@ -33,7 +33,7 @@ const TARGET_FRACTION: f64 = 0.5;
 /// handful of searches say little about a rate).
 const MIN_REQUESTS: u64 = 20;
 
-/// 002's Figure 11: per type, (p90 s, rejected) per stage, then single stage; target 10 s.
+/// WC03's Figure 11: per type, (p90 s, rejected) per stage, then single stage; target 10 s.
 const PAPER_FIGURE_11: [(&str, [f64; 4]); 7] = [
     ("login", [2.07, 0.443, 1.00, 0.188]),
     ("list_folders", [8.11, 0.596, 3.97, 0.596]),
@@ -51,7 +51,7 @@ impl Scenario for PerStage {
 
     fn about(&self) -> &'static str {
         "per-stage vs single-stage admission control at 128 users: p90 and rejections by \
-         request type (002 Figure 11)"
+         request type (WC03 Figure 11)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
@@ -81,7 +81,7 @@ impl Scenario for PerStage {
             summary.insert((*name).to_string(), s.to_json());
         }
         Ok(Outcome {
-            paper: "002 Figure 11".into(),
+            paper: "WC03 Figure 11".into(),
             config: json!({
                 "load": {
                     "users": USERS,
@@ -114,7 +114,7 @@ impl Scenario for PerStage {
     }
 }
 
-/// The variants: no control, then 002's controller per stage and shared by all stages (the
+/// The variants: no control, then WC03's controller per stage and shared by all stages (the
 /// paper's comparison); the full form adds ours (`response_time_tuned`) both ways.
 fn variants(lab: &Lab, target_s: f64) -> Vec<(&'static str, Control)> {
     let params = vec![("target_s".to_string(), target_s)];
@@ -228,7 +228,7 @@ fn report(runs: &[(&str, SteadyRun)], load: &Steady, capacity: f64) -> String {
     let t = load.target_s;
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
-         --slowdown {}`); its measured capacity is {capacity:.0} requests/s. 002 ran 128 users \
+         --slowdown {}`); its measured capacity is {capacity:.0} requests/s. WC03 ran 128 users \
          against a 10 s target with 20 ms think time and a 5 s wait after a rejection. Here: \
          128 users, target {t} s (half of 128 / capacity, so that 128 uncontrolled users wait \
          about twice the target), think time {:.1} ms and wait {:.2} s (shrunk with the \
@@ -259,7 +259,7 @@ fn report(runs: &[(&str, SteadyRun)], load: &Steady, capacity: f64) -> String {
         t,
         "per_stage",
         "single_stage",
-        "002's controller (`response_time`)",
+        "WC03's controller (`response_time`)",
     );
     if run_of(runs, "per_stage_tuned").is_some() {
         s += &type_table(
@@ -274,7 +274,7 @@ fn report(runs: &[(&str, SteadyRun)], load: &Steady, capacity: f64) -> String {
         "\nThe spread is the largest minus the smallest rejected fraction over the types other \
          than login with at least {MIN_REQUESTS} requests. Login is left out because it is the \
          request a rejected user retries after its wait, so its arrivals come in bunches just \
-         after rejections (it is the outlier in the paper's table too).\n\n**The paper (002 Figure 11):** per-stage control tunes \
+         after rejections (it is the outlier in the paper's table too).\n\n**The paper (WC03 Figure 11):** per-stage control tunes \
          the rejection rate to each type's cost (search 0%, refile 10%, list folders 60%); a \
          single controller rejects every type about equally (49–60%, login 19%) and, being more \
          aggressive overall, gives lower response times, but it cannot tell the rare, \
@@ -283,7 +283,7 @@ fn report(runs: &[(&str, SteadyRun)], load: &Steady, capacity: f64) -> String {
     s += "**Where we differ and why.** A single stage in our service is one controller shared \
           by the request-type stages rather than a controller in front of them: a controller \
           on the front (`mail.route`, inline) would see only the time to pass a request on. The \
-          checks use 002's token-bucket controller, as the paper did; the full form adds ours, \
+          checks use WC03's token-bucket controller, as the paper did; the full form adds ours, \
           which bounds queues by the departure rate, so shared it bounds the total queue of all \
           types, and drops at dequeue what waited longer than the target, which falls on the \
           types with the slowest stages. All stages share one core: per-stage control of a \
@@ -297,7 +297,7 @@ fn report(runs: &[(&str, SteadyRun)], load: &Steady, capacity: f64) -> String {
 /// The per-type table of one pair of variants beside the paper's.
 fn type_table(runs: &[(&str, SteadyRun)], t: f64, per: &str, single: &str, what: &str) -> String {
     let mut s = format!(
-        "\n### By request type (002 Figure 11), {what}; p90 in units of the target (ours {t} s, \
+        "\n### By request type (WC03 Figure 11), {what}; p90 in units of the target (ours {t} s, \
          the paper's 10 s)\n\n| type | requests (per-stage) | per-stage p90 | per-stage rejected \
          | single-stage p90 | single-stage rejected | no control p90 | paper per-stage p90, \
          rejected | paper single-stage p90, rejected |\n|---|---|---|---|---|---|---|---|---|\n"

@@ -107,7 +107,7 @@ impl Client {
         let measured = ctx.measured(intended);
         if let Some(gate) = &ctx.gate {
             if ctx.cfg.client.aimd_reject_when_full {
-                // 001: the stub rejects what its window cannot take; the server never sees it.
+                // SSM04: the stub rejects what its window cannot take; the server never sees it.
                 if !gate.try_acquire() {
                     if measured {
                         let mut rec = ctx.rec.borrow_mut();

@@ -1,6 +1,6 @@
 //! The SPECweb99 static file mix as Haboob's `HttpLoad` client ran it.
 //!
-//! `load-generation.md` §2: the URL is `/dirNNNNN/class{c}_{f}`; class `c` is drawn with
+//! SPECWEB99 (`docs/papers.md`): the URL is `/dirNNNNN/class{c}_{f}`; class `c` is drawn with
 //! probabilities 0.35 / 0.50 / 0.14 / 0.01; the directory by Zipf with weight `1/i`; the file
 //! within the class by Zipf over ranks mapped through `FILE_ORDER = {4,3,5,2,6,1,7,8,0}`.
 //! Class and file are drawn independently. File `f` of class `c` is `(f + 1) · 102.4 · 10^c`
@@ -162,7 +162,7 @@ mod tests {
         for (got, want) in classes.iter().zip(CLASS_PROBABILITY) {
             assert!((got - want).abs() < 0.01, "class share {got} vs {want}");
         }
-        // load-generation.md §2.3: 36.8% 18.4% 12.3% 9.2% 7.4% 6.1% 5.3% 4.6% 0.
+        // SPECWEB99's file ranks: 36.8% 18.4% 12.3% 9.2% 7.4% 6.1% 5.3% 4.6% 0.
         let want = [
             (4, 0.368),
             (3, 0.184),

@@ -1,4 +1,4 @@
-//! Stage 0's resource and termination levers (003 Chapter 4, 004): a pool whose size a
+//! Stage 0's resource and termination levers (FAIR07 Chapter 4, SERT06): a pool whose size a
 //! controller changes every control period, an emulated plant where the number of threads
 //! matters, and a terminator that cuts requests running past its threshold.
 //!
@@ -129,10 +129,10 @@ pub struct Levers {
     pub pool: Option<PoolControl>,
     /// Requests running too long are cut.
     pub termination: Option<Termination>,
-    /// The control period of the pool and the terminator (003 uses 2 s).
+    /// The control period of the pool and the terminator (FAIR07 uses 2 s).
     pub period_s: f64,
     /// Changes of stage 0's service-time distribution: from each `(time_s, dist)` on (a shift
-    /// in the request mix, 004's `sert-shift`). Before the first, the stage's own.
+    /// in the request mix, SERT06's `sert-shift`). Before the first, the stage's own.
     pub phases: Vec<(f64, crate::Dist)>,
 }
 

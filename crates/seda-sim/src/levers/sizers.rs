@@ -72,7 +72,7 @@ impl PoolSizer for SedaHeuristicPool {
 pub enum TargetPlan {
     /// Given targets: from each `(time_s, target_per_s)` on (the pool-control experiment).
     Steps(Vec<(f64, f64)>),
-    /// The global controller (003 Section 4.2.1): the percentile target mapped to a
+    /// The global controller (FAIR07 Section 4.2.1): the percentile target mapped to a
     /// throughput target by Little's law, with the fast path on arrival jumps.
     Global(GlobalTargets),
 }
@@ -94,7 +94,7 @@ impl ArxError {
     }
 }
 
-/// The self-tuning pool (003 Section 4.3): P, PI or PD on an ARX model fitted online.
+/// The self-tuning pool (FAIR07 Section 4.3): P, PI or PD on an ARX model fitted online.
 #[derive(Debug, Clone)]
 pub struct SelfTunedPool {
     pool: SelfTuningPool,

@@ -1,5 +1,5 @@
 //! `classes`: 128 low-priority users throughout, 128 high-priority users in the middle third
-//! (002 Figures 14 and 15), think 20 ms, 5 s wait after a rejection, one server with 50 ms
+//! (WC03 Figures 14 and 15), think 20 ms, 5 s wait after a rejection, one server with 50 ms
 //! exponential service; p90 target 10 s for both classes. `response_time` treats everyone alike
 //! (Figure 14); `multiclass` differentiates (Figure 15).
 
@@ -21,7 +21,7 @@ const ALL: [&str; 3] = ["none", "response_time", "multiclass"];
 /// `seda sim classes`.
 pub const SCENARIO: Scenario = Scenario {
     name: "classes",
-    about: "Two priority classes under one controller (002 Figures 14 and 15)",
+    about: "Two priority classes under one controller (WC03 Figures 14 and 15)",
     run,
 };
 

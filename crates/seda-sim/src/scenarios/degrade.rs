@@ -1,4 +1,4 @@
-//! `degrade`: service degradation (002 Section 3.4, Figures 12 and 13). The spike of `spike`
+//! `degrade`: service degradation (WC03 Section 3.4, Figures 12 and 13). The spike of `spike`
 //! (3 users, then users offering 3 x capacity from 10 s to 60 s, p90 target 1 s) on a stage
 //! whose handler can do less work: half of each service time scales with the quality knob, so
 //! degrading can at most double the capacity, short of the 3x load. Compared: no control;
@@ -49,7 +49,7 @@ fn build(mode: &str) -> Result<Option<Box<dyn AdmissionController>>> {
 /// `seda sim degrade`.
 pub const SCENARIO: Scenario = Scenario {
     name: "degrade",
-    about: "Service degradation against admission control (002 Figures 12 and 13)",
+    about: "Service degradation against admission control (WC03 Figures 12 and 13)",
     run,
 };
 

@@ -1,6 +1,6 @@
-//! `dynamic-groups` (003 Figures 5-8 to 5-10): four groups of the thesis's partly-open clients
+//! `dynamic-groups` (FAIR07 Figures 5-8 to 5-10): four groups of the thesis's partly-open clients
 //! (100, 150, 100 and 50) join at 0, 30, 60 and 90 s of a 120 s run; each client sends its next
-//! request 1 s (exponential think) after a reply, or when 1.5 s have passed without one (003's
+//! request 1 s (exponential think) after a reply, or when 1.5 s have passed without one (FAIR07's
 //! expected time), so the offered load grows when the server falls behind. p90 target 1 s:
 //! global control sets the throughput target, a P-controlled pool follows it, the early
 //! selective dropper (0.8 x target) is the first stage's admission. The plant is emulated: 50 ms
@@ -22,7 +22,7 @@ use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 /// `seda sim dynamic-groups`.
 pub const SCENARIO: Scenario = Scenario {
     name: "dynamic-groups",
-    about: "Four groups of partly-open clients join over time, p90 target 1 s: self-tuning pool and global control (003 Figures 5-8 to 5-10)",
+    about: "Four groups of partly-open clients join over time, p90 target 1 s: self-tuning pool and global control (FAIR07 Figures 5-8 to 5-10)",
     run,
 };
 

@@ -1,4 +1,4 @@
-//! `goodput`: 001 Figures 5 to 7. Open Poisson load from 0.5 x to 2 x capacity on 3 servers
+//! `goodput`: SSM04 Figures 5 to 7. Open Poisson load from 0.5 x to 2 x capacity on 3 servers
 //! with 1.5 ms exponential service (about 2000/s, SSM's three bricks), clients giving up after
 //! 60 ms; goodput is what completes within 60 ms. Four configurations: no control; the
 //! client-side AIMD window alone; deadline dropping at the stage alone; both (SSM).
@@ -25,7 +25,7 @@ const MODES: [(&str, bool, bool); 4] = [
 /// `seda sim goodput`.
 pub const SCENARIO: Scenario = Scenario {
     name: "goodput",
-    about: "Goodput under a client timeout, with and without SSM's window and deadlines (001 Figures 5-7)",
+    about: "Goodput under a client timeout, with and without SSM's window and deadlines (SSM04 Figures 5-7)",
     run,
 };
 
@@ -88,7 +88,7 @@ fn run(args: &Options) -> Result<Output> {
         }
         points.push(json!({ "load_x_capacity": load, "runs": per }));
     }
-    // Peak goodput of the uncontrolled system over the sweep (001 "discovers" it by hand).
+    // Peak goodput of the uncontrolled system over the sweep (SSM04 "discovers" it by hand).
     let none_col = modes.iter().position(|m| m.0 == "none");
     let peak = match none_col {
         Some(c) => table.iter().map(|r| r[c]).fold(0.0, f64::max),

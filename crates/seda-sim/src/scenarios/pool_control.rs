@@ -1,4 +1,4 @@
-//! `pool-control` (003 Figures 5-2 to 5-6): pool controllers following a throughput target that
+//! `pool-control` (FAIR07 Figures 5-2 to 5-6): pool controllers following a throughput target that
 //! steps up and down, on two emulated plants where the number of threads sets the throughput,
 //! and the throughput each reaches against the best fixed pool when asked for more than the
 //! plant can give.
@@ -9,7 +9,7 @@
 //! 3200/s). `contention`: requests slow each other past 16 busy threads (slope 0.15: an interior
 //! optimum at 16 threads, about 1600/s, falling to about 780/s at 64).
 //!
-//! Control period 2 s (003's). Targets: 40%, 80%, then 50% of the best fixed pool's throughput,
+//! Control period 2 s (FAIR07's). Targets: 40%, 80%, then 50% of the best fixed pool's throughput,
 //! 60 s each, from 4 threads. The self-tuning pool may move 16 threads a period (the
 //! controller's default of 4 could not follow a step of 13 threads within 3 periods).
 
@@ -30,7 +30,7 @@ use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 /// `seda sim pool-control`.
 pub const SCENARIO: Scenario = Scenario {
     name: "pool-control",
-    about: "Pool controllers (P, PI, PD, SEDA's heuristic, hill climbing) following a throughput target, and vs the best fixed pool, on emulated plants (003 Figures 5-2 to 5-6)",
+    about: "Pool controllers (P, PI, PD, SEDA's heuristic, hill climbing) following a throughput target, and vs the best fixed pool, on emulated plants (FAIR07 Figures 5-2 to 5-6)",
     run,
 };
 

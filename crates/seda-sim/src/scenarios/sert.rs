@@ -1,4 +1,4 @@
-//! SERT's experiments (004): `sert-shift` and `sert-threshold`, on synthetic services with the
+//! SERT's experiments (SERT06): `sert-shift` and `sert-threshold`, on synthetic services with the
 //! slides' shapes (named as such; times as in the slides, not scaled: the simulator runs in
 //! virtual time).
 //!
@@ -34,14 +34,14 @@ use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 /// `seda sim sert-shift`.
 pub const SHIFT: Scenario = Scenario {
     name: "sert-shift",
-    about: "A shift to 10% long requests: admission control alone vs admission plus SERT's adaptive termination (004)",
+    about: "A shift to 10% long requests: admission control alone vs admission plus SERT's adaptive termination (SERT06)",
     run: run_shift,
 };
 
 /// `seda sim sert-threshold`.
 pub const THRESHOLD: Scenario = Scenario {
     name: "sert-threshold",
-    about: "SERT's adaptive threshold vs fixed thresholds and a percentile timeout, loads 80%-200%, ranking and index matching (004)",
+    about: "SERT's adaptive threshold vs fixed thresholds and a percentile timeout, loads 80%-200%, ranking and index matching (SERT06)",
     run: run_threshold,
 };
 

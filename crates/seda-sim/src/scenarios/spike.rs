@@ -1,5 +1,5 @@
 //! `spike`: a stage of capacity C (servers x 10 ms exponential service); 3 users, then at 10 s
-//! enough users to offer 3 x C until 60 s, then 3 again (the shape of 002 Figure 10).
+//! enough users to offer 3 x C until 60 s, then 3 again (the shape of WC03 Figure 10).
 //! Target: p90 of 1 s.
 
 use std::time::Instant;
@@ -34,7 +34,7 @@ const ALL: [&str; 10] = [
 /// `seda sim spike`.
 pub const SCENARIO: Scenario = Scenario {
     name: "spike",
-    about: "The flash crowd of 002 Figure 10",
+    about: "The flash crowd of WC03 Figure 10",
     run,
 };
 

@@ -1,4 +1,4 @@
-//! `stages`: per-stage versus single-stage admission control (002 Section 2.3 and Figure 11).
+//! `stages`: per-stage versus single-stage admission control (WC03 Section 2.3 and Figure 11).
 //! A front stage (8 servers, 1 ms) sends 90% of requests to a light stage (4 servers, 10 ms:
 //! 400/s) and 10% to a heavy one (1 server, 50 ms: 20/s). Open Poisson load of 300/s overloads
 //! only the heavy stage (30/s offered). p90 target 1 s. Compared: no control; our controller at
@@ -22,7 +22,7 @@ const MODES: [&str; 3] = ["none", "per_stage", "single_stage"];
 /// `seda sim stages`.
 pub const SCENARIO: Scenario = Scenario {
     name: "stages",
-    about: "Per-stage against single-stage admission control (002 Figure 11)",
+    about: "Per-stage against single-stage admission control (WC03 Figure 11)",
     run,
 };
 

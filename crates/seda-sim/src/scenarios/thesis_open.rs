@@ -1,4 +1,4 @@
-//! `thesis-open` (003 Section 5.3, Tables 1 and 2): open clients, 200 then 400 from the
+//! `thesis-open` (FAIR07 Section 5.3, Tables 1 and 2): open clients, 200 then 400 from the
 //! two-thirds point, each sending every 200-600 ms (Poisson at clients / 0.4 s: 500/s then
 //! 1000/s), p90 target 100 ms, early selective dropper at 0.8 x target. The self-tuning design
 //! (global control's throughput target from the p90 target, a P-controlled pool, the dropper at
@@ -25,7 +25,7 @@ use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 /// `seda sim thesis-open`.
 pub const SCENARIO: Scenario = Scenario {
     name: "thesis-open",
-    about: "Open clients 200 then 400, p90 target 100 ms: self-tuning pools and global control vs SEDA's admission control with a well-sized and an over-allocated pool (003 Tables 1 and 2)",
+    about: "Open clients 200 then 400, p90 target 100 ms: self-tuning pools and global control vs SEDA's admission control with a well-sized and an over-allocated pool (FAIR07 Tables 1 and 2)",
     run,
 };
 
@@ -87,7 +87,7 @@ pub fn run_variant(name: &str, seed: u64) -> Result<SimResult> {
             max_servers: MAX_THREADS,
         });
     } else {
-        // Warm-started at the first load's rate: from 002's 100/s its additive increase would
+        // Warm-started at the first load's rate: from WC03's 100/s its additive increase would
         // take minutes to reach 500/s, and the comparison would be with a cold start.
         let warm = [("initial_rate_per_s".to_string(), 200.0 / 0.4)];
         cfg.admission = controller("response_time", TARGET_S, &warm)?;

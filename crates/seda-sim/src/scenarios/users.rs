@@ -1,4 +1,4 @@
-//! `users`: closed users from 2 to 1024 (002 Figure 8), each thinking 20 ms and waiting 5 s
+//! `users`: closed users from 2 to 1024 (WC03 Figure 8), each thinking 20 ms and waiting 5 s
 //! after a rejection, on a stage of one server with 50 ms exponential service (20/s);
 //! p90 target 10 s; with and without the response-time controller.
 
@@ -23,7 +23,7 @@ const ALL: [&str; 4] = [
 /// `seda sim users`.
 pub const SCENARIO: Scenario = Scenario {
     name: "users",
-    about: "Closed users from 2 to 1024 (002 Figure 8)",
+    about: "Closed users from 2 to 1024 (WC03 Figure 8)",
     run,
 };
 

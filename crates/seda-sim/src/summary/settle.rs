@@ -3,7 +3,7 @@
 //! windows of virtual-time buckets; the load generator's 1 s intervals) and apply this one rule.
 
 /// How far over the target a window's p90 may be and still count as settled: 1.2 x target.
-/// 002 asks the p90 to stay "near" the target; 20% leaves room for one noisy 1 s window without
+/// WC03 asks the p90 to stay "near" the target; 20% leaves room for one noisy 1 s window without
 /// hiding a controller that never converges.
 pub const SETTLE_TOLERANCE: f64 = 1.2;
 

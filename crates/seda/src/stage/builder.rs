@@ -96,7 +96,7 @@ impl<E: Event> StageBuilder<E> {
         self
     }
 
-    /// Drops events that waited longer than `after` in the queue (003's selective dropping).
+    /// Drops events that waited longer than `after` in the queue (FAIR07's selective dropping).
     pub fn drop_after(mut self, after: std::time::Duration) -> Self {
         self.config.drop_after_ms = Some(after.as_millis().try_into().unwrap_or(u64::MAX));
         self

@@ -1,13 +1,13 @@
-//! Service degradation (seed 002, Section 3.4; Sandstorm's `BOTTLENECK_DEGRADE` hook).
+//! Service degradation (WC03, Section 3.4; Sandstorm's `BOTTLENECK_DEGRADE` hook).
 //!
 //! A quality knob in `[q_min, 1]` that the stage's handler reads to do less work per request.
 //! Each run compares the stage's percentile response time with the target: over target the
 //! quality is divided by `decrease` (2), under it grows by `step` (0.01), as Sandstorm's
 //! bottleneck stage does. When the quality is already at `q_min` and the response time is still
-//! over target, admission control is re-enabled (002: "the stage optionally re-enables the
+//! over target, admission control is re-enabled (WC03: "the stage optionally re-enables the
 //! admission controller when the quality factor is at its lowest setting and response times
 //! continue to exceed the target"); it is switched off again once the quality has recovered to
-//! full (our choice; 002 does not say when).
+//! full (our choice; WC03 does not say when).
 //!
 //! [`DegradingAdmission`] packages the knob with a response-time controller: admission passes
 //! everything until the knob re-enables it.
@@ -22,8 +22,8 @@ use crate::{AdmissionController, Controller, KnobCell, KnobKind, Quality, Reject
 /// The catalogue entry of [`DegradingAdmission`].
 pub(crate) const ENTRY: Entry = Entry {
     name: "degradation",
-    about: "002's quality knob, admission control as the last resort",
-    source: "002 Section 3.4",
+    about: "WC03's quality knob, admission control as the last resort",
+    source: "WC03 Section 3.4",
     role: Role::Rate,
     compared: false,
     build: |p| {
@@ -49,7 +49,7 @@ pub struct DegradationConfig {
     pub step: f64,
     /// Quality divisor over target (Sandstorm: 2).
     pub decrease: f64,
-    /// Whether admission control is re-enabled at `q_min` (002's option).
+    /// Whether admission control is re-enabled at `q_min` (WC03's option).
     pub reenable_admission: bool,
 }
 
@@ -117,7 +117,7 @@ pub struct DegradationState {
     pub admission_enabled: bool,
 }
 
-/// The quality knob of 002 Section 3.4.
+/// The quality knob of WC03 Section 3.4.
 #[derive(Debug, Clone)]
 pub struct Degradation {
     cfg: DegradationConfig,
@@ -165,7 +165,7 @@ impl Controller for Degradation {
     }
 }
 
-/// Degradation first, admission control as the last resort (002 Figure 13's configuration).
+/// Degradation first, admission control as the last resort (WC03 Figure 13's configuration).
 #[derive(Debug, Clone)]
 pub struct DegradingAdmission {
     knob: Degradation,

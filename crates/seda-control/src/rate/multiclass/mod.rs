@@ -1,11 +1,11 @@
-//! Class-based differentiation (seed 002, Section 3.3).
+//! Class-based differentiation (WC03, Section 3.3).
 //!
-//! One response-time controller (002 Section 3.2) and one token bucket per class, each with its
+//! One response-time controller (WC03 Section 3.2) and one token bucket per class, each with its
 //! own target. When class `c` misses its target, every lower class's rate is divided by `adj_lo`
 //! (10); only once all lower classes sit at the minimum rate for more than `lc_thresh` (20) runs
 //! is class `c`'s own rate cut by `adj_d`. While a higher class misses its target, lower classes
 //! are flagged so their rates do not grow in their next run. Class 0 is the lowest; the lowest
-//! class has no lower class to sacrifice, so it is cut directly (002 leaves this case implicit).
+//! class has no lower class to sacrifice, so it is cut directly (WC03 leaves this case implicit).
 
 use crate::InvalidConfig;
 use std::time::Duration;
@@ -34,8 +34,8 @@ const CLASS_TARGETS: [&str; MAX_CONFIGURED_CLASSES] = [
 /// The catalogue entry of [`MulticlassController`].
 pub(crate) const ENTRY: Entry = Entry {
     name: "multiclass",
-    about: "002's per-class targets, lower classes cut first",
-    source: "002 Section 3.3",
+    about: "WC03's per-class targets, lower classes cut first",
+    source: "WC03 Section 3.3",
     role: Role::Rate,
     compared: false,
     build: |p| {
@@ -50,7 +50,7 @@ pub(crate) const ENTRY: Entry = Entry {
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MulticlassConfig {
-    /// Shared parameters (002 Figure 4; `target` is the default target of every class).
+    /// Shared parameters (WC03 Figure 4; `target` is the default target of every class).
     pub base: ResponseTimeConfig,
     /// Per-class targets, lowest class first; the number of classes is its length.
     pub targets: Vec<Duration>,
@@ -61,7 +61,7 @@ pub struct MulticlassConfig {
 }
 
 impl MulticlassConfig {
-    /// `classes` classes sharing `target`, with 002's defaults.
+    /// `classes` classes sharing `target`, with WC03's defaults.
     pub fn new(target: Duration, classes: usize) -> Self {
         MulticlassConfig {
             base: ResponseTimeConfig::new(target),
@@ -71,7 +71,7 @@ impl MulticlassConfig {
         }
     }
 
-    /// Reads the parameters a configuration gives: 002 Figure 4's (`target_s` is every
+    /// Reads the parameters a configuration gives: WC03 Figure 4's (`target_s` is every
     /// class's default), `classes` (2), `classN_target_s`, `adj_lo`, `lc_thresh`.
     pub fn read(p: &mut Params<'_>) -> Result<Self, InvalidConfig> {
         let base = ResponseTimeConfig::read(
@@ -136,7 +136,7 @@ struct Class {
     hold_increase: bool,
 }
 
-/// 002 Section 3.3's multiclass controller.
+/// WC03 Section 3.3's multiclass controller.
 #[derive(Debug, Clone)]
 pub struct MulticlassController {
     cfg: MulticlassConfig,

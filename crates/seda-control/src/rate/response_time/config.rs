@@ -1,17 +1,17 @@
-//! Parameters of the response-time controller (002 Figure 4).
+//! Parameters of the response-time controller (WC03 Figure 4).
 
 use crate::InvalidConfig;
 use crate::catalogue::Params;
 use std::time::Duration;
 
 /// Parameters of the response-time controller. [`ResponseTimeConfig::new`] gives the defaults of
-/// 002 Figure 4.
+/// WC03 Figure 4.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ResponseTimeConfig {
     /// Response-time target for the chosen percentile.
     pub target: Duration,
-    /// Percentile tracked, in (0, 1] (0.9 in 002).
+    /// Percentile tracked, in (0, 1] (0.9 in WC03).
     pub percentile: f64,
     /// Samples per controller run (`nreq`, 100).
     pub nreq: usize,
@@ -33,17 +33,17 @@ pub struct ResponseTimeConfig {
     pub min_rate_per_s: f64,
     /// Highest admission rate (`rate_max`, 2000/s).
     pub max_rate_per_s: f64,
-    /// Rate at start. 002 gives none; Sandstorm's multiclass controller starts at 100/s.
+    /// Rate at start. WC03 gives none; Sandstorm's multiclass controller starts at 100/s.
     pub initial_rate_per_s: f64,
     /// Token-bucket depth (Sandstorm's `RateLimitingPredicate` uses 10).
     pub bucket_depth: f64,
 }
 
 impl ResponseTimeConfig {
-    /// The target when a configuration gives none (002's Figure 10 target).
+    /// The target when a configuration gives none (WC03's Figure 10 target).
     pub const DEFAULT_TARGET: Duration = Duration::from_secs(1);
 
-    /// 002 Figure 4's parameters for a `target` on the 90th percentile.
+    /// WC03 Figure 4's parameters for a `target` on the 90th percentile.
     pub const fn new(target: Duration) -> Self {
         ResponseTimeConfig {
             target,

@@ -1,4 +1,4 @@
-//! The per-stage response-time controller of Welsh and Culler (seed 002, Section 3.2,
+//! The per-stage response-time controller of Welsh and Culler (WC03, Section 3.2,
 //! Figure 4), and our tuned variant ([`TunedResponseTimeController`]).
 //!
 //! A monitor collects response times (`now - born`) of requests completed at the stage. Every
@@ -25,8 +25,8 @@ use crate::{AdmissionController, InvalidConfig, RejectReason, Time, TokenBucket}
 /// The catalogue entry of [`ResponseTimeController`].
 pub(crate) const ENTRY: Entry = Entry {
     name: "response_time",
-    about: "002's token-bucket controller (Figure 4 parameters)",
-    source: "002 Section 3.2, Figure 4",
+    about: "WC03's token-bucket controller (Figure 4 parameters)",
+    source: "WC03 Section 3.2, Figure 4",
     role: Role::Rate,
     compared: true,
     build: |p| {
@@ -39,7 +39,7 @@ pub(crate) const ENTRY: Entry = Entry {
     aim: catalogue::target_s,
 };
 
-/// One AIMD step of 002 Section 3.2 on `rate` for error `err`; returns the new rate within
+/// One AIMD step of WC03 Section 3.2 on `rate` for error `err`; returns the new rate within
 /// `[min_rate_per_s, max_rate_per_s]`.
 pub fn aimd_step(cfg: &ResponseTimeConfig, rate: f64, err: f64) -> f64 {
     let next = if err > cfg.err_d {
@@ -52,7 +52,7 @@ pub fn aimd_step(cfg: &ResponseTimeConfig, rate: f64, err: f64) -> f64 {
     next.clamp(cfg.min_rate_per_s, cfg.max_rate_per_s)
 }
 
-/// The EWMA of 002 Section 3.2; the first sample seeds the average.
+/// The EWMA of WC03 Section 3.2; the first sample seeds the average.
 pub(crate) fn ewma(prev: Option<f64>, alpha: f64, sample: f64) -> f64 {
     match prev {
         Some(cur) => alpha * cur + (1.0 - alpha) * sample,
@@ -60,7 +60,7 @@ pub(crate) fn ewma(prev: Option<f64>, alpha: f64, sample: f64) -> f64 {
     }
 }
 
-/// The response-time controller of 002 Section 3.2 with the parameters of Figure 4.
+/// The response-time controller of WC03 Section 3.2 with the parameters of Figure 4.
 #[derive(Debug, Clone)]
 pub struct ResponseTimeController {
     cfg: ResponseTimeConfig,

@@ -1,11 +1,11 @@
-//! Our tuned response-time controller. It keeps 002 Section 3.2's goal (a percentile of response
+//! Our tuned response-time controller. It keeps WC03 Section 3.2's goal (a percentile of response
 //! time at a target) and measurement (the percentile of a window of `nreq` samples or
 //! `timeout`), but it does not act through a rate. It bounds the stage's *queue* at the length
 //! that, at the measured departure rate, makes a new arrival wait the allowed time (Little's
-//! law, as 003 Section 4.3.1 maps a response-time target to a throughput target; Sandstorm's
-//! controller had a compiled-out mode doing AIMD on the queue threshold, `sandstorm.md` 3.3).
+//! law, as FAIR07 Section 4.3.1 maps a response-time target to a throughput target; Sandstorm's
+//! controller had a compiled-out mode doing AIMD on the queue threshold, SEDA01).
 //!
-//! Why: 002's loop acts on the token rate from response times of requests that completed, so it
+//! Why: WC03's loop acts on the token rate from response times of requests that completed, so it
 //! sees a spike only after the spike's requests have waited; its AIMD then moves the rate by
 //! +1.8/s or /1.2 per run. On our spike it admits half the capacity; a proportional law on the
 //! rate oscillates because of that measurement delay. The queue length is known without delay:
@@ -23,7 +23,7 @@
 //!   idled); with `trim` off, `r = setpoint x target / p90` (at most 2) steers the percentile to
 //!   the setpoint instead. It adapts only while the limit is turning requests away: at low load
 //!   the percentile says nothing about the budget (anti-windup).
-//! - **Safety net: selective dropping (003 Section 4.2.3).** At dequeue, an event that queued
+//! - **Safety net: selective dropping (FAIR07 Section 4.2.3).** At dequeue, an event that queued
 //!   longer than `drop_queued` (the target) is dropped as expired.
 
 use crate::InvalidConfig;
@@ -37,7 +37,7 @@ use crate::{AdmissionController, RejectReason, Time};
 pub(crate) const TUNED_ENTRY: Entry = Entry {
     name: "response_time_tuned",
     about: "ours: p90 target, queue sized by Little's law",
-    source: "ours, on 002 Section 3.2's goal and 003 Section 4.3.1's mapping",
+    source: "ours, on WC03 Section 3.2's goal and FAIR07 Section 4.3.1's mapping",
     role: Role::Rate,
     compared: true,
     build: |p| {
@@ -67,7 +67,7 @@ pub(crate) const TUNED_TRIM_ENTRY: Entry = Entry {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TunedConfig {
     /// Target, percentile, `nreq`, `timeout` (0.1 s here) and `alpha` (the weight of the old
-    /// departure rate per period); 002's AIMD constants and the rate bounds are not used.
+    /// departure rate per period); WC03's AIMD constants and the rate bounds are not used.
     pub base: ResponseTimeConfig,
     /// The percentile is steered to `setpoint x target` (0.8), a margin under the target.
     pub setpoint: f64,

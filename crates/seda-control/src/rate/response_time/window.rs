@@ -1,4 +1,4 @@
-//! The measurement window of the response-time controllers (002 Section 3.2): up to `nreq`
+//! The measurement window of the response-time controllers (WC03 Section 3.2): up to `nreq`
 //! samples, closed early when `timeout` has passed since the last run.
 
 use std::time::Duration;
@@ -77,7 +77,7 @@ impl SampleWindow {
     }
 }
 
-/// The `p`-quantile of `samples` as 002 computes it: sort and take the `(p x n)`-th sample
+/// The `p`-quantile of `samples` as WC03 computes it: sort and take the `(p x n)`-th sample
 /// (1-based, rounded up). Reorders `samples`. Returns 0 for an empty slice.
 pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
     let n = samples.len();

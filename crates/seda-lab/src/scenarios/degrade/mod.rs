@@ -1,11 +1,11 @@
-//! `degrade` (002 Figures 12 and 13): a CPU-bound bottleneck page with a quality knob under a
+//! `degrade` (WC03 Figures 12 and 13): a CPU-bound bottleneck page with a quality knob under a
 //! load spike, p90 target 5 s (quick form: 1 s); no control, degradation alone, and degradation
 //! that re-enables admission control at the lowest quality.
 //!
 //! Each variant's server is calibrated first (pages/s at full quality) and its spike sized from
 //! that capacity, so that, as on the paper's machine, no control leaves response times far past
 //! the target (`users / capacity` is [`SPIKE_X`] times the target) while the lowest quality,
-//! which halves a page's cost at best, is still not quite enough: the regime where 002
+//! which halves a page's cost at best, is still not quite enough: the regime where WC03
 //! re-enables admission control. Calibrating each server just before its spike keeps the regime
 //! when other work on the machine comes and goes between variants.
 
@@ -34,7 +34,7 @@ pub struct Degrade;
 /// control, in targets.
 pub const SPIKE_X: f64 = 3.0;
 
-/// 002's p90 target for the spike.
+/// WC03's p90 target for the spike.
 const PAPER_TARGET_S: f64 = 5.0;
 
 /// The variants, in the order they run: their names in the results and their control.
@@ -135,7 +135,7 @@ impl Scenario for Degrade {
 
     fn about(&self) -> &'static str {
         "CPU-bound page with a quality knob under a spike: no control vs degradation vs \
-         degradation + admission control (002 Figures 12, 13)"
+         degradation + admission control (WC03 Figures 12, 13)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
@@ -151,7 +151,7 @@ impl Scenario for Degrade {
         }
         let service = BottleneckConfig::default();
         Ok(Outcome {
-            paper: "002 Figures 12 and 13".into(),
+            paper: "WC03 Figures 12 and 13".into(),
             config: json!({
                 "spike": {
                     "base_users": spike.base_users,

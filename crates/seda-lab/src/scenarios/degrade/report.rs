@@ -33,7 +33,7 @@ pub(super) fn checks(runs: &[Run], spike: &Spike, quick: bool) -> Vec<Check> {
     let q = val(runs, "degrade", |r| r.figures.quality_min);
     let q2 = val(runs, "degrade+admission", |r| r.figures.quality_min);
     out.push(Check::new(
-        "under the spike, the stage lowers its quality (002 Section 4.5)",
+        "under the spike, the stage lowers its quality (WC03 Section 4.5)",
         q.is_some_and(|q| q <= 0.5) && q2.is_some_and(|q| q <= 0.5),
         format!(
             "lowest quality polled during the spike: degrade {}, degrade+admission {}",
@@ -88,7 +88,7 @@ pub(super) fn checks(runs: &[Run], spike: &Spike, quick: bool) -> Vec<Check> {
     let rej_deg = val(runs, "degrade", |r| Some(r.summary.rejected_fraction));
     out.push(Check::new(
         "admission control is re-enabled only with it, and then rejects a large share \
-         (002: 99%; here: over 10%)",
+         (WC03: 99%; here: over 10%)",
         rej.is_some_and(|r| r > 0.1) && rej_deg.is_some_and(|r| r < 0.01),
         format!(
             "rejected during the spike: degrade+admission {}, degrade {}",
@@ -121,7 +121,7 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
         &LineChart {
             title: format!(
                 "p90 response time, {} users -> {SPIKE_X} x capacity x target at {:.0} s \
-                 (002 Figures 12, 13)",
+                 (WC03 Figures 12, 13)",
                 spike.base_users,
                 spike.onset_s()
             ),
@@ -198,24 +198,24 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
          (0.01) at best doubles the capacity.\n\n",
     );
     s += &format!(
-        "**Scale-down.** 002 spiked to 1000 users against a 5 s p90 target. Here each \
+        "**Scale-down.** WC03 spiked to 1000 users against a 5 s p90 target. Here each \
          variant's server is first calibrated (8 closed users, no think time, at full quality; \
          capacity in pages per CPU-second of the server, so that other work on its core during \
          the calibration does not shrink the spike) and its spike is {SPIKE_X} x capacity x target users, so that without control the \
          closed-loop response time (users / capacity) is {SPIKE_X} targets and the lowest \
          quality alone is not quite enough. Base load {} users; think time {:.0} ms, {:.1} s \
-         wait after a 503 (002's e-mail users: 20 ms and 5 s; Section 4.5 gives neither). \
+         wait after a 503 (WC03's e-mail users: 20 ms and 5 s; Section 4.5 gives neither). \
          Target {} s{}. Spike {:.0} s from {:.0} s.\n\n",
         spike.base_users,
         THINK.as_secs_f64() * spike.time_scale * 1000.0,
         REJECT_WAIT.as_secs_f64() * spike.time_scale,
         spike.target_s,
         if quick {
-            " (the quick form scales 002's 5 s down to 1 s, and with it the think time, the \
+            " (the quick form scales WC03's 5 s down to 1 s, and with it the think time, the \
              wait and the controller's measurement window, 100 samples or 1 s in the full \
              form, 20 samples or 0.2 s here, so the run fits in a minute)"
         } else {
-            " (002's)"
+            " (WC03's)"
         },
         spike.spike_s,
         spike.onset_s()
@@ -285,7 +285,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
          just absorb would show. The knob follows Sandstorm's rule (halve the quality at each \
          run over target, add 0.01 under it; a run every 100 samples, or 1 s when traffic is \
          slow) and switches admission control off \
-         only once the quality is back to 1 (002 does not say when). A rejection is an \
+         only once the quality is back to 1 (WC03 does not say when). A rejection is an \
          immediate 503 after which the user waits, so the rejected fraction counts requests \
          and depends on that wait.\n\n",
         SPIKE_X / 2.0
@@ -295,14 +295,14 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
         Some((r, rate)) => {
             s += &format!(
                 "**The admission controller starts wound down.** The token bucket that the knob \
-                 re-enables is 002's response-time controller, and seda-control's \
+                 re-enables is WC03's response-time controller, and seda-control's \
                  `degradation` kind keeps adapting its rate from the response times while the \
                  knob bypasses it: at every run over target the rate is divided by 1.2. When \
                  the knob switched it on here its rate was {rate:.1} admissions/s, against a \
                  degraded stage that can serve up to about twice the full-quality capacity of \
                  {:.0} pages/s, and under target it grows back by at most 1.8/s per run. So \
                  with admission control the p90 falls far under the target while the pages \
-                 served fall too (goodput {} of capacity). 002's 99% rejections suggest the \
+                 served fall too (goodput {} of capacity). WC03's 99% rejections suggest the \
                  same behaviour; resetting the rate to the stage's throughput when admission \
                  control is re-enabled would keep more goodput (not done here: that is a change \
                  to the controller, not to the experiment).\n\n",

@@ -1,9 +1,9 @@
-//! `goodput` (001 Figures 5 to 7, "Self-Tuning"): an open load of logins from 0.5 x to 2 x the
+//! `goodput` (SSM04 Figures 5 to 7, "Self-Tuning"): an open load of logins from 0.5 x to 2 x the
 //! mail service's capacity, with and without SSM's self-protection (the client stub's AIMD
 //! window, and servers that serve only requests that have not timed out); goodput is what
 //! completes within the 1 s timeout.
 //!
-//! 001's bricks, without protection, spend their time on requests whose clients have given up
+//! SSM04's bricks, without protection, spend their time on requests whose clients have given up
 //! and goodput falls to zero; with the window and deadline dropping, goodput stays at the
 //! capacity the window discovered and the excess is rejected. `seda sim goodput` runs the same
 //! experiment on the simulator, with the same variant and key names.
@@ -26,7 +26,7 @@ use point::Point;
 pub struct Goodput;
 
 /// The client's timeout, the AIMD window's "too slow", the server's deadline and the goodput
-/// bound (001: 60 ms, for bricks that answer in about a millisecond; see the report).
+/// bound (SSM04: 60 ms, for bricks that answer in about a millisecond; see the report).
 const TIMEOUT: Duration = Duration::from_secs(1);
 /// `seda serve mail --slowdown`: a login takes about 20 µs of CPU here, so 100 times that
 /// (2 ms) puts the server's capacity at a few hundred logins/s, where the one-core load
@@ -46,7 +46,7 @@ pub(super) struct Variant {
     /// The server drops requests older than the timeout, even inside the database.
     pub deadline: bool,
     /// The server drops the requests of clients that disconnected (our front end's default;
-    /// 001's bricks could not tell, and the other variants run without it).
+    /// SSM04's bricks could not tell, and the other variants run without it).
     pub cancel: bool,
 }
 
@@ -97,7 +97,7 @@ impl Scenario for Goodput {
 
     fn about(&self) -> &'static str {
         "goodput within a 1 s timeout from 0.5 x to 2 x capacity, with and without the client's \
-         AIMD window and server-side deadline dropping (001 Figures 5-7)"
+         AIMD window and server-side deadline dropping (SSM04 Figures 5-7)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
@@ -128,7 +128,7 @@ impl Scenario for Goodput {
         };
         let checks = sweep.checks();
         Ok(Outcome {
-            paper: "001 Figures 5, 6 and 7 (Self-Tuning)".into(),
+            paper: "SSM04 Figures 5, 6 and 7 (Self-Tuning)".into(),
             config: json!({
                 "service": "seda serve mail, every request a login (SQLite password check, new \
                             session in memory)",

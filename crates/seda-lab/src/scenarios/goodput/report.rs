@@ -48,7 +48,7 @@ pub(super) fn plots(
         "goodput",
         &LineChart {
             title: format!(
-                "goodput within {} s vs offered load (001 Figures 5-7)",
+                "goodput within {} s vs offered load (SSM04 Figures 5-7)",
                 TIMEOUT.as_secs_f64()
             ),
             x_label: "offered load (x capacity)".into(),
@@ -61,7 +61,7 @@ pub(super) fn plots(
     lab.plot(
         "goodput_over_time",
         &LineChart {
-            title: format!("goodput over time at {top} x capacity (001 Figures 6, 7)"),
+            title: format!("goodput over time at {top} x capacity (SSM04 Figures 6, 7)"),
             x_label: "time since the end of the warm-up (s)".into(),
             y_label: "goodput (logins/s)".into(),
             series: at_top
@@ -97,7 +97,7 @@ fn num(x: Option<f64>, digits: usize) -> String {
 pub(super) fn text(s: &Sweep<'_>) -> String {
     let none_peak = s.peak(NONE.name);
     let mut t = format!(
-        "**Scale-down.** 001 ran SSM on 3 bricks (about 1900-2000 requests/s of 8 KB session \
+        "**Scale-down.** SSM04 ran SSM on 3 bricks (about 1900-2000 requests/s of 8 KB session \
          state reads and writes), a 60 ms timeout, and load from client threads. Here one \
          `seda serve mail` process on one core answers logins (a password check in SQLite and a \
          new session in memory, SSM's \"write session state\" in miniature), {SLOWDOWN}x slower \
@@ -153,7 +153,7 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
           window is the client stub's own, without reaching the server.\n\n";
     let top = s.max_load();
     t += &format!(
-        "**The paper (001 Self-Tuning, Figures 5-7):** without AIMD or admission control \
+        "**The paper (SSM04 Self-Tuning, Figures 5-7):** without AIMD or admission control \
          goodput plateaus at about 1900-2000 requests/s and falls to zero at about 3400 \
          requests/s offered (1.7 x the plateau), \"the brick spends all of its time fulfilling \
          timed-out requests\"; with the stub's AIMD window and bricks serving only requests that \
@@ -169,7 +169,7 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
     t += &format!(
         "- *The basic system is made to serve abandoned requests.* Our HTTP front end cancels \
          a request whose client disconnected and the stage drops it at dequeue, which is \
-         already a form of \"serve only requests that have not timed out\". 001's basic bricks \
+         already a form of \"serve only requests that have not timed out\". SSM04's basic bricks \
          had nothing like it, so `none`, `window`, `deadline` and `window+deadline` run with \
          `seda serve mail --serve-abandoned`.{}\n",
         match s.goodput(CANCEL.name, top) {
@@ -207,7 +207,7 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
          (busy with thousands of connections under overload) had the preemption multiplied \
          too: at 2 x with `--slowdown 50` we measured the login stage's mean service time go \
          from 1 ms to 17 ms, with logins of 0.6 s and 4 s, and the basic system collapsed for \
-         that reason rather than 001's. It now spins on the thread's CPU clock ({SLOWDOWN} \
+         that reason rather than SSM04's. It now spins on the thread's CPU clock ({SLOWDOWN} \
          times the CPU the login used).\n"
     );
     t += "- *One server, one request type, Poisson arrivals* instead of 3 bricks, reads and \

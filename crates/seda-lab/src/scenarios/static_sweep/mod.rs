@@ -1,4 +1,4 @@
-//! `static-sweep` (seed 000; SOSP'01 Figure 8 and its table): the SPECweb99 static mix from 1
+//! `static-sweep` (SEDA01; SOSP'01 Figure 8 and its table): the SPECweb99 static mix from 1
 //! to 1024 closed-loop clients against our static server, nginx, Apache with a fixed pool of
 //! 150 processes, and lighttpd. Throughput, mean and max response time, and Jain's fairness
 //! over the clients' completed requests.
@@ -100,7 +100,7 @@ impl Scenario for StaticSweep {
 
     fn about(&self) -> &'static str {
         "SPECweb99 static files, 1 to 1024 closed-loop clients: ours vs nginx, Apache (150 \
-         processes) and lighttpd; throughput, mean/max response time, fairness (000, SOSP'01 \
+         processes) and lighttpd; throughput, mean/max response time, fairness (SEDA01, SOSP'01 \
          Figure 8)"
     }
 
@@ -148,7 +148,7 @@ impl Scenario for StaticSweep {
             .filter(|p| p.disturbance() > DISTURBED)
             .count();
         Ok(Outcome {
-            paper: "000 (SEDA slides: Haboob vs Apache and Flash); SOSP'01 Figure 8 and its \
+            paper: "SEDA01 (SEDA slides: Haboob vs Apache and Flash); SOSP'01 Figure 8 and its \
                     table at 256 and 1024 clients"
                 .into(),
             config: json!({

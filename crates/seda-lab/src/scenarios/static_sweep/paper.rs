@@ -1,6 +1,6 @@
 //! The figures this scenario is compared with.
 
-/// One row of the SOSP'01 table (`reference/sandstorm.md` §7; the slides of seed 000 give the
+/// One row of the SOSP'01 table (SEDA01; the slides of SEDA01 give the
 /// response times at 1024 clients).
 pub struct PaperRow {
     /// Closed-loop clients.

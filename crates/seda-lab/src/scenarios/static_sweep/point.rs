@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::cpu::{Mark, Usage};
 use crate::lab::Lab;
 
-/// Haboob's client: a fixed 20 ms think time (`REQUESTDELAY=20`, `load-generation.md` §2.4).
+/// Haboob's client: a fixed 20 ms think time (`REQUESTDELAY=20`, SPECWEB99).
 pub const THINK: Duration = Duration::from_millis(20);
 /// Haboob's client closes a connection after 5 requests (`MAX_REQS_PER_CONN`; we take 5, not
 /// the 6 its off-by-one gives).

@@ -44,7 +44,7 @@ pub(crate) fn report(
             r.fairness
         );
     }
-    s += "\nThe slides (seed 000) give the 1024-client response times as SEDA 547 ms / 3.8 s, \
+    s += "\nThe slides (SEDA01) give the 1024-client response times as SEDA 547 ms / 3.8 s, \
           Flash 665 ms / 37 s, Apache 475 ms / 1.7 minutes (the table above, from the paper, \
           says 93.7 s for Apache's maximum).\n";
     s += "\n## Ours, on this machine\n\n";
@@ -86,7 +86,7 @@ pub(crate) fn report(
 fn setup(s: &mut String, plan: &Plan, ran: &[Server], skipped: &[(String, String)], quick: bool) {
     let _ = write!(
         s,
-        "Haboob's client (`load-generation.md` §2): {} closed-loop clients, each requesting a \
+        "Haboob's client (SPECWEB99 in `docs/papers.md`): {} closed-loop clients, each requesting a \
          SPECweb99 file, waiting for it, thinking {} ms, and closing its connection every {} \
          requests; response time includes the connect. Each server runs on one core (CPU 0), \
          the load generator on the other (CPU 1), over loopback; the paper used a 4-way SMP \
