@@ -18,14 +18,25 @@ fn get(addr: &str, path: &str) -> String {
     out
 }
 
-#[test]
-fn proxies_a_static_server_and_forwards_its_answers() {
-    let root = std::env::temp_dir().join(format!("seda-cli-proxy-{}", std::process::id()));
+/// A fresh directory named after `name` with `files` in it.
+fn temp_root(name: &str, files: &[(&str, &[u8])]) -> std::path::PathBuf {
+    let root = std::env::temp_dir().join(format!("seda-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("hello.txt"), "hello through the proxy\n").unwrap();
+    for (file, content) in files {
+        std::fs::write(root.join(file), content).unwrap();
+    }
+    root
+}
 
-    let mut upstream = common::start(&[
+/// `seda serve static` on `root`, and `seda proxy` in front of it with `target_ms` and any
+/// `extra` flags: (upstream, proxy).
+fn static_behind_proxy(
+    root: &std::path::Path,
+    target_ms: &str,
+    extra: &[&str],
+) -> (common::Server, common::Server) {
+    let upstream = common::start(&[
         "serve".as_ref(),
         "static".as_ref(),
         "--addr".as_ref(),
@@ -34,15 +45,26 @@ fn proxies_a_static_server_and_forwards_its_answers() {
         root.as_os_str(),
     ]);
     let upstream_url = format!("http://{}", upstream.addr);
-    let mut proxy = common::start(&[
-        "proxy".as_ref(),
-        "--listen".as_ref(),
-        "127.0.0.1:0".as_ref(),
-        "--upstream".as_ref(),
-        upstream_url.as_ref(),
-        "--target-ms".as_ref(),
-        "500".as_ref(),
-    ]);
+    let mut args: Vec<&std::ffi::OsStr> = [
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        upstream_url.as_str(),
+        "--target-ms",
+        target_ms,
+    ]
+    .iter()
+    .map(|a| a.as_ref())
+    .collect();
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    (upstream, common::start(&args))
+}
+
+#[test]
+fn proxies_a_static_server_and_forwards_its_answers() {
+    let root = temp_root("proxy", &[("hello.txt", b"hello through the proxy\n")]);
+    let (mut upstream, mut proxy) = static_behind_proxy(&root, "500", &[]);
 
     let ok = get(&proxy.addr, "/hello.txt");
     assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
@@ -90,31 +112,9 @@ fn haproxy_weights_the_proxy_by_its_admission_state() {
         return;
     }
     use std::io::BufRead;
-    let dir = std::env::temp_dir().join(format!("seda-cli-agent-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("big"), vec![b'x'; 1 << 20]).unwrap();
-    let mut upstream = common::start(&[
-        "serve".as_ref(),
-        "static".as_ref(),
-        "--addr".as_ref(),
-        "127.0.0.1:0".as_ref(),
-        "--root".as_ref(),
-        dir.as_os_str(),
-    ]);
-    let upstream_url = format!("http://{}", upstream.addr);
+    let dir = temp_root("agent", &[("big", &[b'x'; 1 << 20])]);
     // A 1 ms target that 1 MB responses to 64 clients cannot meet: the proxy must shed.
-    let mut proxy = common::start(&[
-        "proxy".as_ref(),
-        "--listen".as_ref(),
-        "127.0.0.1:0".as_ref(),
-        "--upstream".as_ref(),
-        upstream_url.as_ref(),
-        "--target-ms".as_ref(),
-        "1".as_ref(),
-        "--agent".as_ref(),
-        "127.0.0.1:0".as_ref(),
-    ]);
+    let (mut upstream, mut proxy) = static_behind_proxy(&dir, "1", &["--agent", "127.0.0.1:0"]);
     let agent = loop {
         let mut line = String::new();
         assert!(
