@@ -45,19 +45,16 @@ fn static_behind_proxy(
         root.as_os_str(),
     ]);
     let upstream_url = format!("http://{}", upstream.addr);
-    let mut args: Vec<&std::ffi::OsStr> = [
-        "proxy",
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        upstream_url.as_str(),
-        "--target-ms",
-        target_ms,
-    ]
-    .iter()
-    .map(|a| a.as_ref())
-    .collect();
-    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "proxy".as_ref(),
+        "--listen".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--upstream".as_ref(),
+        upstream_url.as_ref(),
+        "--target-ms".as_ref(),
+        target_ms.as_ref(),
+    ];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
     (upstream, common::start(&args))
 }
 
