@@ -119,5 +119,5 @@ def med(name, col):
 ha, ours = med("haproxy", 1), med("seda", 1)
 print(f"median CPU per request: haproxy {ha:.1f} us, seda proxy {ours:.1f} us, ratio {ours/ha:.2f}")
 for n in ("direct", "haproxy", "seda"):
-    print(f"median p50 {n:8} {med(n, 5):.3f} ms   p99 {med(n, 8):.3f} ms")
+    print(f"median p50 {n:8} {med(n, 4):.3f} ms   p99 {med(n, 7):.3f} ms")
 PY
