@@ -20,6 +20,15 @@ use seda_http::{AdminServer, AdminSources};
 const MAX_BYTES: u64 = 16 << 20;
 
 /// GETs `path` from `addr` (one connection); returns the body.
+/// An admin server on a free loopback port serving `rt`.
+fn admin_for(rt: &Runtime) -> Result<AdminServer> {
+    let sources = AdminSources {
+        runtime: Some(rt.clone()),
+        ..AdminSources::default()
+    };
+    Ok(AdminServer::start(([127, 0, 0, 1], 0).into(), sources)?)
+}
+
 pub(crate) fn fetch(addr: SocketAddr, path: &str) -> Result<Vec<u8>> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
@@ -46,13 +55,7 @@ pub(crate) struct Scraped {
 
 impl Scraped {
     pub(crate) fn start(rt: &Runtime, period: Duration) -> Result<Scraped> {
-        let admin = AdminServer::start(
-            ([127, 0, 0, 1], 0).into(),
-            AdminSources {
-                runtime: Some(rt.clone()),
-                ..AdminSources::default()
-            },
-        )?;
+        let admin = admin_for(rt)?;
         let addr = admin.local_addr();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -121,13 +124,7 @@ pub fn scrape(args: &ScrapeArgs) -> Result<()> {
             let _ = s.enqueue_timeout(round, Duration::from_secs(1));
         }
     }
-    let admin = AdminServer::start(
-        ([127, 0, 0, 1], 0).into(),
-        AdminSources {
-            runtime: Some(rt.clone()),
-            ..AdminSources::default()
-        },
-    )?;
+    let admin = admin_for(&rt)?;
     let addr = admin.local_addr();
     // Over HTTP, as Prometheus sees it (connect, render, transfer).
     let mut times = Vec::with_capacity(args.scrapes);

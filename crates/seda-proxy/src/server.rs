@@ -84,13 +84,7 @@ impl Proxy {
 
     /// Every route's figures.
     pub fn stats(&self) -> Vec<RouteStats> {
-        self.routes
-            .iter()
-            .map(|r| RouteStats {
-                prefix: r.prefix.clone(),
-                admission: r.stats.as_ref().map(StatsHandle::stats),
-            })
-            .collect()
+        self.stats_reader()()
     }
 
     /// A function that reads every route's figures, to call from anywhere while the proxy runs.

@@ -108,6 +108,16 @@ impl Admission {
         }
     }
 
+    /// In [`QueueModel::InFlight`], a finished request leaves the controller's queue now (a
+    /// drop verdict is moot: it has finished). Returns the controller to report to.
+    fn leave_queue(&self, now: Duration, waited: Duration) -> SharedController {
+        let mut c = self.controller.clone();
+        if self.queue == QueueModel::InFlight {
+            let _ = c.on_dequeue(now, waited);
+        }
+        c
+    }
+
     pub(crate) fn stats(&self) -> LayerStats {
         LayerStats {
             controller: self.controller.name(),
@@ -139,11 +149,7 @@ impl Ticket {
         let a = &self.admission;
         let now = a.now();
         let took = now.saturating_sub(self.start);
-        let mut c = a.controller.clone();
-        if a.queue == QueueModel::InFlight {
-            // The request leaves the "queue" now; it has finished, so a drop verdict is moot.
-            let _ = c.on_dequeue(now, took);
-        }
+        let mut c = a.leave_queue(now, took);
         c.on_complete(now, self.class, took, took);
         a.completed.fetch_add(1, Ordering::Relaxed);
         self.done = true;
@@ -155,11 +161,8 @@ impl Drop for Ticket {
         if !self.done {
             let a = &self.admission;
             let now = a.now();
-            let mut c = a.controller.clone();
-            if a.queue == QueueModel::InFlight {
-                let _ = c.on_dequeue(now, now.saturating_sub(self.start));
-            }
-            c.on_drop(now, self.class);
+            a.leave_queue(now, now.saturating_sub(self.start))
+                .on_drop(now, self.class);
             a.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }

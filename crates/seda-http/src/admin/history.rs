@@ -71,6 +71,21 @@ struct Last {
     rejected_by: BTreeMap<&'static str, u64>,
 }
 
+impl Last {
+    /// The counters of `c` at `t_s`.
+    fn of(t_s: f64, c: &seda::stats::CounterSnapshot) -> Last {
+        Last {
+            t_s,
+            arrivals: c.arrivals,
+            admitted: c.admitted,
+            rejected: c.rejected_total,
+            dropped: c.dropped_total,
+            completed: c.completed,
+            rejected_by: c.rejected.clone(),
+        }
+    }
+}
+
 /// The rings, and what the newest sample found.
 #[derive(Debug, Default)]
 pub struct History {
@@ -106,15 +121,11 @@ impl History {
         let mut rows = Vec::with_capacity(stats.stages.len());
         for s in &stats.stages {
             let c = &s.totals.counters;
-            let last = self.last.get(&s.name).cloned().unwrap_or(Last {
-                t_s,
-                arrivals: c.arrivals,
-                admitted: c.admitted,
-                rejected: c.rejected_total,
-                dropped: c.dropped_total,
-                completed: c.completed,
-                rejected_by: c.rejected.clone(),
-            });
+            let last = self
+                .last
+                .get(&s.name)
+                .cloned()
+                .unwrap_or_else(|| Last::of(t_s, c));
             let dt = t_s - last.t_s;
             let period = s.period.as_ref();
             let (keys, values): (Vec<&'static str>, Vec<f64>) = s
@@ -166,18 +177,7 @@ impl History {
             }
             ring.points.push_back(point);
             rows.push((s, point, rejected_by, keys, values));
-            self.last.insert(
-                s.name.clone(),
-                Last {
-                    t_s,
-                    arrivals: c.arrivals,
-                    admitted: c.admitted,
-                    rejected: c.rejected_total,
-                    dropped: c.dropped_total,
-                    completed: c.completed,
-                    rejected_by: c.rejected.clone(),
-                },
-            );
+            self.last.insert(s.name.clone(), Last::of(t_s, c));
         }
         let dt = t_s - self.current.get("t").and_then(Value::as_f64).unwrap_or(t_s);
         let edges: Vec<(String, String, f32)> = graph

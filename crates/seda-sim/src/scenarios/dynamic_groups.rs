@@ -6,16 +6,12 @@
 //! selective dropper (0.8 x target) is the first stage's admission. The plant is emulated: 50 ms
 //! exponential service on a backend serving 64 requests at once ([`crate::levers::Contention`]).
 
-use std::time::Duration;
-
 use anyhow::Result;
-use seda_control::SelectiveDropper;
-use seda_control::selftune::{GlobalConfig, GlobalTargets, Law, SelfTuningConfig};
 use serde_json::json;
 
 use super::common::{sim, stage};
 use super::{Options, Output, Scenario};
-use crate::levers::{Contention, Levers, PoolControl, SelfTunedPool, TargetPlan};
+use crate::levers::{Contention, Levers};
 use crate::summary::{RunSummary, fraction, per_s};
 use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 
@@ -51,23 +47,11 @@ pub fn run_groups(seed: u64) -> Result<SimResult> {
     cfg.seed = seed;
     cfg.bucket_s = 1.0;
     cfg.target_s = TARGET_S;
-    cfg.admission = Some(Box::new(SelectiveDropper::new(Duration::from_secs_f64(
-        0.8 * TARGET_S,
-    ))));
-    let plan = TargetPlan::Global(GlobalTargets::new(GlobalConfig::new(
-        Duration::from_secs_f64(TARGET_S),
-    )));
-    let pool = SelfTuningConfig {
-        law: Law::P,
-        max_threads: 128,
-        ..SelfTuningConfig::default()
-    };
+    let (dropper, pool) = super::thesis_open::self_tuning(TARGET_S, 128);
+    cfg.admission = Some(dropper);
     cfg.levers = Levers {
         contention: Some(Contention::backend(64)),
-        pool: Some(PoolControl {
-            sizer: Box::new(SelfTunedPool::new(pool, plan)),
-            max_servers: 128,
-        }),
+        pool: Some(pool),
         period_s: 2.0,
         ..Levers::new()
     };

@@ -71,21 +71,9 @@ pub fn run_variant(name: &str, seed: u64) -> Result<SimResult> {
     cfg.levers.contention = Some(PLANT);
     cfg.levers.period_s = PERIOD_S;
     if name == "self_tuning" {
-        cfg.admission = Some(Box::new(SelectiveDropper::new(Duration::from_secs_f64(
-            0.8 * TARGET_S,
-        ))));
-        let plan = TargetPlan::Global(GlobalTargets::new(GlobalConfig::new(
-            Duration::from_secs_f64(TARGET_S),
-        )));
-        let pool = SelfTuningConfig {
-            law: Law::P,
-            max_threads: MAX_THREADS as usize,
-            ..SelfTuningConfig::default()
-        };
-        cfg.levers.pool = Some(PoolControl {
-            sizer: Box::new(SelfTunedPool::new(pool, plan)),
-            max_servers: MAX_THREADS,
-        });
+        let (dropper, pool) = self_tuning(TARGET_S, MAX_THREADS);
+        cfg.admission = Some(dropper);
+        cfg.levers.pool = Some(pool);
     } else {
         // Warm-started at the first load's rate: from WC03's 100/s its additive increase would
         // take minutes to reach 500/s, and the comparison would be with a cold start.
@@ -188,4 +176,26 @@ fn run(args: &Options) -> Result<Output> {
         "runs": runs,
     });
     Ok(Output { json, text })
+}
+
+/// The thesis's self-tuning design for a p90 `target_s`: the selective dropper at 0.8 x the
+/// target in front, and a P-controlled pool (up to `max_threads`) aimed by global control.
+pub(super) fn self_tuning(
+    target_s: f64,
+    max_threads: u32,
+) -> (Box<dyn seda_control::AdmissionController>, PoolControl) {
+    let dropper = SelectiveDropper::new(Duration::from_secs_f64(0.8 * target_s));
+    let plan = TargetPlan::Global(GlobalTargets::new(GlobalConfig::new(
+        Duration::from_secs_f64(target_s),
+    )));
+    let pool = SelfTuningConfig {
+        law: Law::P,
+        max_threads: max_threads as usize,
+        ..SelfTuningConfig::default()
+    };
+    let control = PoolControl {
+        sizer: Box::new(SelfTunedPool::new(pool, plan)),
+        max_servers: max_threads,
+    };
+    (Box::new(dropper), control)
 }
