@@ -25,6 +25,12 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
     let spike = scenario::find("mail-spike")?;
     let ran = scenario::run(spike, &args.out, &seda_bin, true);
+    let loaded = matches!(ran.verdict(), Some(seda_lab::health::Verdict::Inconclusive));
+    let busy: Vec<String> = ran
+        .health
+        .iter()
+        .flat_map(|h| h.loaded_because.iter().cloned())
+        .collect();
     let outcome = ran.outcome.context("the demo could not run")?;
     let dir = args.out.join(ran.name);
     let target = outcome.config["spike"]["target_s"].as_f64().unwrap_or(0.0);
@@ -58,6 +64,13 @@ pub fn run(args: &DemoArgs) -> Result<()> {
             },
             c.claim,
             c.detail
+        );
+    }
+    if loaded {
+        println!(
+            "\nThe machine was busy during this run, so these verdicts decide nothing (run it \
+             again on a quiet machine): {}",
+            busy.join("; ")
         );
     }
     println!(

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use seda_lab::health::Verdict;
 use seda_lab::scenario;
 
 /// `seda lab` subcommands.
@@ -12,6 +13,25 @@ pub enum LabCommand {
     List,
     /// Run a scenario (or `all`) and write result.json, report.md and plots.
     Run(RunArgs),
+    /// Run a scenario N times and report each headline figure's median and spread
+    /// (`repeat.json` and a table; figures straying over +-15% of their median are flagged).
+    Repeat(RepeatArgs),
+}
+
+/// Arguments of `seda lab repeat`.
+#[derive(clap::Args, Debug)]
+pub struct RepeatArgs {
+    /// A scenario from `seda lab list`.
+    name: String,
+    /// How many runs.
+    #[arg(long, default_value_t = 5)]
+    times: usize,
+    /// The quick form of each run.
+    #[arg(long)]
+    quick: bool,
+    /// Where to write: `run-1/`, `run-2/`... and `repeat.json`.
+    #[arg(long, default_value = "target/seda-lab-repeat")]
+    out: PathBuf,
 }
 
 /// Arguments of `seda lab run`.
@@ -37,7 +57,87 @@ pub fn run(cmd: &LabCommand) -> Result<()> {
             Ok(())
         }
         LabCommand::Run(args) => run_scenarios(args),
+        LabCommand::Repeat(args) => repeat(args),
     }
+}
+
+fn repeat(args: &RepeatArgs) -> Result<()> {
+    let s = scenario::find(&args.name)?;
+    if args.times == 0 {
+        bail!("--times must be at least 1");
+    }
+    let headline = s.headline();
+    if headline.is_empty() {
+        bail!("`{}` declares no headline figures to repeat", s.name());
+    }
+    let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
+    let mut values: Vec<Vec<Option<f64>>> = vec![Vec::new(); headline.len()];
+    let mut runs = Vec::new();
+    for i in 1..=args.times {
+        eprintln!("== {} run {i} of {}", s.name(), args.times);
+        let dir = args.out.join(format!("run-{i}"));
+        share_cache(&args.out, &dir)?;
+        let ran = scenario::run(s, &dir, &seda_bin, args.quick);
+        let verdict = ran.verdict().map_or("could not run", |v| v.as_str());
+        let summary = ran.outcome.as_ref().ok().map(|o| &o.summary);
+        for (path, column) in headline.iter().zip(&mut values) {
+            column.push(summary.and_then(|s| seda_lab::repeat::figure(s, path)));
+        }
+        let loaded: Vec<String> = ran
+            .health
+            .iter()
+            .flat_map(|h| h.loaded_because.iter().cloned())
+            .collect();
+        println!("run {i}: {verdict} in {:.0} s", ran.elapsed_s);
+        if let Err(e) = &ran.outcome {
+            println!("  could not run: {e:#}");
+        }
+        runs.push(serde_json::json!({
+            "run": i,
+            "verdict": verdict,
+            "elapsed_s": ran.elapsed_s,
+            "loaded_because": loaded,
+        }));
+    }
+    let spreads: Vec<_> = headline
+        .iter()
+        .zip(values)
+        .map(|(path, v)| seda_lab::repeat::spread(path, v))
+        .collect();
+    print!("{}", seda_lab::repeat::table(&spreads));
+    let path = args.out.join("repeat.json");
+    let doc = serde_json::json!({
+        "scenario": s.name(),
+        "quick": args.quick,
+        "times": args.times,
+        "max_spread": seda_lab::repeat::MAX_SPREAD,
+        "runs": runs,
+        "figures": spreads,
+    });
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    println!("{}", path.display());
+    let flagged = spreads.iter().filter(|s| s.flagged).count();
+    if flagged > 0 {
+        println!("{flagged} figure(s) strayed over +-15% of their median");
+    }
+    Ok(())
+}
+
+/// Points `run/.cache` (where a scenario keeps what it builds once: corpora, file sets) at
+/// `out/.cache`, so that the runs of a repeat share one.
+fn share_cache(out: &std::path::Path, run: &std::path::Path) -> Result<()> {
+    let shared = out.join(".cache");
+    std::fs::create_dir_all(&shared)
+        .with_context(|| format!("cannot create {}", shared.display()))?;
+    std::fs::create_dir_all(run).with_context(|| format!("cannot create {}", run.display()))?;
+    let link = run.join(".cache");
+    if link.symlink_metadata().is_err() {
+        std::os::unix::fs::symlink("../.cache", &link)
+            .with_context(|| format!("cannot link {}", link.display()))?;
+    }
+    Ok(())
 }
 
 fn run_scenarios(args: &RunArgs) -> Result<()> {
@@ -57,14 +157,26 @@ fn run_scenarios(args: &RunArgs) -> Result<()> {
         );
         let ran = scenario::run(s, &args.out, &seda_bin, args.quick);
         let dir = args.out.join(ran.name);
+        let verdict = ran.verdict();
+        let status = |o: &seda_lab::Outcome| match verdict {
+            Some(Verdict::Inconclusive) => format!(
+                "loaded, inconclusive ({})",
+                if o.passed() {
+                    "its claims held"
+                } else {
+                    "some claims do not hold"
+                }
+            ),
+            _ if o.passed() => "all claims hold".to_string(),
+            _ => "some claims do not hold".to_string(),
+        };
         index.push(seda_lab::index::IndexEntry {
             name: ran.name.to_string(),
             status: match &ran.outcome {
-                Ok(o) if o.passed() => "all claims hold".to_string(),
-                Ok(_) => "some claims do not hold".to_string(),
+                Ok(o) => status(o),
                 Err(e) => format!("could not run: {e:#}"),
             },
-            passed: ran.outcome.as_ref().is_ok_and(|o| o.passed()),
+            passed: verdict == Some(Verdict::Pass),
             elapsed_s: ran.elapsed_s,
         });
         match &ran.outcome {
@@ -77,18 +189,22 @@ fn run_scenarios(args: &RunArgs) -> Result<()> {
                     };
                     println!("{} {mark} {}: {}", ran.name, c.claim, c.detail);
                 }
+                for h in ran.health.iter().filter(|h| h.loaded()) {
+                    println!(
+                        "{} loaded: {}: {}",
+                        ran.name,
+                        h.label,
+                        h.loaded_because.join("; ")
+                    );
+                }
                 println!(
                     "{}: {} in {:.0} s; report {}",
                     ran.name,
-                    if outcome.passed() {
-                        "all claims hold"
-                    } else {
-                        "some claims do not hold"
-                    },
+                    status(outcome),
                     ran.elapsed_s,
                     dir.join("report.md").display()
                 );
-                if !outcome.passed() {
+                if verdict == Some(Verdict::Fail) {
                     failed.push(ran.name);
                 }
             }

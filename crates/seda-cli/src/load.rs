@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use seda_control::AimdWindowConfig;
 use seda_load::workload::{SpecWeb, Synthetic, UrlList, Workload};
 use seda_load::{
-    Arrivals, ClientConfig, Closed, LoadConfig, Model, Open, PartlyOpen, Schedule, Target,
+    Arrivals, ClientConfig, Closed, Eager, LoadConfig, Model, Open, PartlyOpen, Schedule, Target,
     parse_duration,
 };
 
@@ -25,6 +25,9 @@ enum ModelArg {
     Open,
     /// Sessions arrive at a rate; each stays for another request with probability --stay.
     PartlyOpen,
+    /// -c users, each sending its next request on the reply or after an expected time
+    /// (--patience-min to --patience-max), whichever is first: FAIR07's partly-open clients.
+    Eager,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -83,6 +86,16 @@ pub struct LoadArgs {
     /// Open model: most due requests waiting for a connection (beyond: dropped, and counted).
     #[arg(long, default_value_t = 1_000_000)]
     max_backlog: usize,
+    /// Eager model: shortest expected time after a send; past it without a reply the user
+    /// sends again (FAIR07's partly-open clients).
+    #[arg(long, value_parser = dur, default_value = "200ms")]
+    patience_min: Duration,
+    /// Eager model: longest expected time after a send.
+    #[arg(long, value_parser = dur, default_value = "600ms")]
+    patience_max: Duration,
+    /// Eager model: most requests one user has in flight.
+    #[arg(long, default_value_t = seda_load::Eager::DEFAULT_MAX_OUTSTANDING)]
+    max_outstanding: usize,
     /// Partly-open model: probability that a session sends another request after a reply.
     #[arg(long, default_value_t = 0.8)]
     stay: f64,
@@ -271,6 +284,13 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
             max_connections: a.max_connections,
             max_backlog: a.max_backlog,
         }),
+        ModelArg::Eager => Model::Eager(Eager {
+            users: a.users,
+            patience_min: a.patience_min,
+            patience_max: a.patience_max,
+            think: a.think,
+            max_outstanding: a.max_outstanding,
+        }),
         ModelArg::PartlyOpen => Model::PartlyOpen(PartlyOpen {
             sessions_per_s: a.rate,
             stay_probability: a.stay,
@@ -387,6 +407,40 @@ mod tests {
         .unwrap();
         assert_eq!(c.schedule.unwrap().max_level(), 1000.0);
         assert_eq!(c.client.backoff_on_503, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn builds_the_eager_model() {
+        let c = config(&[
+            "http://127.0.0.1:1/",
+            "--model",
+            "eager",
+            "-c",
+            "40",
+            "--patience-min",
+            "200ms",
+            "--patience-max",
+            "600ms",
+        ])
+        .unwrap();
+        let Model::Eager(e) = &c.model else {
+            panic!("not eager: {:?}", c.model)
+        };
+        assert_eq!(e.users, 40);
+        assert_eq!(e.patience_min, Duration::from_millis(200));
+        assert_eq!(e.patience_max, Duration::from_millis(600));
+        // An expected time range upside down is refused when the run starts.
+        let bad = config(&[
+            "http://127.0.0.1:1/",
+            "--model",
+            "eager",
+            "--patience-min",
+            "2s",
+            "--patience-max",
+            "1s",
+        ])
+        .unwrap();
+        assert!(seda_load::run(bad).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use seda_http::HttpConfig;
 use seda_mail::store::{self, Store};
 use seda_mail::{Corpus, MailServer, MailServerConfig, ServiceOptions};
+use tokio::signal::unix::{SignalKind, signal};
 
 /// Where `seda serve mail` keeps its database when no `--db` is given.
 const DEFAULT_DB: &str = "seda-mail.db";
@@ -92,6 +93,15 @@ pub struct ServeArgs {
     /// user's (`users.class`), since a client that picks its own class picks the top one.
     #[arg(long)]
     trust_class_header: bool,
+    /// Answer HAProxy's agent-check on this address (`127.0.0.1:0`: a free port, printed as
+    /// `agent-check: ADDR`): a weight from the share of requests the stages admit, `drain`
+    /// while they shed nearly all, so a load balancer sends a struggling replica less.
+    #[arg(long)]
+    agent: Option<SocketAddr>,
+    /// On SIGUSR1, set the slowdown to this; on SIGUSR2, back to --slowdown. The lab slows one
+    /// replica of a cluster mid-run this way (`seda lab run cluster`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    slowdown_on_usr1: Option<u32>,
 }
 
 fn open(db: &str, prefix: &str) -> Result<Arc<dyn Store>> {
@@ -182,7 +192,36 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the signal runtime")?;
-    waiter.block_on(stop_signal());
+    waiter.block_on(async {
+        if let Some(slow) = args.slowdown_on_usr1 {
+            let service = server.service().clone();
+            let normal = args.slowdown;
+            let mut usr1 = signal(SignalKind::user_defined1()).context("cannot watch SIGUSR1")?;
+            let mut usr2 = signal(SignalKind::user_defined2()).context("cannot watch SIGUSR2")?;
+            tokio::spawn(async move {
+                loop {
+                    let to = tokio::select! {
+                        _ = usr1.recv() => slow,
+                        _ = usr2.recv() => normal,
+                    };
+                    service.set_slowdown(to);
+                    println!("slowdown set to {to}");
+                }
+            });
+        }
+        if let Some(addr) = args.agent {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen for agent checks on {addr}"))?;
+            println!("agent-check: {}", listener.local_addr()?);
+            let runtime = server.runtime().clone();
+            tokio::spawn(seda_proxy::serve_agent(listener, move || {
+                admission_counts(&runtime.stats())
+            }));
+        }
+        stop_signal().await;
+        Ok::<(), anyhow::Error>(())
+    })?;
     println!("shutting down");
     let stats = server.runtime().stats();
     let done = server.shutdown(Duration::from_secs(5));
@@ -227,7 +266,10 @@ fn seed_if_new(store: &dyn Store, args: &ServeArgs) -> Result<()> {
             if a.users == 0 {
                 println!("warning: {} has the mail tables but no users", args.db);
             }
-            Ok(())
+            // Indexes a newer version lists by (CREATE INDEX IF NOT EXISTS; no data changes).
+            store
+                .upgrade()
+                .map_err(|e| anyhow!("cannot add the listing indexes to {}: {e}", args.db))
         }
         Ok(_) => bail!(
             "{} has {tables} of the 3 mail tables: refusing to start on a partial schema \
@@ -261,6 +303,20 @@ fn single_admission(spec: &str) -> Result<seda_control::SharedController> {
     }
     let controller = seda_control::build_admission(kind, &params).map_err(|e| anyhow!("{e}"))?;
     Ok(seda_control::SharedController::new(controller))
+}
+
+/// The counts the agent-check answers from: admitted and rejected summed over the stages with
+/// a queue (the request-type stages; the inline route stage only passes requests on, so
+/// counting it too would count every request twice).
+fn admission_counts(stats: &seda::RuntimeSnapshot) -> seda_proxy::AdmissionCounts {
+    stats.stages.iter().filter(|s| s.mode != "inline").fold(
+        seda_proxy::AdmissionCounts::default(),
+        |c, s| seda_proxy::AdmissionCounts {
+            admitted: c.admitted + s.totals.counters.admitted,
+            rejected: c.rejected + s.totals.counters.rejected_total,
+            limit: None,
+        },
+    )
 }
 
 /// What each request-type stage did while the server ran (server-side response times:

@@ -6,6 +6,7 @@ mod admin;
 mod bench;
 mod bench_idle;
 mod bench_metrics;
+mod bench_soak;
 mod demo;
 mod fileset;
 mod lab;
@@ -14,6 +15,7 @@ mod mail;
 mod proxy;
 mod serve;
 mod serve_bottleneck;
+mod serve_tower;
 mod sim;
 
 #[derive(Parser)]
@@ -62,6 +64,9 @@ enum ServeCommand {
     Mail(mail::ServeArgs),
     /// WC03 Section 4.5's CPU-bound page with a quality knob (service degradation).
     Bottleneck(serve_bottleneck::BottleneckArgs),
+    /// The lab's axum service (`tower-spike`): bare, tower's limit, or seda's layer.
+    #[command(hide = true)]
+    TowerDemo(serve_tower::TowerDemoArgs),
 }
 
 #[derive(Subcommand)]
@@ -84,6 +89,9 @@ enum BenchCommand {
     Scrape(bench_metrics::ScrapeArgs),
     /// Memory per idle keep-alive connection: `seda serve static` next to nginx.
     Idle(bench_idle::IdleArgs),
+    /// Early termination's safe release: terminate many requests holding memory, locks,
+    /// files and database statements, then check everything was released.
+    TerminateSoak(bench_soak::SoakArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -93,6 +101,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(ServeCommand::Static(args)) => serve::serve_static(&args),
         Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
         Command::Serve(ServeCommand::Bottleneck(args)) => serve_bottleneck::serve(&args),
+        Command::Serve(ServeCommand::TowerDemo(args)) => serve_tower::serve(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Load(args) => load::run(*args),
         Command::Sim(args) => sim::run(args),
@@ -101,6 +110,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Hop(args)) => bench::hop(&args),
         Command::Bench(BenchCommand::Scrape(args)) => bench_metrics::scrape(&args),
         Command::Bench(BenchCommand::Idle(args)) => bench_idle::idle(&args),
+        Command::Bench(BenchCommand::TerminateSoak(args)) => bench_soak::terminate_soak(&args),
         Command::Lab(cmd) => lab::run(&cmd),
     }
 }

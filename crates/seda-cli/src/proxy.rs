@@ -65,7 +65,10 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("cannot listen for agent checks on {agent}"))?;
             println!("agent-check: {}", listener.local_addr()?);
-            tokio::spawn(seda_proxy::serve_agent(listener, proxy.stats_reader()));
+            let read = proxy.stats_reader();
+            tokio::spawn(seda_proxy::serve_agent(listener, move || {
+                seda_proxy::AdmissionCounts::of_routes(&read())
+            }));
         }
         if args.stats_every_s > 0 {
             let read = proxy.stats_reader();

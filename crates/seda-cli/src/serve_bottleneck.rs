@@ -30,6 +30,17 @@ pub struct BottleneckArgs {
     /// KiB checksummed per request whatever the quality (overrides `bottleneck.base_kb`).
     #[arg(long)]
     base_kb: Option<f64>,
+    /// An emulated backend's wait per request, ms: a plant whose throughput grows with
+    /// threads (overrides `bottleneck.backend_ms`).
+    #[arg(long)]
+    backend_ms: Option<f64>,
+    /// Requests the emulated backend serves at once before it thrashes: a plant with an
+    /// interior optimum of threads (overrides `bottleneck.backend_knee`).
+    #[arg(long)]
+    backend_knee: Option<usize>,
+    /// Requests the emulated backend serves at once (overrides `bottleneck.backend_channels`).
+    #[arg(long)]
+    backend_channels: Option<usize>,
     /// Admin address: dashboard, /metrics, /_seda/stats, /_seda/graph; never the service port
     /// (`off`: none).
     #[arg(long, default_value = crate::admin::DEFAULT)]
@@ -53,6 +64,9 @@ pub fn serve(args: &BottleneckArgs) -> anyhow::Result<()> {
     b.work_kb = args.work_kb.unwrap_or(b.work_kb);
     b.rounds = args.rounds.unwrap_or(b.rounds);
     b.base_kb = args.base_kb.unwrap_or(b.base_kb);
+    b.backend_ms = args.backend_ms.unwrap_or(b.backend_ms);
+    b.backend_knee = args.backend_knee.unwrap_or(b.backend_knee);
+    b.backend_channels = args.backend_channels.unwrap_or(b.backend_channels);
     b.validate()
         .map_err(|e| anyhow!("bad bottleneck setting: {e}"))?;
     let control = Control::from_name(&args.control)

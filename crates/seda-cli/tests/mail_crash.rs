@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use seda::Meta;
-use seda_mail::store::{self, MAX_PAGE, Sort, Store, TRASH};
+use seda_mail::store::{self, MAX_PAGE, Page, Sort, Store, TRASH};
 
 const USERS: i64 = 3;
 const ROUNDS: u32 = 6;
@@ -183,7 +183,7 @@ fn clients(store: &dyn Store) -> Vec<Client> {
             let mut messages = HashMap::new();
             for f in &folders {
                 let (_, rows) = store
-                    .messages(user, f.id, Sort::Date, 0, MAX_PAGE, &meta)
+                    .messages(user, f.id, Sort::Date, Page::FIRST, MAX_PAGE, &meta)
                     .expect("list")
                     .expect("own folder");
                 for m in rows {

@@ -121,9 +121,17 @@ fn login_totals_status(addr: &str) -> u16 {
         .unwrap_or(0)
 }
 
-/// The login stage's totals from the admin address: (completed, dropped as expired or
-/// cancelled).
-fn login_totals(addr: &str) -> (u64, u64) {
+/// The login stage's counters.
+#[derive(Clone, Copy, Default)]
+struct LoginTotals {
+    arrivals: u64,
+    completed: u64,
+    /// Dropped as expired or cancelled.
+    dropped: u64,
+}
+
+/// The login stage's totals from the admin address.
+fn login_totals(addr: &str) -> LoginTotals {
     let r = exchange(
         addr,
         "GET /_seda/stats HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n",
@@ -136,10 +144,24 @@ fn login_totals(addr: &str) -> (u64, u64) {
         .cloned()
         .expect("a mail.login stage");
     let n = |p: &str| login.pointer(p).and_then(serde_json::Value::as_u64);
-    (
-        n("/totals/counters/completed").unwrap_or(0),
-        n("/totals/counters/dropped/expired").unwrap_or(0),
-    )
+    LoginTotals {
+        arrivals: n("/totals/counters/arrivals").unwrap_or(0),
+        completed: n("/totals/counters/completed").unwrap_or(0),
+        dropped: n("/totals/counters/dropped/expired").unwrap_or(0),
+    }
+}
+
+/// Polls the login totals until `done` holds (at most 60 s) and returns the last ones.
+fn wait_for(admin: &str, done: impl Fn(&LoginTotals) -> bool) -> LoginTotals {
+    let mut totals = LoginTotals::default();
+    for _ in 0..1200 {
+        totals = login_totals(admin);
+        if done(&totals) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    totals
 }
 
 #[test]
@@ -187,23 +209,23 @@ fn abandoned_logins_are_dropped_unless_the_server_is_told_to_serve_them() {
              application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
         );
-        for _ in 0..SENT {
-            let mut s = TcpStream::connect(&addr).expect("connect");
-            s.write_all(login.as_bytes()).expect("send");
-            // Hang up without waiting for the answer.
-            drop(s);
-        }
-        let mut totals = (0, 0);
-        for _ in 0..200 {
-            totals = login_totals(&admin);
-            if totals.0 + totals.1 >= SENT {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let clients: Vec<TcpStream> = (0..SENT)
+            .map(|_| {
+                let mut s = TcpStream::connect(&addr).expect("connect");
+                s.write_all(login.as_bytes()).expect("send");
+                s
+            })
+            .collect();
+        // Hang up only once every login reached the stage: hyper may drop a request whose
+        // client closed before its service ran, and then no stage ever sees it.
+        let arrived = wait_for(&admin, |t| t.arrivals >= SENT);
+        assert_eq!(arrived.arrivals, SENT, "logins that reached the stage");
+        drop(clients);
+        let LoginTotals {
+            completed, dropped, ..
+        } = wait_for(&admin, |t| t.completed + t.dropped >= SENT);
         let _ = child.kill();
         let _ = child.wait();
-        let (completed, dropped) = totals;
         assert_eq!(
             completed + dropped,
             SENT,
@@ -212,7 +234,10 @@ fn abandoned_logins_are_dropped_unless_the_server_is_told_to_serve_them() {
         if serve_abandoned {
             assert_eq!(dropped, 0, "every abandoned login was served");
         } else {
-            assert!(dropped > 0, "no abandoned login was dropped: {totals:?}");
+            assert!(
+                dropped > 0,
+                "no abandoned login was dropped: {completed} completed"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -316,5 +341,68 @@ fn serve_mail_never_drops_a_database_it_cannot_read() {
         })
         .expect("the users table survives");
     assert_eq!(n, 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--agent` answers HAProxy's agent-check from the stages' admission (everything admitted:
+/// full weight), and `--slowdown-on-usr1` switches the slowdown on SIGUSR1 and back on SIGUSR2.
+#[test]
+fn serve_mail_answers_agent_checks_and_slows_down_on_a_signal() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("seda-cli-agent-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let db = dir.join("mail.db");
+    let mut server = common::start(&[
+        "serve".as_ref(),
+        "mail".as_ref(),
+        "--addr".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--seed-users".as_ref(),
+        "2".as_ref(),
+        "--agent".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--slowdown-on-usr1".as_ref(),
+        "7".as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+    ]);
+    let mut read_until = |prefix: &str| loop {
+        let mut line = String::new();
+        let n = server.stdout.read_line(&mut line).expect("server output");
+        assert!(n > 0, "the server exited before printing `{prefix}`");
+        if let Some(rest) = line.strip_prefix(prefix) {
+            break rest.trim().to_string();
+        }
+    };
+    let agent = read_until("agent-check: ");
+    let body = "user=user1&password=pass1";
+    let r = exchange(
+        &server.addr,
+        &format!(
+            "POST /login HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-type: \
+             application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(r.starts_with("HTTP/1.1 303"), "{r}");
+    let mut reply = String::new();
+    TcpStream::connect(&agent)
+        .expect("agent port")
+        .read_to_string(&mut reply)
+        .expect("agent reply");
+    assert_eq!(reply, "ready,100%\n");
+    for (sig, to) in [("-USR1", "7"), ("-USR2", "1")] {
+        let sent = Command::new("kill")
+            .args([sig, &server.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        assert_eq!(read_until("slowdown set to "), to);
+    }
+    let _ = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status();
+    let _ = server.child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }

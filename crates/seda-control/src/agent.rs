@@ -16,6 +16,10 @@ pub struct AgentPolicy {
     pub drain_below: f64,
     /// Lowest weight reported while not drained, in percent (1).
     pub min_weight_pct: u32,
+    /// Weight a drained replica comes back with after a window with no traffic, in percent
+    /// (10): a drained replica gets no requests, so without a probe it could never show it
+    /// has recovered.
+    pub probe_weight_pct: u32,
     last: Option<(u64, u64)>,
     weight_pct: u32,
 }
@@ -25,6 +29,7 @@ impl Default for AgentPolicy {
         AgentPolicy {
             drain_below: 0.1,
             min_weight_pct: 1,
+            probe_weight_pct: 10,
             last: None,
             weight_pct: 100,
         }
@@ -34,7 +39,9 @@ impl Default for AgentPolicy {
 impl AgentPolicy {
     /// The reply for a poll, given the cumulative `admitted` and `rejected` counts and, when
     /// the controller has one, its current concurrency limit. A window with no traffic keeps
-    /// the previous weight (an idle replica is not a slow one).
+    /// the previous weight (an idle replica is not a slow one), except after a drain, when
+    /// the replica asks for [`probe_weight_pct`](Self::probe_weight_pct) to show whether it
+    /// has recovered.
     pub fn reply(&mut self, admitted: u64, rejected: u64, limit: Option<u64>) -> String {
         let (a0, r0) = self.last.replace((admitted, rejected)).unwrap_or((0, 0));
         let (da, dr) = (admitted.saturating_sub(a0), rejected.saturating_sub(r0));
@@ -45,6 +52,8 @@ impl AgentPolicy {
             } else {
                 ((share * 100.0).round() as u32).clamp(self.min_weight_pct.max(1), 100)
             };
+        } else if self.weight_pct == 0 {
+            self.weight_pct = self.probe_weight_pct.clamp(1, 100);
         }
         let state = if self.weight_pct == 0 {
             "drain".to_string()
@@ -73,6 +82,16 @@ mod tests {
         // Shedding almost everything: drain.
         assert_eq!(p.reply(180, 125, None), "drain\n");
         assert_eq!(p.reply(280, 125, None), "ready,100%\n");
+    }
+
+    #[test]
+    fn a_drained_replica_with_no_traffic_asks_for_a_probe_weight() {
+        let mut p = AgentPolicy::default();
+        p.reply(0, 0, None);
+        assert_eq!(p.reply(5, 95, None), "drain\n");
+        assert_eq!(p.reply(5, 95, None), "ready,10%\n");
+        // Still shedding under the probe: drained again.
+        assert_eq!(p.reply(6, 150, None), "drain\n");
     }
 
     #[test]

@@ -46,6 +46,8 @@
 //!   [`build_admission`] builds one from a name and numeric parameters (the runtime's TOML).
 //! - [`Knob`]: a controller's output (the degradation quality) that a handler reads through a
 //!   typed handle bound when its stage is built.
+//! - [`SessionAwareController`] (SBAC02): established sessions before new ones, over our
+//!   tuned controller; the class of a request says which (0: no session).
 //! - [`SharedController`]: one of them shared by several stages (WC03's single-stage admission
 //!   control: one controller filters every request, whatever stage it is headed for).
 //!
@@ -53,7 +55,7 @@
 //!
 //! ```text
 //! rate/       response_time/ (WC03 Section 3.2 and our tuned variant), multiclass/ (WC03 Section
-//!             3.3), degradation/ (WC03 Section 3.4), the token bucket
+//!             3.3), degradation/ (WC03 Section 3.4), session/ (SBAC02), the token bucket
 //! peers/      vegas, gradient2, aimd (Netflix), envoy (Envoy's gradient), codel (folly)
 //! drop/       dropper (FAIR07's selective dropping), threshold (Sandstorm's queue threshold)
 //! pool/       thread_pool (SEDA's pool sizing), batching (AggThrottle)
@@ -104,6 +106,7 @@ pub use rate::multiclass::{self, MulticlassConfig, MulticlassController};
 pub use rate::response_time::{
     self, ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
 };
+pub use rate::session::{self, SessionAwareConfig, SessionAwareController};
 pub use shared::SharedController;
 
 /// A point in time, as a duration since an arbitrary epoch chosen by the caller.

@@ -79,7 +79,7 @@ pub mod statics;
 
 pub use admin::{AdminServer, AdminSources};
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
-pub use request::{Body, HttpRequest, Reply, overloaded, text};
+pub use request::{Body, HttpRequest, REASON_HEADER, Reply, overloaded, terminated, text};
 pub use serve::{ServerShutdown, StartError, StaticServer};
 pub use server::{ExtraStats, FrontendStats, HttpServer, ShutdownSummary};
 pub use statics::{StaticError, StaticService};

@@ -94,3 +94,21 @@ pub fn overloaded(retry_after_s: u32) -> Response<Body> {
         .insert(RETRY_AFTER, HeaderValue::from(retry_after_s));
     r
 }
+
+/// The header naming why a request was not served (`overloaded`, `terminated`...), as
+/// `seda-tower` and the mail service name it.
+pub const REASON_HEADER: &str = "x-seda-reject";
+
+/// The answer to a request the stage's terminator cut (SERT06): 503, `Retry-After`, and
+/// `x-seda-reject: terminated`, so a client can tell it from an unadmitted request.
+pub fn terminated(retry_after_s: u32) -> Response<Body> {
+    let mut r = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "503 Service Unavailable: the request ran too long while the service was overloaded \
+         and was terminated; retry later.\n",
+    );
+    let h = r.headers_mut();
+    h.insert(RETRY_AFTER, HeaderValue::from(retry_after_s));
+    h.insert(REASON_HEADER, HeaderValue::from_static("terminated"));
+    r
+}

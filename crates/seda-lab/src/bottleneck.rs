@@ -17,6 +17,34 @@ pub const THINK: Duration = Duration::from_millis(20);
 /// Wait after a 503 before starting over (WC03's e-mail users wait 5 s).
 pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 
+/// Starts `seda serve bottleneck` as `name` with the TOML configuration `toml` (written to
+/// `<name>.toml`), pinned like every lab server; returns its address, its admin address and
+/// the process, once it listens.
+pub(crate) fn spawn_configured(
+    lab: &Lab,
+    name: &str,
+    toml: &str,
+) -> Result<(SocketAddr, SocketAddr, Child)> {
+    let (addr, admin) = crate::child::two_free_addrs()?;
+    let path = lab.file(&format!("{name}.toml"));
+    std::fs::write(&path, toml).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut cmd = lab.seda(&[
+        "serve",
+        "bottleneck",
+        "--addr",
+        &addr.to_string(),
+        "--admin",
+        &admin.to_string(),
+    ]);
+    cmd.arg("--config").arg(path);
+    let mut child = lab.spawn(name, &cmd)?;
+    child.wait_port(addr, Duration::from_secs(30))?;
+    lab.log(format!(
+        "{name} serving on http://{addr}/; live dashboard http://{admin}/"
+    ));
+    Ok((addr, admin, child))
+}
+
 /// A running `seda serve bottleneck`.
 #[derive(Debug)]
 pub struct BottleneckServer {
@@ -106,6 +134,38 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks / 100.0)
 }
 
+/// CPU seconds used so far by process `pid` and its children: those still running (from
+/// `/proc/PID/task/*/children`) and those that exited and were reaped (`cutime` and `cstime`),
+/// so that the sum does not fall when a pre-forking server (Apache) retires a worker.
+pub fn process_tree_cpu_seconds(pid: u32) -> Option<f64> {
+    let own = process_cpu_seconds(pid)?;
+    let reaped = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let f: Vec<f64> = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .skip(13)
+                .take(2)
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            (f.len() == 2).then(|| (f[0] + f[1]) / 100.0)
+        })
+        .unwrap_or(0.0);
+    let children: f64 = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .filter_map(process_cpu_seconds)
+        .sum();
+    Some(own + reaped + children)
+}
+
 /// CPU seconds core `cpu` has spent busy since boot (user, nice, system, irq, softirq and
 /// steal, from `/proc/stat`), whoever ran there: less the server's own, the work of others.
 pub fn core_busy_seconds(cpu: usize) -> Option<f64> {
@@ -171,20 +231,31 @@ pub struct Calibration {
 /// worker busy; under a controller their response time, 8 pages' work, stays far under any
 /// target the scenarios use, so the quality stays at 1).
 pub fn capacity(lab: &Lab, server: &BottleneckServer) -> Result<Calibration> {
+    capacity_of(lab, server.addr, 8, &|| server.cpu_seconds())
+}
+
+/// Measures the page at `addr` with `users` closed users and no think time, its capacity in
+/// pages per CPU-second of the server (`cpu_seconds` reads the server's CPU time so far).
+pub fn capacity_of(
+    lab: &Lab,
+    addr: SocketAddr,
+    users_n: usize,
+    cpu_seconds: &dyn Fn() -> Option<f64>,
+) -> Result<Calibration> {
     let duration = lab.pick(Duration::from_millis(1500), Duration::from_secs(10));
-    let mut cfg = users(server.addr, 8, duration, Duration::from_secs(30), 1.0)?;
+    let mut cfg = users(addr, users_n, duration, Duration::from_secs(30), 1.0)?;
     if let Model::Closed(c) = &mut cfg.model {
         c.think = Duration::ZERO;
     }
     // No warm-up: the CPU time read around the run must cover the same pages as the counts.
-    let before = server.cpu_seconds();
+    let before = cpu_seconds();
     let report = lab.load(cfg)?;
-    let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
+    let cpu = before.zip(cpu_seconds()).map(|(a, b)| b - a);
     let pages = report.summary.counts.completed as f64;
     let throughput_per_s = report.summary.throughput_per_s;
     if throughput_per_s.is_nan() || throughput_per_s <= 1.0 {
         bail!(
-            "the bottleneck service completed {throughput_per_s:.1} pages/s while calibrating: \
+            "the service at {addr} completed {throughput_per_s:.1} pages/s while calibrating: \
              is it working?"
         );
     }

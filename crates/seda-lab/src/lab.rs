@@ -9,6 +9,7 @@ use anyhow::{Context, Result, anyhow};
 use seda_load::{LoadConfig, Report};
 
 use crate::child::Child;
+use crate::health::{LoadHealth, Watch, Watched};
 use crate::plot::LineChart;
 
 /// A scenario's run: its options and output directory.
@@ -26,6 +27,10 @@ pub struct Lab {
     pub load_cpu: Option<usize>,
     name: String,
     plots: Mutex<Vec<String>>,
+    /// The processes started with [`spawn`](Self::spawn): the servers a load is watched for.
+    servers: Mutex<Vec<u32>>,
+    /// Every load's watch, in order.
+    loads: Mutex<Vec<LoadHealth>>,
 }
 
 impl Lab {
@@ -42,6 +47,8 @@ impl Lab {
             load_cpu: two.then_some(1),
             name: name.to_string(),
             plots: Mutex::new(Vec::new()),
+            servers: Mutex::new(Vec::new()),
+            loads: Mutex::new(Vec::new()),
         })
     }
 
@@ -79,15 +86,57 @@ impl Lab {
     /// Starts a server process pinned to the server core, logging to `<name>.log`.
     pub fn spawn(&self, name: &str, cmd: &Command) -> Result<Child> {
         self.log(format!("starting {name}"));
-        Child::spawn(name, cmd, self.server_cpu, &self.dir)
+        let child = Child::spawn(name, cmd, self.server_cpu, &self.dir)?;
+        if let Ok(mut pids) = self.servers.lock() {
+            pids.push(child.pid());
+        }
+        Ok(child)
     }
 
-    /// Runs the load generator on the load core and returns its report.
+    /// Runs the load generator on the load core and returns its report. The run is watched
+    /// ([`crate::health`]): the CPU the servers got, other processes' use of both cores, the
+    /// generator core's lag, and the completions of every second go into `result.json`.
     pub fn load(&self, mut config: LoadConfig) -> Result<Report> {
         config.cpu = self.load_cpu;
         // A progress bar on a terminal; nothing when stderr is not one (CI, logs).
         config.progress = true;
-        seda_load::run(config).map_err(|e| anyhow!("load generator: {e}"))
+        let live: Vec<u32> = self
+            .servers
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+            .collect();
+        let watch = Watch::start(Watched {
+            server_pids: live,
+            server_cpu: self.server_cpu,
+            load_cpu: self.load_cpu,
+        });
+        // On a thread of its own: the generator pins the thread it runs on to the load core,
+        // and pinned, the calling thread would stay there, so that every later scenario of the
+        // same process (`run all`, `repeat`) saw one CPU and ran its servers unpinned.
+        let report = std::thread::scope(|s| {
+            s.spawn(|| seda_load::run(config))
+                .join()
+                .map_err(|_| anyhow!("the load generator panicked"))?
+                .map_err(|e| anyhow!("load generator: {e}"))
+        });
+        let seconds = watch.stop();
+        if let Ok(mut loads) = self.loads.lock() {
+            let label = format!(
+                "load {}: {}",
+                loads.len() + 1,
+                report.as_ref().map_or("failed", |r| r.model.as_str())
+            );
+            loads.push(LoadHealth::assess(label, seconds, report.as_ref().ok()));
+        }
+        report
+    }
+
+    /// What the watch saw of every load so far.
+    pub fn health(&self) -> Vec<LoadHealth> {
+        self.loads.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// Writes `<stem>.png` and `<stem>.svg` and lists them in the result.

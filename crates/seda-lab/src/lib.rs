@@ -24,14 +24,18 @@
 pub mod bottleneck;
 mod child;
 pub mod haproxy;
+pub mod health;
+pub mod hold;
 pub mod index;
 mod lab;
 mod machine;
 pub mod mail;
 mod outcome;
+pub mod page_load;
 pub mod peers;
 pub mod plot;
 pub mod poll;
+pub mod repeat;
 pub mod scenario;
 mod scenarios;
 pub mod spike;

@@ -1,6 +1,7 @@
 //! The e-mail service (Arashi) as the scenarios run it: a seeded SQLite corpus, `seda serve
 //! mail` as a pinned child process with a chosen overload control, and the emulated users.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,7 +28,7 @@ pub const CORPUS_USERS: u64 = 100;
 pub const SLOWDOWN: u32 = 20;
 /// WC03's think time between requests ("aggressively set to 20 ms").
 pub const THINK: Duration = Duration::from_millis(20);
-/// WC03's wait after a rejection before logging in again.
+/// WC03's wait after a rejection before trying again (our users retry in their session).
 pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 
 /// How the service protects itself.
@@ -60,6 +61,17 @@ impl Control {
     pub fn ours(target_s: f64) -> Control {
         Control::PerStage {
             kind: "response_time_tuned".into(),
+            params: vec![("target_s".into(), target_s)],
+        }
+    }
+
+    /// Session-aware admission (SBAC02: established sessions before new logins, higher user
+    /// classes before lower ones) toward a p90 target, one controller shared by every
+    /// request-type stage so that a login is refused while any stage refuses sessions. The
+    /// service gives each request its class from its own session table.
+    pub fn sessions(target_s: f64) -> Control {
+        Control::SingleStage {
+            kind: "session_aware".into(),
             params: vec![("target_s".into(), target_s)],
         }
     }
@@ -104,8 +116,9 @@ fn stage_config(control: &Control) -> String {
 }
 
 /// The mail store's table layout the cached corpus was built with; raise it when the layout
-/// changes (2: hashed passwords and a class per user; 3: cheaper password hashes).
-const CORPUS_LAYOUT: u32 = 3;
+/// changes (2: hashed passwords and a class per user; 3: cheaper password hashes; 4: listing
+/// indexes in each sort's order, and the second half of the users in class 1).
+const CORPUS_LAYOUT: u32 = 4;
 
 /// A seeded corpus, built once per `seda lab run` and copied for each server so that every
 /// run starts from the same mailboxes.
@@ -150,6 +163,13 @@ pub struct ServeOptions {
     pub deadline_ms: Option<u64>,
     /// `--serve-abandoned`: serve requests whose client disconnected instead of dropping them.
     pub serve_abandoned: bool,
+    /// A shared database (`postgres://...`) and the table prefix there, instead of a fresh
+    /// copy of the SQLite corpus: replicas of one service.
+    pub shared_db: Option<(String, String)>,
+    /// `--agent`: answer HAProxy's agent-check on this address.
+    pub agent: Option<SocketAddr>,
+    /// `--slowdown-on-usr1`: the slowdown [`MailServer::slow_down`] switches to.
+    pub slowdown_on_usr1: Option<u32>,
 }
 
 impl Default for ServeOptions {
@@ -159,6 +179,9 @@ impl Default for ServeOptions {
             threads: None,
             deadline_ms: None,
             serve_abandoned: false,
+            shared_db: None,
+            agent: None,
+            slowdown_on_usr1: None,
         }
     }
 }
@@ -186,9 +209,6 @@ impl MailServer {
         control: &Control,
         options: &ServeOptions,
     ) -> Result<MailServer> {
-        let db = lab.file(&format!("{name}.db"));
-        remove_db(&db);
-        std::fs::copy(corpus(lab)?, &db).context("cannot copy the corpus")?;
         let config = lab.file(&format!("{name}.toml"));
         std::fs::write(&config, stage_config(control))?;
         let (addr, admin) = crate::child::two_free_addrs()?;
@@ -201,11 +221,26 @@ impl MailServer {
             &admin.to_string(),
             "--db",
         ]);
-        cmd.arg(&db).arg("--config").arg(&config);
+        match &options.shared_db {
+            Some((url, prefix)) => {
+                cmd.args([url.as_str(), "--prefix", prefix.as_str()]);
+                cmd.args(["--seed-users", &CORPUS_USERS.to_string()]);
+            }
+            None => {
+                let db = lab.file(&format!("{name}.db"));
+                remove_db(&db);
+                std::fs::copy(corpus(lab)?, &db).context("cannot copy the corpus")?;
+                cmd.arg(&db);
+            }
+        }
+        cmd.arg("--config").arg(&config);
+        if let Some(agent) = options.agent {
+            cmd.args(["--agent", &agent.to_string()]);
+        }
+        if let Some(n) = options.slowdown_on_usr1 {
+            cmd.args(["--slowdown-on-usr1", &n.to_string()]);
+        }
         cmd.args(["--slowdown", &options.slowdown.to_string()]);
-        // The lab's load generator plays a trusted proxy: `classes` sends each user's class in
-        // `x-seda-class` (the server otherwise takes the class from the session).
-        cmd.arg("--trust-class-header");
         if let Some(n) = options.threads {
             cmd.args(["--threads", &n.to_string()]);
         }
@@ -234,6 +269,24 @@ impl MailServer {
             "{name} serving on http://{addr}/; live dashboard http://{admin}/"
         ));
         Ok(MailServer { addr, admin, child })
+    }
+
+    /// CPU seconds (user + system) the server has used so far.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        crate::bottleneck::process_cpu_seconds(self.child.pid())
+    }
+
+    /// Switches the server to its `--slowdown-on-usr1` slowdown (`slow`) or back (`!slow`).
+    pub fn slow_down(&self, slow: bool) -> Result<()> {
+        let sig = if slow { "-USR1" } else { "-USR2" };
+        let status = std::process::Command::new("kill")
+            .args([sig, &self.child.pid().to_string()])
+            .status()
+            .context("cannot run kill")?;
+        if !status.success() {
+            bail!("kill {sig} {} failed ({status})", self.child.pid());
+        }
+        Ok(())
     }
 
     /// Stops the server (SIGTERM, then SIGKILL) and removes its database copy.
@@ -289,9 +342,106 @@ pub fn users(
 /// 135 requests/s against 320 with 32, measured on one machine), so this is the peak.
 const CALIBRATION_USERS: usize = 32;
 
-/// The service's capacity in requests per second: closed users with no think time against an
-/// uncontrolled server, after a warm-up.
-pub fn capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
+/// The service's capacity, measured so that a run's goodput can be compared with it whatever
+/// mix of requests the run served.
+///
+/// Request types cost very different amounts (a login checks a password hash; a folder list
+/// reads an index), and admission control changes the mix a run serves (per-stage control
+/// turns the expensive types away first), so requests per second of the calibration's mix
+/// are not the unit of a run's goodput (issue 15 saw goodput at 1.48 x such a capacity). The
+/// calibration therefore also measures what each type costs the server (its stage's mean
+/// service time), and [`on_mix`](Self::on_mix) gives the capacity in requests per second of
+/// any mix: the server's work per second at saturation over the mix's mean cost. Goodput over
+/// that capacity is the server's work on requests completed within the target over the work it
+/// can do: at most 1, up to measurement noise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MailCapacity {
+    /// Requests per CPU-second of the server, of the calibration's own mix.
+    pub per_s: f64,
+    /// Each request type's mean service time in the calibration (seconds; relative costs).
+    pub cost_s: BTreeMap<String, f64>,
+    /// The calibration's mix: requests completed per type.
+    pub mix: BTreeMap<String, u64>,
+}
+
+impl MailCapacity {
+    /// The mean cost of a request of `mix` (requests per type); `None` when the mix is empty
+    /// or has a type the calibration did not price.
+    pub fn mean_cost(&self, mix: &BTreeMap<String, u64>) -> Option<f64> {
+        let n: u64 = mix.values().sum();
+        if n == 0 {
+            return None;
+        }
+        let mut work = 0.0;
+        for (kind, &count) in mix.iter().filter(|(_, c)| **c > 0) {
+            work += count as f64 * self.cost_s.get(kind)?;
+        }
+        Some(work / n as f64)
+    }
+
+    /// Capacity in requests per second of `mix`: the calibration's rate scaled by how much
+    /// cheaper or dearer a request of `mix` is than one of the calibration's. Falls back on
+    /// the calibration's rate when either mix cannot be priced.
+    pub fn on_mix(&self, mix: &BTreeMap<String, u64>) -> f64 {
+        match (self.mean_cost(&self.mix), self.mean_cost(mix)) {
+            (Some(cal), Some(run)) if run > 0.0 => self.per_s * cal / run,
+            _ => self.per_s,
+        }
+    }
+
+    /// How it was measured, for reports.
+    pub fn describe(&self) -> Value {
+        json!({
+            "calibration_mix_per_s": self.per_s,
+            "cost_s_per_type": self.cost_s,
+            "calibration_mix": self.mix,
+            "how": HOW,
+        })
+    }
+}
+
+/// One sentence for reports: how the mail service's capacity is measured.
+pub const HOW: &str = "capacity is on the mix served within the target: 32 closed users \
+    without think time against an uncontrolled server measure its rate (requests per CPU-second \
+    of the server) and each request type's mean service time; the capacity for a run's mix is \
+    that rate times the calibration mix's mean cost over the run's (so goodput / capacity is \
+    work done in time over work possible, <= 1 up to noise)";
+
+/// The requests of each type in `classes` that `count` picks (the load generator's classes
+/// are the mail workload's request types).
+pub fn mix(
+    classes: &[seda_load::record::ClassStats],
+    count: fn(&seda_load::record::Counts) -> u64,
+) -> BTreeMap<String, u64> {
+    classes
+        .iter()
+        .map(|c| (c.name.clone(), count(&c.counts)))
+        .collect()
+}
+
+/// Each request type's mean service time on its stage, from a stats snapshot.
+fn stage_costs(stats: &Value) -> BTreeMap<String, f64> {
+    let stages = stats
+        .pointer("/runtime/stages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    RequestKind::ALL
+        .iter()
+        .filter_map(|k| {
+            let st = stages
+                .iter()
+                .find(|s| s.get("name").and_then(Value::as_str) == Some(&k.stage_name()))?;
+            let mean = st.pointer("/totals/service/mean_s")?.as_f64()?;
+            (mean > 0.0).then(|| (k.name().to_string(), mean))
+        })
+        .collect()
+}
+
+/// Requests per second of wall time that `addr` completes for closed users without think
+/// time, after a warm-up: for a service with no one server whose CPU time the requests could be
+/// divided by (replicas behind a balancer, which `cluster` calibrates through HAProxy).
+pub fn wall_capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
     let mut cfg = users(
         addr,
         CALIBRATION_USERS,
@@ -302,11 +452,75 @@ pub fn capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
         c.think = Duration::ZERO;
     }
     cfg.warmup = lab.pick(Duration::from_secs(1), Duration::from_secs(3));
-    let r = lab.load(cfg)?;
-    let c = r.summary.throughput_per_s;
+    let c = lab.load(cfg)?.summary.throughput_per_s;
     if c.is_nan() || c <= 1.0 {
         bail!("the mail service completed {c:.1} requests/s while calibrating: is it working?");
     }
-    lab.log(format!("capacity {c:.0} requests/s"));
+    lab.log(format!("capacity {c:.0} requests/s of wall time"));
     Ok(c)
+}
+
+/// The capacity of `server` (fresh, uncontrolled) with each request type's cost
+/// ([`MailCapacity`]): closed users with no think time, their completed requests over the CPU
+/// time the server used meanwhile (requests per CPU-second: another process taking part of the
+/// server's core during the calibration does not shrink it), the costs from the server's
+/// stats. No warm-up: the CPU time read around the run must cover the same requests as the
+/// counts, and the sessions' first logins, which a warm-up used to leave out, are priced with
+/// the rest of the mix.
+pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
+    let mut cfg = users(
+        server.addr,
+        CALIBRATION_USERS,
+        lab.pick(Duration::from_secs(4), Duration::from_secs(12)),
+        1.0,
+    )?;
+    if let Model::Closed(c) = &mut cfg.model {
+        c.think = Duration::ZERO;
+    }
+    let before = server.cpu_seconds();
+    let r = lab.load(cfg)?;
+    let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
+    let wall = r.summary.throughput_per_s;
+    if wall.is_nan() || wall <= 1.0 {
+        bail!("the mail service completed {wall:.1} requests/s while calibrating: is it working?");
+    }
+    let c = match cpu {
+        // Without /proc (not Linux), or with too little CPU to divide by, wall time is all
+        // there is.
+        Some(cpu) if cpu > 0.2 => r.summary.counts.completed as f64 / cpu,
+        _ => wall,
+    };
+    let cost_s = crate::poll::fetch(server.admin)
+        .map(|s| stage_costs(&s))
+        .unwrap_or_default();
+    lab.log(format!(
+        "capacity {c:.0} requests per CPU-second of the server on the calibration's mix \
+         ({wall:.0}/s of wall time)"
+    ));
+    Ok(MailCapacity {
+        per_s: c,
+        cost_s,
+        mix: mix(&r.classes, |c| c.completed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_follows_the_cost_of_the_mix() {
+        let cap = MailCapacity {
+            per_s: 100.0,
+            cost_s: [("login".to_string(), 0.004), ("list".to_string(), 0.001)].into(),
+            mix: [("login".to_string(), 50), ("list".to_string(), 50)].into(),
+        };
+        // Calibration: 2.5 ms a request at 100/s. A mix of lists only costs 1 ms: 250/s.
+        let lists = [("list".to_string(), 10)].into();
+        assert!((cap.on_mix(&lists) - 250.0).abs() < 1e-9);
+        assert!((cap.on_mix(&cap.mix) - 100.0).abs() < 1e-9);
+        // A type the calibration did not price: the calibration's own rate.
+        assert_eq!(cap.on_mix(&[("search".to_string(), 3)].into()), 100.0);
+        assert_eq!(cap.on_mix(&BTreeMap::new()), 100.0);
+    }
 }

@@ -61,7 +61,8 @@ impl StatsPoller {
     }
 }
 
-fn fetch(addr: SocketAddr) -> Option<Value> {
+/// One `/_seda/stats` snapshot from the admin address `addr` (`None` if it did not answer).
+pub fn fetch(addr: SocketAddr) -> Option<Value> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
@@ -89,5 +90,38 @@ pub fn controller_series(samples: &[Sample], stage: &str, key: &str) -> Vec<(f64
             let v = st.pointer(&format!("/controller/state/{key}"))?.as_f64()?;
             Some((s.t_s, v))
         })
+        .collect()
+}
+
+/// A counter of the stats' `totals` (`arrivals`, `admitted`, `completed`...) of the stage
+/// named `stage`, or with `None` summed over the stages that have a queue (an inline stage,
+/// such as the e-mail service's route, only passes requests on to them), as a rate per second
+/// between consecutive samples: `(t_s, per_s)` at the end of each gap.
+pub fn stage_rate(samples: &[Sample], stage: Option<&str>, counter: &str) -> Vec<(f64, f64)> {
+    let total = |s: &Sample| -> Option<f64> {
+        let stages = s
+            .stats
+            .pointer("/runtime/stages")
+            .or(s.stats.get("stages"))?
+            .as_array()?;
+        Some(
+            stages
+                .iter()
+                .filter(|x| match stage {
+                    Some(name) => x.get("name").and_then(Value::as_str) == Some(name),
+                    None => x.get("mode").and_then(Value::as_str) != Some("inline"),
+                })
+                .filter_map(|x| x.pointer(&format!("/totals/counters/{counter}"))?.as_f64())
+                .sum(),
+        )
+    };
+    let points: Vec<(f64, f64)> = samples
+        .iter()
+        .filter_map(|s| total(s).map(|v| (s.t_s, v)))
+        .collect();
+    points
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) / (w[1].0 - w[0].0)))
         .collect()
 }

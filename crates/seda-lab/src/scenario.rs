@@ -5,6 +5,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
 
+use crate::health::{LoadHealth, Verdict};
 use crate::lab::Lab;
 use crate::machine::Machine;
 use crate::outcome::{Outcome, RunInfo, write};
@@ -19,6 +20,11 @@ pub trait Scenario: Sync {
     /// Runs it: starts what it needs (as pinned child processes), calibrates, drives load,
     /// draws its plots through `lab`, and returns what it measured.
     fn run(&self, lab: &Lab) -> Result<Outcome>;
+    /// The figures `seda lab repeat` compares across runs: paths into the summary, `/`
+    /// between keys (e.g. `response_time_tuned/goodput_fraction_of_capacity`).
+    fn headline(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// Every scenario, in the order `run all` takes them.
@@ -50,6 +56,16 @@ pub struct Ran {
     pub outcome: Result<Outcome>,
     /// Wall-clock seconds.
     pub elapsed_s: f64,
+    /// What the watch saw of each load it drove.
+    pub health: Vec<LoadHealth>,
+}
+
+impl Ran {
+    /// Pass, fail, or inconclusive because the machine was loaded; `None` if it could not run.
+    pub fn verdict(&self) -> Option<Verdict> {
+        let o = self.outcome.as_ref().ok()?;
+        Some(Verdict::of(o.passed(), &self.health))
+    }
 }
 
 /// Runs `scenario` into `<out>/<name>/`, writing `result.json`, `report.md` and the plots.
@@ -60,8 +76,11 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let machine = Machine::probe();
+    let mut health = Vec::new();
     let outcome = Lab::new(name, &out.join(name), seda_bin, quick).and_then(|lab| {
-        let outcome = scenario.run(&lab)?;
+        let outcome = scenario.run(&lab);
+        health = lab.health();
+        let outcome = outcome?;
         let info = RunInfo {
             name,
             about: scenario.about(),
@@ -70,6 +89,7 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
             elapsed_s: start.elapsed().as_secs_f64(),
             machine: &machine,
             plots: &lab.plots(),
+            health: &health,
         };
         write(&lab.dir, &info, &outcome)?;
         Ok(outcome)
@@ -78,5 +98,6 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
         name,
         outcome,
         elapsed_s: start.elapsed().as_secs_f64(),
+        health,
     }
 }

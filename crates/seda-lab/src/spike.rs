@@ -11,7 +11,8 @@ use seda_sim::summary::{RunSummary, fraction, settle_time};
 use serde_json::{Value, json};
 
 use crate::lab::Lab;
-use crate::mail::{self, Control, MailServer};
+use crate::mail::{self, Control, MailCapacity, MailServer};
+use crate::plot::{LineChart, Series};
 use crate::poll::{Sample, StatsPoller, controller_series};
 use crate::steady::ended;
 use crate::vocabulary::windows;
@@ -100,13 +101,14 @@ pub const FIGURE_7_STAGE: &str = "mail.list_folders";
 
 /// Starts the service with `control` (behind `front` if given: a function that puts a proxy
 /// in front of the server and returns the address to load), runs `spike` against it, and
-/// measures.
+/// measures; goodput is compared with `capacity` on the mix of requests the run completed
+/// within the target ([`MailCapacity::on_mix`]).
 pub fn run(
     lab: &Lab,
     name: &str,
     control: &Control,
     spike: &Spike,
-    capacity: f64,
+    capacity: &MailCapacity,
     front: Option<&Front>,
 ) -> Result<SpikeRun> {
     let server = MailServer::start(lab, name, control)?;
@@ -139,7 +141,47 @@ pub fn run(
     drop(proxy);
     server.stop(lab, name);
     let report = report?;
-    Ok(measure(&report, &samples, spike, capacity, control))
+    let served = mail::mix(&report.classes, |c| c.good);
+    let on_mix = capacity.on_mix(&served);
+    let mut run = measure(&report, &samples, spike, on_mix, control);
+    run.summary = run
+        .summary
+        .with("capacity_calibration_mix_per_s", capacity.per_s)
+        .with("served_mix", &served);
+    Ok(run)
+}
+
+/// Draws `p90.png`: each run's p90 of admitted requests over time, by name, against the
+/// target.
+pub fn plot_p90<'a>(
+    lab: &Lab,
+    spike: &Spike,
+    runs: impl IntoIterator<Item = (&'a str, &'a [(f64, f64)])>,
+) -> Result<()> {
+    let mut series: Vec<Series> = runs
+        .into_iter()
+        .map(|(name, points)| Series {
+            name: name.to_string(),
+            points: points.to_vec(),
+        })
+        .collect();
+    let run_end = spike.before_s + spike.spike_s + spike.after_s;
+    series.push(Series {
+        name: "target".into(),
+        points: vec![(0.0, spike.target_s), (run_end, spike.target_s)],
+    });
+    lab.plot(
+        "p90",
+        &LineChart {
+            title: format!(
+                "p90 response time, {} -> {} users",
+                spike.base_users, spike.spike_users
+            ),
+            x_label: "time (s)".into(),
+            y_label: "p90 of admitted requests (s)".into(),
+            series,
+        },
+    )
 }
 
 /// The settle time of the spike ([`settle_time`]) over the load generator's 1 s intervals.
@@ -155,7 +197,7 @@ pub fn settle(report: &Report, spike: &Spike) -> f64 {
 /// The fraction of users who got neither a page nor a rejection in the whole run: left
 /// waiting on a connection (WC03: "over 561 of the 1000 clients experienced connection timeout
 /// errors" with a connection limit).
-fn unanswered_clients(report: &Report) -> f64 {
+pub(crate) fn unanswered_clients(report: &Report) -> f64 {
     let n = report.clients.len().max(1) as f64;
     let silent = report
         .clients

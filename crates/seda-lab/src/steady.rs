@@ -79,6 +79,25 @@ pub fn run(
     Ok(measure(&report, steady, capacity, control))
 }
 
+/// Like [`run`], with goodput compared with `capacity` on the mix of requests the run
+/// completed within the target ([`MailCapacity::on_mix`](crate::mail::MailCapacity::on_mix)).
+pub fn run_priced(
+    lab: &Lab,
+    addr: std::net::SocketAddr,
+    control: &Control,
+    steady: &Steady,
+    capacity: &crate::mail::MailCapacity,
+) -> Result<SteadyRun> {
+    let report = lab.load(steady.config(addr)?)?;
+    let served = mail::mix(&report.classes, |c| c.good);
+    let mut run = measure(&report, steady, capacity.on_mix(&served), control);
+    run.summary = run
+        .summary
+        .with("capacity_calibration_mix_per_s", capacity.per_s)
+        .with("served_mix", &served);
+    Ok(run)
+}
+
 /// Requests that ended in `c`.
 pub fn ended(c: &seda_load::record::Counts) -> u64 {
     c.completed + c.rejected + c.timeouts + c.errors

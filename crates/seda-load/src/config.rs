@@ -59,6 +59,30 @@ pub struct PartlyOpen {
     pub max_sessions: usize,
 }
 
+/// The thesis's partly-open clients (FAIR07 Section 5.2): a fixed population of users, each
+/// sending its next request when its reply arrives (after `think`) or when a time drawn
+/// uniformly from `[patience_min, patience_max]` has passed since it sent, whichever is first.
+/// A slow server thus sees more requests, not fewer: each user may have up to
+/// `max_outstanding` requests in flight, each on its own connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eager {
+    /// Number of users (when no schedule is given).
+    pub users: usize,
+    /// Shortest expected time between a send and the next.
+    pub patience_min: Duration,
+    /// Longest expected time between a send and the next.
+    pub patience_max: Duration,
+    /// Think time after a reply that came in time.
+    pub think: Duration,
+    /// Most requests one user has in flight; at it, the user waits for a reply.
+    pub max_outstanding: usize,
+}
+
+impl Eager {
+    /// Default most requests in flight per user.
+    pub const DEFAULT_MAX_OUTSTANDING: usize = 8;
+}
+
 /// The loop model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Model {
@@ -68,6 +92,8 @@ pub enum Model {
     Open(Open),
     /// See [`PartlyOpen`].
     PartlyOpen(PartlyOpen),
+    /// See [`Eager`].
+    Eager(Eager),
 }
 
 /// How each client behaves on the wire.
@@ -188,6 +214,7 @@ impl LoadConfig {
             Model::Closed(c) => Schedule::constant(c.users as f64),
             Model::Open(o) => Schedule::constant(o.rate_per_s),
             Model::PartlyOpen(p) => Schedule::constant(p.sessions_per_s),
+            Model::Eager(e) => Schedule::constant(e.users as f64),
         }
     }
 
@@ -222,12 +249,19 @@ impl LoadConfig {
             Model::PartlyOpen(p) if !(p.sessions_per_s.is_finite() && p.sessions_per_s >= 0.0) => {
                 bad("the session rate must be a non-negative number")
             }
+            Model::Eager(e) if e.users > 1_000_000 => bad("at most 1,000,000 users"),
+            Model::Eager(e) if e.patience_max < e.patience_min || e.patience_max.is_zero() => {
+                bad("the expected time must be positive, with min <= max")
+            }
+            Model::Eager(e) if !(1..=1024).contains(&e.max_outstanding) => {
+                bad("max outstanding requests per user must be 1 to 1024")
+            }
             _ => Ok(()),
         }?;
         if self.client.aimd_reject_when_full && !matches!(self.model, Model::Open(_)) {
             return bad("refusing requests when the AIMD window is full needs the open model");
         }
-        if matches!(self.model, Model::Closed(_))
+        if matches!(self.model, Model::Closed(_) | Model::Eager(_))
             && self.effective_schedule()?.max_level() > 1_000_000.0
         {
             return bad("a schedule for the closed model asks for more than 1,000,000 users");
@@ -260,6 +294,11 @@ impl LoadConfig {
             Model::PartlyOpen(p) => format!(
                 "partly-open: {} sessions/s{sched}, stay {}, think {:?}, up to {} sessions",
                 p.sessions_per_s, p.stay_probability, p.think, p.max_sessions
+            ),
+            Model::Eager(e) => format!(
+                "eager (FAIR07 partly-open): {} users{sched}, expected time {:?} to {:?}, \
+                 think {:?}, up to {} in flight each",
+                e.users, e.patience_min, e.patience_max, e.think, e.max_outstanding
             ),
         }
     }

@@ -76,7 +76,7 @@ mod timer;
 pub mod workload;
 
 pub use affinity::pin_to_cpu;
-pub use config::{Arrivals, ClientConfig, Closed, LoadConfig, Model, Open, PartlyOpen};
+pub use config::{Arrivals, ClientConfig, Closed, Eager, LoadConfig, Model, Open, PartlyOpen};
 pub use driver::run;
 pub use error::LoadError;
 #[cfg(feature = "fuzzing")]

@@ -5,7 +5,9 @@
 //! tens of messages, a few hold thousands: mean about 113 for the paper's range). Bodies are
 //! lognormal (median 1.5 KB, sigma 1.0, so a mean near 2.5 KB and a long tail, capped at
 //! 256 KB), made of words from a fixed list; senders, subjects and dates come from lists and the
-//! seed. Ids are assigned here, so every backend holds the same ids for the same seed.
+//! seed. Ids are assigned here, so every backend holds the same ids for the same seed. The
+//! second half of the users (by id) are of service class 1, the first half of class 0
+//! ([`high_class`]), so a service with classes has both kinds of user to serve.
 
 use crate::store::{Message, Summary, TRASH};
 
@@ -31,6 +33,12 @@ pub fn user_name(i: u64) -> String {
 /// The password of user `i` in a generated corpus (a demo corpus: stored in clear).
 pub fn password(i: u64) -> String {
     format!("pass{i}")
+}
+
+/// Whether user `i` (1-based) of a corpus of `users` users is of the high class (1): the
+/// second half, `i > users / 2`.
+pub fn high_class(i: u64, users: u64) -> bool {
+    i > users / 2
 }
 
 /// A small, fast, portable generator (SplitMix64), so a seed means the same corpus everywhere.
@@ -84,6 +92,8 @@ pub struct UserPlan {
     pub name: String,
     /// Password.
     pub password: String,
+    /// Service class (`users.class`): 1 for the second half of the users, 0 for the first.
+    pub class: u8,
     /// Folders.
     pub folders: Vec<FolderPlan>,
 }
@@ -152,6 +162,7 @@ impl Corpus {
                 id: i as i64,
                 name: user_name(i),
                 password: password(i),
+                class: u8::from(high_class(i, users)),
                 folders,
             });
         }

@@ -170,24 +170,27 @@ pub fn messages_page(
     c.push_str("<th>Size</th></tr>\n");
     summary_rows(&mut c, rows);
     c.push_str("</table>\n<p>");
-    if page_no > 0 {
-        let _ = write!(
-            c,
-            "<a href=\"/folder?f={}&amp;sort={}&amp;page={}\">previous</a> ",
+    // The links name the message their page follows or precedes (keyset pages: as cheap deep
+    // in a folder as at its start) and keep the page number for the next link's arithmetic.
+    let link = |page: u32, cursor: Option<(&str, i64)>| {
+        let cursor = cursor.map_or(String::new(), |(k, id)| format!("&amp;{k}={id}"));
+        format!(
+            "/folder?f={}&amp;sort={}&amp;page={page}{cursor}",
             folder.id,
-            sort.name(),
-            page_no - 1
-        );
+            sort.name()
+        )
+    };
+    if page_no > 0 {
+        let cursor = rows
+            .first()
+            .filter(|_| page_no > 1)
+            .map(|m| ("before", m.id));
+        let _ = write!(c, "<a href=\"{}\">previous</a> ", link(page_no - 1, cursor));
     }
     let shown = u64::from(page_no + 1) * u64::from(page_size);
     if (shown as i64) < folder.count {
-        let _ = write!(
-            c,
-            "<a href=\"/folder?f={}&amp;sort={}&amp;page={}\">next</a>",
-            folder.id,
-            sort.name(),
-            page_no + 1
-        );
+        let cursor = rows.last().map(|m| ("after", m.id));
+        let _ = write!(c, "<a href=\"{}\">next</a>", link(page_no + 1, cursor));
     }
     c.push_str("</p>");
     page(&folder.name, true, &c)

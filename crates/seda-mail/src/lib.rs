@@ -46,9 +46,15 @@
 //!
 //! A stage whose queue is full rejects at enqueue: the client gets 503 with `Retry-After: 5`.
 //! Runtime configuration (stage names `mail.<type>`) can add token buckets or adaptive
-//! controllers per type. A request's class is its session's (`users.class`; 0 before login),
-//! or, with [`ServiceOptions::trust_class_header`] (a trusted proxy in front), the
-//! `x-seda-class` header or `class` cookie; it travels in the request's [`seda::Meta`].
+//! controllers per type. A request's class comes from the service's own tables
+//! ([`admission_class`]): `2 x users.class` for a login of that account, `2 x users.class + 1`
+//! for a request of an established session, 0 ([`NEW_SESSION_CLASS`]) otherwise; or, with
+//! [`ServiceOptions::trust_class_header`] (a trusted proxy in front), from the `x-seda-class`
+//! header or `class` cookie. It travels in the request's [`seda::Meta`]. Session-aware
+//! admission (`seda_control::SessionAwareController`, SBAC02), shared by all stages
+//! (`seda serve mail --single-admission session_aware,target_s=1`), then serves established
+//! sessions before new logins: a login admitted while sessions are turned away would be work
+//! wasted.
 //!
 //! # Cancellation
 //!
@@ -67,6 +73,7 @@ mod request;
 mod server;
 mod service;
 pub mod session;
+pub mod soak;
 pub mod store;
 pub mod user_model;
 pub mod workload;
@@ -77,4 +84,6 @@ pub use request::{
     Responder, parse_cookies, parse_urlencoded, percent_decode, percent_encode,
 };
 pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hyper};
-pub use service::{MAX_QUERY_CHARS, MailService, RETRY_AFTER_S, ServiceOptions};
+pub use service::{
+    MAX_QUERY_CHARS, MailService, NEW_SESSION_CLASS, RETRY_AFTER_S, ServiceOptions, admission_class,
+};

@@ -58,6 +58,16 @@ impl RequestKind {
         }
     }
 
+    /// Whether its stage may be terminable (SERT06): the read-only lists and search. A write
+    /// (login's session, delete, refile) is never cut; were it cancelled by its client, its
+    /// transaction rolls back whole.
+    pub fn is_terminable(self) -> bool {
+        matches!(
+            self,
+            RequestKind::ListFolders | RequestKind::ListMessages | RequestKind::Search
+        )
+    }
+
     /// The kind with this [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<RequestKind> {
         RequestKind::ALL.into_iter().find(|k| k.name() == name)
@@ -210,6 +220,18 @@ impl MailResponse {
         r.headers
             .push(("retry-after".into(), retry_after_s.to_string()));
         r
+    }
+
+    /// The answer to a request the stage's terminator cut (SERT06): 503, `Retry-After`, and
+    /// `x-seda-reject: terminated`.
+    pub fn terminated(retry_after_s: u32) -> MailResponse {
+        let mut r = MailResponse::error(
+            503,
+            "The request ran too long while the service was overloaded; try again shortly.",
+        );
+        r.headers
+            .push(("retry-after".into(), retry_after_s.to_string()));
+        r.with_header("x-seda-reject", "terminated".into())
     }
 
     /// Adds a header.

@@ -2,16 +2,17 @@
 //! [`MailRequest`] into a [`MailResponse`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use seda::{BuildError, RejectReason, Runtime, Sink, Stage, handler};
+use seda::{BuildError, CancelReason, RejectReason, Runtime, Sink, Stage, handler};
 use seda_control::SharedController;
 use tokio::sync::oneshot;
 
 use crate::html;
 use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
 use crate::session::{Refused, Session, SessionLimits, Sessions};
-use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, SearchField, Sort, Store, StoreError};
+use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, Page, SearchField, Sort, Store, StoreError};
 
 /// Seconds a rejected client is told to wait (WC03 Section 4.1: users back off 5 s).
 pub const RETRY_AFTER_S: u32 = 5;
@@ -49,8 +50,28 @@ pub struct ServiceOptions {
     /// Take a request's class from the `x-seda-class` header or `class` cookie, as a trusted
     /// proxy in front sets it (the lab's load generator plays that proxy). Off by default: a
     /// client that could claim the top class would be shed last, so the class comes from the
-    /// user's session (`users.class`; 0 before login).
+    /// session table (see [`MailService::class_of`]).
     pub trust_class_header: bool,
+    /// Early termination (SERT06) of the read-only request types ([`RequestKind::is_terminable`]:
+    /// list and search): their stages cut requests running past this terminator's threshold,
+    /// interrupting the running statement through the store's cancel plumbing. A runtime
+    /// configuration's `terminate` for one of these stages overrides it; one for a write stage
+    /// is refused.
+    pub terminate: Option<seda::TerminateConfig>,
+}
+
+/// The admission class of a request that carries no established session and is no login of a
+/// known user: the lowest, turned away first.
+pub const NEW_SESSION_CLASS: u8 = 0;
+
+/// The admission class of a request of a user of class `user_class` (`users.class`): a login
+/// (a new session) of that user, or, with `established`, a request of one of its sessions.
+/// User classes rank first, then established sessions above new ones: `2 x user class + 1` for
+/// an established session, `2 x user class` for a login. So a high-class user's login goes
+/// before a low-class user's session (the high class keeps its target), and within a class
+/// sessions go before logins (work invested in a login is not wasted).
+pub fn admission_class(user_class: u8, established: bool) -> u8 {
+    2 * user_class.min(crate::MAX_CLASS) + u8::from(established)
 }
 
 /// Largest `slowdown` accepted.
@@ -66,6 +87,7 @@ impl Default for ServiceOptions {
             shared_admission: None,
             sessions: SessionLimits::default(),
             trust_class_header: false,
+            terminate: None,
         }
     }
 }
@@ -90,6 +112,8 @@ pub struct MailService {
     core: Arc<Core>,
     sinks: Vec<Sink<MailEvent>>,
     trust_class_header: bool,
+    /// The current [`ServiceOptions::slowdown`], which [`MailService::set_slowdown`] changes.
+    slowdown: Arc<AtomicU32>,
 }
 
 impl std::fmt::Debug for MailService {
@@ -107,18 +131,40 @@ impl MailService {
         store: Arc<dyn Store>,
         options: &ServiceOptions,
     ) -> Result<Arc<MailService>, BuildError> {
+        let sessions = Sessions::new(options.sessions);
+        // The operator's classed users, so that their logins are ranked before they have a
+        // session (a store that cannot list them ranks every login alike until it logs in).
+        match store.classed_users() {
+            Ok(users) => {
+                for (name, class) in users {
+                    sessions.note_class(&name, class);
+                }
+            }
+            Err(e) => eprintln!("seda-mail: cannot read the users' classes: {e}"),
+        }
         let core = Arc::new(Core {
             store,
-            sessions: Sessions::new(options.sessions),
+            sessions,
             page_size: options.page_size.clamp(1, MAX_PAGE),
         });
         let mut sinks = Vec::new();
-        let slowdown = options.slowdown.clamp(1, MAX_SLOWDOWN);
+        let slowdown = Arc::new(AtomicU32::new(options.slowdown.clamp(1, MAX_SLOWDOWN)));
         for kind in RequestKind::ALL {
             let c = core.clone();
+            let slow = slowdown.clone();
             let mut builder = Stage::builder(kind.stage_name());
             if let Some(shared) = &options.shared_admission {
                 builder = builder.admission(Box::new(shared.clone()));
+            }
+            refuse_terminable_write(rt, kind)?;
+            if let Some(t) = options.terminate.as_ref().filter(|_| kind.is_terminable()) {
+                let terminator = t.build().map_err(|source| {
+                    BuildError::Config(seda::ConfigError::Terminate {
+                        stage: kind.stage_name(),
+                        source,
+                    })
+                })?;
+                builder = builder.terminate(terminator);
             }
             let sink = rt.stage(
                 builder
@@ -127,7 +173,15 @@ impl MailService {
                     .batch(1)
                     .handler(handler::each(move |ev: MailEvent, _cx| {
                         let start = thread_cpu();
-                        let response = c.respond(kind, &ev.request);
+                        let mut response = c.respond(kind, &ev.request);
+                        // The store gave the request up (503): if the terminator cut it, say so
+                        // and let the stage count it terminated.
+                        if response.status == 503
+                            && ev.request.meta.cancel.checkpoint() == Err(CancelReason::Terminated)
+                        {
+                            response = MailResponse::terminated(RETRY_AFTER_S);
+                        }
+                        let slowdown = slow.load(Ordering::Relaxed);
                         if slowdown > 1 {
                             let until = start + thread_cpu().saturating_sub(start) * slowdown;
                             while thread_cpu() < until {
@@ -146,7 +200,16 @@ impl MailService {
             core,
             sinks,
             trust_class_header: options.trust_class_header,
+            slowdown,
         }))
+    }
+
+    /// Changes the slowdown (clamped to `1..=MAX_SLOWDOWN`) for requests handled from now on:
+    /// the lab slows one replica of a cluster mid-run this way, as a noisy neighbour or a
+    /// failing disk would.
+    pub fn set_slowdown(&self, slowdown: u32) {
+        self.slowdown
+            .store(slowdown.clamp(1, MAX_SLOWDOWN), Ordering::Relaxed);
     }
 
     /// `request` with the class admission control will see: the session's (0 without one),
@@ -156,17 +219,32 @@ impl MailService {
         request
     }
 
-    /// The class admission control sees for `request`: its session's (0 without one), or,
-    /// with [`ServiceOptions::trust_class_header`], the one it carries.
+    /// The class admission control sees for `request`, from the service's own tables
+    /// ([`admission_class`]): for a login, the class of the account it names (the operator's,
+    /// from `users.class`: a login attempt for a name gets that name's rank, and a wrong
+    /// password costs it one check and counts against the name's failed logins); for a
+    /// request of a live session, its user's class as an established session; otherwise
+    /// [`NEW_SESSION_CLASS`]. With [`ServiceOptions::trust_class_header`], the one it carries.
+    ///
+    /// Why: session-aware admission (SBAC02, `seda_control::SessionAwareController`) prefers
+    /// higher classes and reads from them which requests are established sessions. A login is
+    /// a new session even when it carries a cookie.
     pub fn class_of(&self, request: &MailRequest) -> u8 {
         if self.trust_class_header {
             return request.meta.class;
+        }
+        if request.method == "POST" && request.path == "/login" {
+            let user_class = request
+                .form
+                .get("user")
+                .map_or(0, |name| self.core.sessions.user_class(name));
+            return admission_class(user_class, false);
         }
         request
             .cookies
             .get("sid")
             .and_then(|sid| self.core.sessions.class(sid, Instant::now()))
-            .unwrap_or(0)
+            .map_or(NEW_SESSION_CLASS, |c| admission_class(c, true))
     }
 
     /// The storage backend.
@@ -210,6 +288,27 @@ impl MailService {
         }
         Some(kind)
     }
+}
+
+/// A runtime configuration that makes a write's stage terminable is refused: a cut write
+/// would leave its request half done from the client's view (SERT06 cuts read-only requests).
+fn refuse_terminable_write(rt: &Runtime, kind: RequestKind) -> Result<(), BuildError> {
+    let name = kind.stage_name();
+    let configured = rt
+        .configuration()
+        .stages
+        .get(&name)
+        .is_some_and(|s| s.terminate.is_some());
+    if configured && !kind.is_terminable() {
+        return Err(BuildError::Config(seda::ConfigError::Stage {
+            stage: name,
+            setting: "terminate",
+            reason: "only list and search requests may be terminated, never a write or a \
+                     login"
+                .into(),
+        }));
+    }
+    Ok(())
 }
 
 fn not_found() -> MailResponse {
@@ -343,10 +442,20 @@ impl Core {
                 .filter(|&p| p <= MAX_PAGE_NO)
                 .ok_or_else(|| bad("`page` must be a page number."))?,
         };
-        let offset = page_no.saturating_mul(self.page_size);
+        // The UI's links carry the message their page follows (or precedes): a keyset page
+        // costs one index seek however deep it is. A bare page number still works.
+        let cursor = |name: &str| match req.param(name) {
+            None | Some("") => Ok(None),
+            Some(_) => id_param(req, name).map(Some),
+        };
+        let page = match (cursor("after")?, cursor("before")?) {
+            (Some(id), _) => Page::After(id),
+            (None, Some(id)) => Page::Before(id),
+            (None, None) => Page::Offset(page_no.saturating_mul(self.page_size)),
+        };
         match self
             .store
-            .messages(s.user, folder, sort, offset, self.page_size, &req.meta)
+            .messages(s.user, folder, sort, page, self.page_size, &req.meta)
             .map_err(store_error)?
         {
             Some((f, rows)) => Ok(MailResponse::html(html::messages_page(

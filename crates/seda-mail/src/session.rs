@@ -72,6 +72,8 @@ struct Table {
     by_user: HashMap<i64, VecDeque<String>>,
     /// Failed logins per name: (window start, count).
     failures: HashMap<String, (Instant, u32)>,
+    /// The class of each user name whose class is not 0 (the operator's classed users).
+    classes: HashMap<String, u8>,
 }
 
 /// Why a login may not start a session.
@@ -152,6 +154,24 @@ impl Sessions {
         let t = self.table.lock();
         let e = t.by_id.get(id)?;
         (!self.expired(e, now)).then_some(e.session.class)
+    }
+
+    /// The class of the user called `name` (0 if not known to be of another), to rank a login
+    /// before it has a session.
+    pub fn user_class(&self, name: &str) -> u8 {
+        self.table.lock().classes.get(name).copied().unwrap_or(0)
+    }
+
+    /// Records that the user called `name` is of class `class` (at start from the store, and at
+    /// every login). Only classes above 0 are kept: the table holds the operator's classed
+    /// users, not every name ever seen.
+    pub fn note_class(&self, name: &str, class: u8) {
+        let mut t = self.table.lock();
+        if class == 0 {
+            t.classes.remove(name);
+        } else {
+            t.classes.insert(name.to_string(), class);
+        }
     }
 
     /// Ends session `id`.
@@ -236,6 +256,11 @@ impl Sessions {
             },
         );
         t.by_user.entry(user).or_default().push_back(id.clone());
+        if class == 0 {
+            t.classes.remove(name);
+        } else {
+            t.classes.insert(name.to_string(), class);
+        }
         Ok(id)
     }
 

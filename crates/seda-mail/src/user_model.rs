@@ -1,11 +1,21 @@
 //! The e-mail user: a transport-independent state machine (WC03 Section 4.1).
 //!
 //! Each emulated user logs in, then moves between request types by a Markov model, waits a
-//! think time (20 ms by default, as in the paper) between requests, and after a rejection waits
-//! 5 s and logs in again. It reads the previous response (status, `Location`, `Set-Cookie`, and
+//! think time (20 ms by default, as in the paper) between requests, and after a rejection (or a
+//! request that got no answer) waits 5 s and sends the same request again, in the session it
+//! has. It reads the previous response (status, `Location`, `Set-Cookie`, and
 //! the links in the HTML) to pick folder and message ids, and yields the next request: kind,
 //! method, path, form body and cookie. Any transport can drive it; the load generator
 //! does, through [`crate::workload::MailWorkload`].
+//!
+//! # After a rejection
+//!
+//! WC03 Section 4.1's users log in again after the wait. A real user does not: the session is
+//! the server's and still valid, so the browser retries the page it asked for. Logging in again
+//! also costs the service a password check and a new session for every rejection, and under a
+//! heavy overload those logins came to dominate: at 1024 users the login stage rejected most of
+//! them and few sessions ever reached a page. Our users keep their session; a session the
+//! server has ended answers `303 /login`, and only then does the user log in.
 //!
 //! # The Markov model
 //!
@@ -41,7 +51,7 @@ use crate::store::TRASH;
 
 /// Think time between requests (WC03 Section 4.1: "aggressively set to 20 ms").
 pub const THINK_TIME: Duration = Duration::from_millis(20);
-/// Wait after a rejection before logging in again (WC03 Section 4.1).
+/// Wait after a rejection before trying again (WC03 Section 4.1).
 pub const REJECT_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Transition probabilities in percent; rows and columns in [`RequestKind::ALL`] order.
@@ -122,6 +132,8 @@ pub struct UserModel {
     trash: Option<i64>,
     /// The listed messages came from a folder page (not a search).
     listed_from_folder: bool,
+    /// The last request made, sent again after a rejection.
+    sent: Option<Step>,
 }
 
 /// Numbers that follow `prefix` in `body`, in order, without repeats.
@@ -169,19 +181,22 @@ impl UserModel {
             empty_list: false,
             trash: None,
             listed_from_folder: false,
+            sent: None,
         }
     }
 
-    /// The next request, given what happened to the previous one (`None` at the start).
+    /// The next request, given what happened to the previous one: `None` at the start, and
+    /// when the previous one got no answer the user could read (the transport gave up after
+    /// the wait), which is retried like a rejected one.
     pub fn next(&mut self, outcome: Option<Outcome<'_>>) -> Step {
         let Some(outcome) = outcome else {
+            if self.sent.is_some() {
+                return self.retry(Duration::ZERO);
+            }
             return self.step(RequestKind::Login, Duration::ZERO);
         };
         let (status, location, set_cookie, body) = match outcome {
-            Outcome::Rejected | Outcome::Failed => {
-                self.sid = None;
-                return self.step(RequestKind::Login, REJECT_BACKOFF);
-            }
+            Outcome::Rejected | Outcome::Failed => return self.retry(REJECT_BACKOFF),
             Outcome::Response {
                 status,
                 location,
@@ -244,6 +259,14 @@ impl UserModel {
             Mix::Only(k) => k,
         };
         self.step(next, self.think)
+    }
+
+    /// The last request again, in the same session, after `delay` (see "After a rejection").
+    fn retry(&mut self, delay: Duration) -> Step {
+        match self.sent.clone() {
+            Some(step) => Step { delay, ..step },
+            None => self.step(RequestKind::Login, delay),
+        }
     }
 
     fn markov(&mut self, from: RequestKind) -> RequestKind {
@@ -382,14 +405,16 @@ impl UserModel {
                 )
             }
         };
-        Step {
+        let step = Step {
             kind,
             method,
             path,
             form,
             cookie,
             delay,
-        }
+        };
+        self.sent = Some(step.clone());
+        step
     }
 
     /// The message just shown, or one of the listed ones.
@@ -467,8 +492,33 @@ mod tests {
                 | RequestKind::Search
                 | RequestKind::Login
         ));
+        let wanted = s.clone();
         let s = u.next(Some(Outcome::Rejected));
-        assert_eq!((s.kind, s.delay), (RequestKind::Login, REJECT_BACKOFF));
+        // The same page again, in the same session, after the wait: not a new login.
+        assert_eq!(
+            s,
+            Step {
+                delay: REJECT_BACKOFF,
+                ..wanted.clone()
+            }
+        );
+        assert_eq!(s.cookie.as_deref(), Some("sid=abc"));
+        // No answer at all (the transport gave up): the same again, at once.
+        assert_eq!(
+            u.next(None),
+            Step {
+                delay: Duration::ZERO,
+                ..wanted
+            }
+        );
+        // Only a server that ended the session sends the user back to the login.
+        let s = u.next(Some(Outcome::Response {
+            status: 303,
+            location: Some("/login"),
+            set_cookie: None,
+            body: "",
+        }));
+        assert_eq!(s.kind, RequestKind::Login);
     }
 
     #[test]

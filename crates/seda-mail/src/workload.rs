@@ -3,7 +3,8 @@
 //! Each load-generator session is one [`UserModel`]: it sees each reply's status, `Location`,
 //! `Set-Cookie` and the start of its HTML, and picks the next request by the Markov model. Think
 //! time and the wait after a 503 are the load generator's (`--think`, `--backoff`); after the
-//! wait it starts a fresh session, which logs in again, as WC03's users do.
+//! wait the user sends the rejected request again in the session it has (WC03's users logged
+//! in again; see [`crate::user_model`], "After a rejection").
 
 use std::sync::Arc;
 
@@ -18,6 +19,8 @@ const CAPTURE_BYTES: usize = 256 * 1024;
 /// Arashi's users over a corpus of `users` accounts.
 #[derive(Debug, Clone)]
 pub struct MailWorkload {
+    /// The first account users log in as (1-based) and how many there are.
+    first: u64,
     users: u64,
     mix: Mix,
 }
@@ -27,9 +30,19 @@ impl MailWorkload {
     /// Markov model.
     pub fn new(users: u64) -> MailWorkload {
         MailWorkload {
+            first: 1,
             users: users.max(1),
             mix: Mix::Markov,
         }
+    }
+
+    /// Users log in only as accounts `first..=last` of the corpus (1-based; an empty range is
+    /// the single account `first`): a population of one service class, since the corpus gives
+    /// its second half of accounts the high class ([`crate::corpus::high_class`]).
+    pub fn accounts(mut self, first: u64, last: u64) -> MailWorkload {
+        self.first = first.max(1);
+        self.users = last.saturating_sub(self.first) + 1;
+        self
     }
 
     /// Users send only requests of `kind` (after the login and pages it needs first): one
@@ -50,19 +63,15 @@ impl Workload for MailWorkload {
 
     fn session(&self, seed: u64) -> Box<dyn Session> {
         // Corpus accounts are numbered from 1 (`user1`).
-        let user = seed % self.users + 1;
-        let model = UserModel::new(user, seed, crate::user_model::THINK_TIME, self.mix);
+        let user = self.first + seed % self.users;
         Box::new(MailSession {
-            fresh: model.clone(),
-            model,
+            model: UserModel::new(user, seed, crate::user_model::THINK_TIME, self.mix),
         })
     }
 }
 
 struct MailSession {
     model: UserModel,
-    /// The model as it was at the start, for `restart`.
-    fresh: UserModel,
 }
 
 fn to_request(step: Step) -> Request {
@@ -111,9 +120,9 @@ impl Session for MailSession {
         to_request(step)
     }
 
-    fn restart(&mut self) {
-        self.model = self.fresh.clone();
-    }
+    /// After a rejection and the wait: the model keeps its session, and the next request
+    /// (asked with no reply) is the rejected one again.
+    fn restart(&mut self) {}
 
     fn capture_bytes(&self) -> usize {
         CAPTURE_BYTES
@@ -162,10 +171,26 @@ mod tests {
             body: b"",
             headers: &[],
         };
-        assert_eq!(
-            s.next_request(Some(&rejected)).class,
-            0,
-            "a rejected user logs in again"
-        );
+        let again = s.next_request(Some(&rejected));
+        assert_eq!(again, next, "a rejected user retries in its session");
+        // The load generator's way: wait, restart, ask with no reply.
+        s.restart();
+        assert_eq!(s.next_request(None), next);
+        assert_ne!(next.class, 0, "not a login");
+    }
+
+    #[test]
+    fn accounts_limit_the_users_to_a_range() {
+        let w = MailWorkload::new(100).accounts(51, 100);
+        for seed in 0..200 {
+            let login = w.session(seed).next_request(None);
+            let body = String::from_utf8_lossy(&login.body).into_owned();
+            let n: u64 = body
+                .strip_prefix("user=user")
+                .and_then(|r| r.split('&').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            assert!((51..=100).contains(&n), "{body}");
+        }
     }
 }

@@ -37,7 +37,7 @@ mod config;
 mod forward;
 mod server;
 
-pub use agent::serve_agent;
+pub use agent::{AdmissionCounts, serve_agent};
 pub use body::ProxyBody;
 pub use config::{
     ConfigError, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT,

@@ -4,6 +4,7 @@
 //! [runtime]
 //! tick_ms = 100            # how often controllers run
 //! stats_period_ms = 1000   # length of a stats period
+//! # global = { target_p90_ms = 100, entry = "parse" }   # global control (crate::global)
 //!
 //! [domains.io]             # a pool shared by several stages
 //! threads = 2
@@ -17,7 +18,9 @@
 //! rate_limit = { rate_per_s = 500.0, depth = 50.0 }
 //! drop_after_ms = 2000     # selective dropping of events queued too long
 //! admission = { kind = "response_time", target_s = 0.5 }   # adaptive admission control
+//! terminate = { kind = "sert", lower_s = 0.1, upper_s = 2.0 } # early termination (SERT06)
 //! pool_controller = { enable = true, delay_ms = 500, threshold = 10, idle_ms = 1000 }
+//! sizer = { kind = "seda" } # or fixed, self_tuning (law = "p"/"pi"/"pd"), hill_climbing
 //! batch_controller = { enable = true, min = 1, max = 1024, recalc_ms = 100, smooth = 0.5 }
 //!
 //! [stages.cache]
@@ -35,7 +38,9 @@ use std::time::Duration;
 use seda_control::{BatchConfig, ThreadPoolConfig};
 use serde::Deserialize;
 
+use crate::global::GlobalControlConfig;
 use crate::queue::Order;
+use crate::sizer::SizerConfig;
 
 /// A configuration error: what was wrong and where, with the error that caused it.
 #[derive(Debug)]
@@ -71,12 +76,26 @@ pub enum ConfigError {
         /// What is wrong, with the value.
         reason: String,
     },
+    /// A stage's terminator cannot be built from its settings.
+    Terminate {
+        /// The stage.
+        stage: String,
+        /// The catalogue's error.
+        source: seda_control::CatalogueError,
+    },
     /// A stage's admission controller cannot be built from its settings.
     Admission {
         /// The stage.
         stage: String,
         /// The catalogue's error.
         source: seda_control::CatalogueError,
+    },
+    /// A runtime-wide setting is out of range.
+    Runtime {
+        /// The setting, as the file names it (`runtime.global.target_p90_ms`...).
+        setting: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
     },
     /// The runtime's control thread could not be started.
     ControlThread(std::io::Error),
@@ -140,6 +159,10 @@ impl fmt::Display for ConfigError {
             ConfigError::Admission { stage, source } => {
                 write!(f, "stage `{stage}`: admission: {source}")
             }
+            ConfigError::Terminate { stage, source } => {
+                write!(f, "stage `{stage}`: terminate: {source}")
+            }
+            ConfigError::Runtime { setting, reason } => write!(f, "{setting}: {reason}"),
             ConfigError::ControlThread(e) => write!(f, "cannot start the control thread: {e}"),
         }
     }
@@ -155,9 +178,11 @@ impl std::error::Error for ConfigError {
                 OverrideProblem::Invalid(e) => Some(e.as_ref()),
                 _ => None,
             },
-            ConfigError::Admission { source, .. } => Some(source),
+            ConfigError::Admission { source, .. } | ConfigError::Terminate { source, .. } => {
+                Some(source)
+            }
             ConfigError::ControlThread(e) => Some(e),
-            ConfigError::Stage { .. } => None,
+            ConfigError::Stage { .. } | ConfigError::Runtime { .. } => None,
         }
     }
 }
@@ -185,6 +210,8 @@ pub struct RuntimeConfig {
     pub tick_ms: u64,
     /// Length of a stats period, ms.
     pub stats_period_ms: u64,
+    /// Global control: a p90 target turned into the self-tuning pools' throughput targets.
+    pub global: Option<GlobalControlConfig>,
 }
 
 impl Default for RuntimeConfig {
@@ -192,6 +219,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             tick_ms: 100,
             stats_period_ms: 1000,
+            global: None,
         }
     }
 }
@@ -208,6 +236,8 @@ pub struct PoolSettings {
     pub max_threads: Option<usize>,
     /// SEDA's thread-pool controller.
     pub pool_controller: Option<PoolControllerConfig>,
+    /// What sizes the pool (SEDA's heuristic by default).
+    pub sizer: Option<SizerConfig>,
 }
 
 /// SEDA's thread-pool controller settings; absent fields take Sandstorm's defaults.
@@ -273,6 +303,8 @@ pub struct StageConfig {
     pub max_threads: Option<usize>,
     /// SEDA's thread-pool controller for the stage's own pool.
     pub pool_controller: Option<PoolControllerConfig>,
+    /// What sizes the stage's own pool (SEDA's heuristic by default).
+    pub sizer: Option<SizerConfig>,
     /// Largest batch handed to the handler; 0 means everything queued.
     pub batch: Option<usize>,
     /// AggThrottle batch-size search.
@@ -287,6 +319,36 @@ pub struct StageConfig {
     pub drop_after_ms: Option<u64>,
     /// An adaptive admission controller (response time, multiclass, a peer's limit...).
     pub admission: Option<AdmissionConfig>,
+    /// Early termination (SERT06): the stage is terminable, and this terminator chooses the
+    /// running time past which its requests are cut.
+    pub terminate: Option<TerminateConfig>,
+}
+
+/// A terminator by kind (`sert`, `fixed`, `percentile`: see
+/// [`seda_control::terminate::KINDS`]), with its numeric parameters:
+///
+/// ```toml
+/// [stages.search.terminate]
+/// kind = "sert"
+/// lower_s = 0.1
+/// upper_s = 2.0
+/// ```
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+pub struct TerminateConfig {
+    /// The terminator's kind.
+    pub kind: String,
+    /// Its parameters.
+    #[serde(flatten)]
+    pub params: BTreeMap<String, f64>,
+}
+
+impl TerminateConfig {
+    /// Builds the terminator, or says what is wrong with the settings.
+    pub fn build(
+        &self,
+    ) -> Result<Box<dyn seda_control::terminate::Terminator>, seda_control::CatalogueError> {
+        seda_control::terminate::build(&self.kind, &self.params)
+    }
 }
 
 /// An adaptive admission controller by name, with its numeric parameters (units in the names):
@@ -341,9 +403,14 @@ impl PoolSettings {
         .normalized()
     }
 
-    /// Whether the pool controller adds threads (on by default).
+    /// Whether SEDA's pool controller adds threads (on by default, off under another sizer).
     pub fn controller_enabled(&self) -> bool {
-        self.pool_controller.as_ref().is_none_or(|c| c.enable)
+        self.pool_controller.as_ref().is_none_or(|c| c.enable) && self.sizer_config().is_seda()
+    }
+
+    /// The pool's sizer settings.
+    pub fn sizer_config(&self) -> SizerConfig {
+        self.sizer.clone().unwrap_or_default()
     }
 }
 
@@ -362,10 +429,12 @@ impl StageConfig {
             rate_limit,
             drop_after_ms,
             admission,
+            terminate,
             threads,
             min_threads,
             max_threads,
-            pool_controller
+            pool_controller,
+            sizer
         );
         self
     }
@@ -377,6 +446,7 @@ impl StageConfig {
             min_threads: self.min_threads,
             max_threads: self.max_threads,
             pool_controller: self.pool_controller.clone(),
+            sizer: self.sizer.clone(),
         }
     }
 
@@ -428,6 +498,9 @@ impl StageConfig {
             && min > max
         {
             return err("min_threads", format!("{min} > max_threads {max}"));
+        }
+        if let Some((setting, reason)) = self.sizer.as_ref().and_then(|s| s.problem()) {
+            return err(setting, reason);
         }
         Ok(())
     }

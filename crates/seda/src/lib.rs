@@ -74,6 +74,7 @@
 
 mod clock;
 mod config;
+pub mod global;
 mod graph;
 pub mod handler;
 mod handoff;
@@ -83,6 +84,7 @@ mod queue;
 mod runtime;
 mod shared;
 mod sink;
+pub mod sizer;
 mod stage;
 pub mod stats;
 mod sync;
@@ -90,10 +92,12 @@ mod sync;
 pub use config::{
     AdmissionConfig, BatchControllerConfig, Config, ConfigError, OverrideProblem,
     PoolControllerConfig, PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
+    TerminateConfig,
 };
+pub use global::GlobalControlConfig;
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
-pub use meta::{CancelToken, Event, Meta};
+pub use meta::{CancelReason, CancelToken, Event, Meta};
 pub use queue::Order;
 pub use runtime::{
     BuildError, DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder,
@@ -101,7 +105,8 @@ pub use runtime::{
 };
 pub use seda_control::{AdmissionController, Knob, KnobKind, Quality, RejectReason, Time};
 pub use sink::{Prepared, Rejected, Sink};
-pub use stage::{Stage, StageBuilder};
+pub use sizer::{SizerConfig, SizerKind};
+pub use stage::{Stage, StageBuilder, TerminationSnapshot};
 
 /// The README's example, compiled and run as a doctest so it cannot rot.
 #[cfg(doctest)]

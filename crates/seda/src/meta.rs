@@ -1,16 +1,56 @@
 //! Per-request metadata carried by every event derived from a request.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// A request's cancellation flag, shared by every event derived from it.
 ///
 /// Cancellation is cooperative: stages check it when they dequeue an event (a cancelled event is
-/// dropped as expired, never handled), and handlers may check it between steps of long work or
-/// hand it to a blocking call that can be interrupted.
+/// dropped as expired, never handled), and handlers check it at *safe points* between steps of
+/// long work with [`checkpoint`](Self::checkpoint), or hand it to a blocking call that can be
+/// interrupted (the mail store interrupts its statement).
+///
+/// Two parties cancel: the front end when the client goes away ([`cancel`](Self::cancel)), and
+/// the runtime's terminator when a request of a terminable stage runs past the stage's
+/// threshold (SERT06). A handler that gives up on a terminated request says so by calling
+/// `checkpoint` (which returns [`CancelReason::Terminated`]); the stage then counts the request
+/// as terminated, never as a latency sample. A request the terminator asked to stop but whose
+/// handler finished first counts as completed: what the client received decides.
 #[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
+pub struct CancelToken(Arc<AtomicU8>);
+
+const LIVE: u8 = 0;
+const CANCELLED: u8 = 1;
+const TERMINATING: u8 = 2;
+const TERMINATED: u8 = 3;
+
+/// Why a request was cancelled (see [`CancelToken::checkpoint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelReason {
+    /// Its client went away, or its owner cancelled it.
+    Cancelled,
+    /// The stage's terminator cut it: it ran past the termination threshold.
+    Terminated,
+}
+
+impl CancelReason {
+    /// A short name (`cancelled`, `terminated`), as the HTTP front end's reason header gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::Cancelled => "cancelled",
+            CancelReason::Terminated => "terminated",
+        }
+    }
+}
+
+impl std::fmt::Display for CancelReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::error::Error for CancelReason {}
 
 impl CancelToken {
     /// A token that is not cancelled.
@@ -18,14 +58,53 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Cancels the request: every holder of a clone sees it.
+    /// Cancels the request: every holder of a clone sees it. A request already terminated
+    /// stays terminated.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
+        let _ = self
+            .0
+            .compare_exchange(LIVE, CANCELLED, Ordering::AcqRel, Ordering::Acquire);
     }
 
-    /// Whether the request was cancelled.
+    /// Asks the request to stop because it ran too long; false if it was already cancelled.
+    pub(crate) fn terminate(&self) -> bool {
+        self.0
+            .compare_exchange(LIVE, TERMINATING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Whether the request was cancelled (for any reason).
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.load(Ordering::Acquire) != LIVE
+    }
+
+    /// Why the request was cancelled, if it was; reading it changes nothing.
+    pub fn reason(&self) -> Option<CancelReason> {
+        match self.0.load(Ordering::Acquire) {
+            LIVE => None,
+            CANCELLED => Some(CancelReason::Cancelled),
+            _ => Some(CancelReason::Terminated),
+        }
+    }
+
+    /// A safe point: `Ok` if the request goes on, else why it must stop. Returning
+    /// `Err(Terminated)` records that the handler gave the request up, so the stage counts it
+    /// as terminated (see the type's documentation).
+    pub fn checkpoint(&self) -> Result<(), CancelReason> {
+        match self.0.load(Ordering::Acquire) {
+            LIVE => Ok(()),
+            CANCELLED => Err(CancelReason::Cancelled),
+            _ => {
+                self.0.store(TERMINATED, Ordering::Release);
+                Err(CancelReason::Terminated)
+            }
+        }
+    }
+
+    /// Whether a handler gave the request up at a [`checkpoint`](Self::checkpoint) after its
+    /// termination.
+    pub(crate) fn was_terminated(&self) -> bool {
+        self.0.load(Ordering::Acquire) == TERMINATED
     }
 }
 
@@ -176,5 +255,22 @@ mod tests {
         let c = Meta::born_at(now);
         c.cancel.cancel();
         assert!(c.is_expired(now));
+    }
+
+    #[test]
+    fn termination_is_counted_only_once_a_handler_gives_up() {
+        let t = CancelToken::new();
+        assert_eq!(t.checkpoint(), Ok(()));
+        assert!(t.terminate());
+        assert!(t.is_cancelled() && !t.was_terminated());
+        assert_eq!(t.reason(), Some(CancelReason::Terminated));
+        t.cancel(); // a client leaving afterwards does not change the reason
+        assert_eq!(t.checkpoint(), Err(CancelReason::Terminated));
+        assert!(t.was_terminated());
+        let gone = CancelToken::new();
+        gone.cancel();
+        assert!(!gone.terminate());
+        assert_eq!(gone.checkpoint(), Err(CancelReason::Cancelled));
+        assert!(!gone.was_terminated());
     }
 }

@@ -5,6 +5,10 @@
 //! microseconds (a hand-off arriving then costs no wake-up), then parks on a condition variable;
 //! a producer that pushes an event wakes one parked worker. A worker parked longer than the idle
 //! time retires while the pool is above its minimum; the control thread adds workers.
+//!
+//! Under a sizer other than SEDA's heuristic (`sizer.rs`) the pool has a thread *target*: the
+//! control thread starts workers up to it, workers above it retire when they finish a batch,
+//! and idle workers do not retire below it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -16,6 +20,7 @@ use seda_control::{Controller, PoolObservation, ThreadPoolConfig, ThreadPoolCont
 
 use crate::Time;
 use crate::handoff::{Handoff, Parked};
+use crate::sizer::{OutsideTargets, PoolPeriod, SizerConfig, SizerKind, SizerState, TargetSizer};
 use crate::stage::StageDyn;
 
 /// Rounds of looking for work before parking (as crossbeam's `Backoff`): the first
@@ -44,6 +49,20 @@ pub(crate) struct Pool {
     controller: Mutex<ThreadPoolController>,
     controller_enabled: bool,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// The sizer's thread target; 0 under SEDA's heuristic (no target).
+    target: AtomicUsize,
+    sizing: Mutex<Sizing>,
+}
+
+/// A pool's sizer and what it last measured.
+struct Sizing {
+    kind: SizerKind,
+    sizer: Option<TargetSizer>,
+    period: Duration,
+    /// Time, completions and admissions at the start of the current period.
+    start: Option<(Time, u64, u64)>,
+    outside: OutsideTargets,
+    state: SizerState,
 }
 
 impl Pool {
@@ -51,8 +70,30 @@ impl Pool {
         name: String,
         config: ThreadPoolConfig,
         controller_enabled: bool,
+        sizer: &SizerConfig,
     ) -> Arc<Pool> {
+        let target_sizer = TargetSizer::new(
+            sizer,
+            config.min_threads,
+            config.max_threads,
+            config.initial_threads,
+        );
+        let target = target_sizer
+            .as_ref()
+            .map_or(0, |s| s.initial(config.initial_threads).max(1));
         Arc::new(Pool {
+            target: AtomicUsize::new(target),
+            sizing: Mutex::new(Sizing {
+                kind: sizer.kind,
+                sizer: target_sizer,
+                period: sizer.period(),
+                start: None,
+                outside: OutsideTargets::default(),
+                state: SizerState {
+                    threads_target: (target > 0).then_some(target),
+                    ..Default::default()
+                },
+            }),
             name,
             stages: Mutex::new(Arc::new(Vec::new())),
             version: AtomicU64::new(0),
@@ -79,7 +120,7 @@ impl Pool {
             *stages = Arc::new(next);
             self.version.fetch_add(1, Ordering::SeqCst);
         }
-        let initial = self.config().initial_threads;
+        let initial = self.target().unwrap_or(self.config().initial_threads);
         let have = self.threads.load(Ordering::SeqCst);
         if have < initial {
             self.add_threads(initial - have);
@@ -139,12 +180,104 @@ impl Pool {
             *c = ThreadPoolController::new(config);
         }
         let min = self.config().min_threads;
+        if let Some(t) = self.target() {
+            self.target
+                .store(t.clamp(min.max(1), max.max(1)), Ordering::SeqCst);
+        }
+        let want = self.target().unwrap_or(min);
         let have = self.threads();
-        if have < min {
-            self.add_threads(min - have);
+        if have < want {
+            self.add_threads(want - have);
         }
         // Workers above the new maximum retire at their next idle moment.
         self.wake_all();
+    }
+
+    /// The sizer's thread target, if the pool has one (not under SEDA's heuristic).
+    pub(crate) fn target(&self) -> Option<usize> {
+        match self.target.load(Ordering::SeqCst) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
+    /// Moves the pool toward `n` threads: starts workers now; workers above it retire as they
+    /// finish their batch.
+    fn set_target(self: &Arc<Self>, n: usize) {
+        let config = self.config();
+        let n = n.clamp(config.min_threads.max(1), config.max_threads.max(1));
+        self.target.store(n, Ordering::SeqCst);
+        let have = self.threads();
+        if have < n {
+            self.add_threads(n - have);
+        } else if have > n {
+            self.wake_all();
+        }
+    }
+
+    /// Sets (or with `None` clears) the throughput target given at run time.
+    pub(crate) fn set_throughput_target(&self, target_per_s: Option<f64>) {
+        self.sizing.lock().outside.run_time = target_per_s.filter(|t| t.is_finite() && *t >= 0.0);
+    }
+
+    /// Sets the global controller's share for this pool.
+    pub(crate) fn set_global_target(&self, target_per_s: Option<f64>) {
+        self.sizing.lock().outside.global = target_per_s;
+    }
+
+    /// The sizer's name and state.
+    pub(crate) fn sizing(&self) -> (SizerKind, SizerState) {
+        let s = self.sizing.lock();
+        (s.kind, s.state)
+    }
+
+    /// Events completed by the pool's stages (monotonic).
+    fn completed(&self) -> u64 {
+        self.stages.lock().iter().map(|s| s.completed()).sum()
+    }
+
+    /// Events admitted by the pool's stages (monotonic).
+    fn admitted(&self) -> u64 {
+        self.stages.lock().iter().map(|s| s.admitted()).sum()
+    }
+
+    /// Runs the target sizer when its period has passed; returns whether the pool has one.
+    fn run_sizer(self: &Arc<Self>, now: Time) -> bool {
+        let next = {
+            let mut guard = self.sizing.lock();
+            let s = &mut *guard;
+            let Some(sizer) = s.sizer.as_mut() else {
+                return false;
+            };
+            let (completed, admitted) = (self.completed(), self.admitted());
+            match s.start {
+                Some((t0, c0, a0)) if now.saturating_sub(t0) >= s.period => {
+                    let period = PoolPeriod {
+                        secs: now.saturating_sub(t0).as_secs_f64(),
+                        completions: completed.saturating_sub(c0),
+                        arrivals: admitted.saturating_sub(a0),
+                        threads: self.target().unwrap_or_else(|| self.threads()),
+                    };
+                    s.start = Some((now, completed, admitted));
+                    Some(sizer.update(period, s.outside, &mut s.state))
+                }
+                Some(_) => None,
+                None => {
+                    s.start = Some((now, completed, admitted));
+                    None
+                }
+            }
+        };
+        if let Some(n) = next {
+            self.set_target(n);
+        } else if let Some(t) = self.target() {
+            // Keep the pool at its target (a worker that failed to start, a resize).
+            let have = self.threads();
+            if have < t {
+                self.add_threads(t - have);
+            }
+        }
+        true
     }
 
     /// Wakes one parked worker, if any: called after an event is pushed (see `handoff.rs`).
@@ -168,7 +301,7 @@ impl Pool {
 
     /// Runs the pool controller once.
     pub(crate) fn control(self: &Arc<Self>, now: Time) {
-        if !self.controller_enabled {
+        if self.run_sizer(now) || !self.controller_enabled {
             return;
         }
         let obs = PoolObservation {
@@ -208,13 +341,20 @@ impl Pool {
         left
     }
 
+    /// Retires the calling worker if the pool is above its floor: the sizer's target, or else
+    /// the minimum.
     fn retire(&self) -> bool {
-        let config = self.config();
+        let floor = self.target().unwrap_or_else(|| self.config().min_threads);
         self.threads
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
-                (t > config.min_threads).then(|| t - 1)
+                (t > floor).then(|| t - 1)
             })
             .is_ok()
+    }
+
+    /// Whether the pool runs more workers than its sizer's target.
+    fn over_target(&self) -> bool {
+        self.target().is_some_and(|t| self.threads() > t)
     }
 
     fn work(self: Arc<Self>) {
@@ -230,6 +370,9 @@ impl Pool {
             }
             if self.stop.load(Ordering::SeqCst) {
                 self.threads.fetch_sub(1, Ordering::SeqCst);
+                return;
+            }
+            if self.over_target() && self.retire() {
                 return;
             }
             let count = stages.len();
@@ -250,7 +393,7 @@ impl Pool {
                 Parked::Woken => false,
                 Parked::TimedOut => true,
             };
-            let over_max = self.threads() > config.max_threads;
+            let over_max = self.threads() > config.max_threads || self.over_target();
             if (timed_out || over_max)
                 && !stages.iter().any(|s| s.has_ready())
                 && !self.stop.load(Ordering::SeqCst)

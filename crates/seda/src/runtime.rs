@@ -12,12 +12,14 @@ use serde::Serialize;
 
 use crate::Event;
 use crate::config::{Config, ConfigError, PoolSettings};
+use crate::global::{GlobalControl, GlobalSnapshot};
 use crate::graph::{Graph, GraphEdge, GraphNode};
 use crate::pool::Pool;
 use crate::queue::Queue;
 use crate::shared::Shared;
 use crate::sink::Sink;
-use crate::stage::{CoreParts, Mode, StageBuilder, StageCore, StageDyn, admission_of};
+use crate::sizer::SizerState;
+use crate::stage::{CoreParts, Mode, StageBuilder, StageCore, StageDyn, Termination, admission_of};
 use crate::stats::{EDGE_SOURCES, StageHistograms, StageSnapshot};
 
 /// Queue threshold of a queued stage when none is configured: queues are never unbounded by
@@ -120,6 +122,8 @@ pub struct RuntimeSnapshot {
     pub stages: Vec<StageSnapshot>,
     /// Pools (a queued stage's own pool has the stage's name).
     pub pools: Vec<PoolSnapshot>,
+    /// Global control, if configured (`[runtime.global]`).
+    pub global: Option<GlobalSnapshot>,
 }
 
 /// A pool's size and backlog.
@@ -131,6 +135,10 @@ pub struct PoolSnapshot {
     pub threads: usize,
     /// Events waiting in its stages.
     pub queue_len: usize,
+    /// Its sizer: `seda`, `fixed`, `self_tuning` or `hill_climbing`.
+    pub sizer: &'static str,
+    /// What the sizer asks for and measured.
+    pub sizing: SizerState,
 }
 
 /// Stages and pools, shared with the control thread.
@@ -149,6 +157,7 @@ struct Inner {
     control: Mutex<Option<JoinHandle<()>>>,
     stop: Arc<(Mutex<bool>, Condvar)>,
     report: Mutex<Option<ShutdownReport>>,
+    global: Option<Arc<Mutex<GlobalControl>>>,
 }
 
 /// A running stage graph. Cheap to clone; every clone is the same runtime.
@@ -183,6 +192,12 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Global control toward a p90 target (FAIR07 Section 4.2.1; see [`crate::global`]).
+    pub fn global(mut self, global: crate::GlobalControlConfig) -> Self {
+        self.config.runtime.global = Some(global);
+        self
+    }
+
     /// Starts the control thread and the domains of the configuration.
     pub fn start(self) -> Result<Runtime, BuildError> {
         let registry = Arc::new(Registry::default());
@@ -190,13 +205,25 @@ impl RuntimeBuilder {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let tick = Duration::from_millis(self.config.runtime.tick_ms.max(1));
         let period = Duration::from_millis(self.config.runtime.stats_period_ms.max(1));
+        let global = match &self.config.runtime.global {
+            Some(g) => {
+                if let Some((setting, reason)) = g.problem() {
+                    return Err(ConfigError::Runtime { setting, reason }.into());
+                }
+                Some(Arc::new(Mutex::new(GlobalControl::new(g.clone()))))
+            }
+            None => None,
+        };
         let control = {
             let registry = registry.clone();
             let shared = shared.clone();
             let stop = stop.clone();
+            let global = global.clone();
             std::thread::Builder::new()
                 .name("seda-control".into())
-                .spawn(move || control_loop(&registry, &shared, &stop, tick, period))
+                .spawn(move || {
+                    control_loop(&registry, &shared, &stop, global.as_deref(), tick, period)
+                })
                 .map_err(ConfigError::ControlThread)?
         };
         let rt = Runtime {
@@ -208,6 +235,7 @@ impl RuntimeBuilder {
                 control: Mutex::new(Some(control)),
                 stop,
                 report: Mutex::new(None),
+                global,
             }),
         };
         for (name, settings) in &self.config.domains {
@@ -221,6 +249,7 @@ fn control_loop(
     registry: &Registry,
     shared: &Shared,
     stop: &(Mutex<bool>, Condvar),
+    global: Option<&Mutex<GlobalControl>>,
     tick: Duration,
     period: Duration,
 ) {
@@ -249,11 +278,29 @@ fn control_loop(
             for s in &stages {
                 s.roll_stats(now);
             }
+            if let Some(global) = global {
+                apply_global(global, &stages, &pools);
+            }
             next_roll += period;
             if next_roll < now {
                 next_roll = now + period;
             }
         }
+    }
+}
+
+/// One period of global control: the service's throughput target, and each pool's share.
+fn apply_global(global: &Mutex<GlobalControl>, stages: &[Arc<dyn StageDyn>], pools: &[Arc<Pool>]) {
+    let snapshots: Vec<_> = stages.iter().map(|s| s.snapshot()).collect();
+    let targets = global.lock().update(&snapshots);
+    for pool in pools {
+        let share: Option<f64> = snapshots
+            .iter()
+            .filter(|s| s.pool.as_deref() == Some(pool.name.as_str()))
+            .filter_map(|s| targets.get(&s.name))
+            .copied()
+            .reduce(|a, b| a + b);
+        pool.set_global_target(share);
     }
 }
 
@@ -278,6 +325,7 @@ impl Runtime {
             name.to_string(),
             settings.to_pool_config(),
             settings.controller_enabled(),
+            &settings.sizer_config(),
         );
         domains.insert(name.to_string(), pool.clone());
         self.inner.registry.pools.write().push(pool);
@@ -296,6 +344,7 @@ impl Runtime {
             config,
             predicates,
             controller,
+            terminator,
             knobs,
             on_drop,
         } = builder;
@@ -310,7 +359,14 @@ impl Runtime {
                 stage: name.clone(),
                 source,
             })?),
-            None => controller,
+            None => controller.or(self.entry_dropper(&name)?),
+        };
+        let terminator = match &config.terminate {
+            Some(t) => Some(t.build().map_err(|source| ConfigError::Terminate {
+                stage: name.clone(),
+                source,
+            })?),
+            None => terminator,
         };
         let mut stages = self.inner.registry.stages.write();
         if stages.iter().any(|s| s.name() == name) {
@@ -339,6 +395,7 @@ impl Runtime {
                 name.clone(),
                 config.pool().to_pool_config(),
                 config.pool().controller_enabled(),
+                &config.pool().sizer_config(),
             );
             self.inner.registry.pools.write().push(pool.clone());
             (Mode::Queued, Some(pool))
@@ -369,6 +426,7 @@ impl Runtime {
             batch_controller,
             drop_after: config.drop_after_ms.map(Duration::from_millis),
             on_drop,
+            termination: terminator.map(Termination::new),
             shared: self.inner.shared.clone(),
         }));
         stages.push(core.clone());
@@ -377,6 +435,29 @@ impl Runtime {
             pool.attach(core.clone());
         }
         Ok(Sink { core })
+    }
+
+    /// Global control's selective dropper, if `name` is its entry stage (see `global.rs`).
+    fn entry_dropper(
+        &self,
+        name: &str,
+    ) -> Result<Option<Box<dyn seda_control::AdmissionController>>, BuildError> {
+        let Some(g) = &self.inner.config.runtime.global else {
+            return Ok(None);
+        };
+        let Some(threshold) = g.dropper_threshold().filter(|_| g.entry == name) else {
+            return Ok(None);
+        };
+        let params = BTreeMap::from([("threshold_s".to_string(), threshold.as_secs_f64())]);
+        seda_control::build_admission("selective_dropper", &params)
+            .map(Some)
+            .map_err(|source| {
+                ConfigError::Admission {
+                    stage: name.to_string(),
+                    source,
+                }
+                .into()
+            })
     }
 
     /// The sink of the stage called `name`, if its events are of type `E`.
@@ -397,6 +478,34 @@ impl Runtime {
 
     /// Changes the thread bounds of a stage's own pool or of a domain, while running.
     pub fn resize_pool(&self, pool: &str, min: usize, max: usize) -> Result<(), BuildError> {
+        self.pool_named(pool)?.resize(min, max);
+        Ok(())
+    }
+
+    /// Sets the throughput target, events/s, of a self-tuning pool (a stage's own pool or a
+    /// domain), over its settings' and global control's; `None` gives them back.
+    pub fn set_throughput_target(
+        &self,
+        pool: &str,
+        target_per_s: Option<f64>,
+    ) -> Result<(), BuildError> {
+        self.pool_named(pool)?.set_throughput_target(target_per_s);
+        Ok(())
+    }
+
+    /// Changes global control's p90 target while running (FAIR07 Figure 5-7). Returns false
+    /// when the runtime has no global control.
+    pub fn set_response_target(&self, target: Duration) -> bool {
+        match &self.inner.global {
+            Some(g) => {
+                g.lock().set_target(target);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn pool_named(&self, pool: &str) -> Result<Arc<Pool>, BuildError> {
         let p = self
             .inner
             .registry
@@ -405,9 +514,7 @@ impl Runtime {
             .iter()
             .find(|p| p.name == pool)
             .cloned();
-        let p = p.ok_or_else(|| BuildError::NoSuchStage(pool.to_string()))?;
-        p.resize(min, max);
-        Ok(())
+        p.ok_or_else(|| BuildError::NoSuchStage(pool.to_string()))
     }
 
     /// The configuration the runtime was started with (file settings by stage name).
@@ -425,12 +532,18 @@ impl Runtime {
             stages: stages.iter().map(|s| s.snapshot()).collect(),
             pools: pools
                 .iter()
-                .map(|p| PoolSnapshot {
-                    name: p.name.clone(),
-                    threads: p.threads(),
-                    queue_len: p.queue_len(),
+                .map(|p| {
+                    let (kind, sizing) = p.sizing();
+                    PoolSnapshot {
+                        name: p.name.clone(),
+                        threads: p.threads(),
+                        queue_len: p.queue_len(),
+                        sizer: kind.name(),
+                        sizing,
+                    }
                 })
                 .collect(),
+            global: self.inner.global.as_ref().map(|g| g.lock().snapshot()),
         }
     }
 

@@ -152,6 +152,7 @@ static CATALOGUE: &[Entry] = &[
     crate::dropper::ENTRY,
     crate::response_time::TUNED_TRIM_ENTRY,
     crate::multiclass::ENTRY,
+    crate::session::ENTRY,
     crate::degradation::ENTRY,
 ];
 

@@ -12,9 +12,11 @@
 
 use std::time::Duration;
 
+mod build;
 mod percentile;
 mod sert;
 
+pub use build::{KINDS, build};
 pub use percentile::{PercentileConfig, PercentileTimeout};
 pub use sert::{SertConfig, SertThreshold};
 
@@ -23,18 +25,31 @@ pub use sert::{SertConfig, SertThreshold};
 pub struct PeriodCounts {
     /// Requests that arrived at the service in the period.
     pub arrived: u64,
-    /// Of those (or of earlier ones), requests not completed: rejected, dropped or terminated.
+    /// Of those (or of earlier ones), requests not completed: rejected, dropped or terminated,
+    /// and those completed later than the terminator's [`Terminator::late_after`].
     pub lost: u64,
 }
 
 /// What every threshold controller offers the runtime.
 pub trait Terminator: Send {
+    /// Its name in configuration files (`terminate = { kind = ... }`).
+    fn name(&self) -> &'static str;
+    /// Its state as named numbers, for snapshots (the loss `p`, a percentile...).
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
     /// The running time past which a terminable request is cancelled now.
     fn threshold(&self) -> Duration;
     /// Feeds one control period's counts.
     fn on_period(&mut self, counts: PeriodCounts);
     /// Feeds the running time of a request that completed (not one that was terminated).
     fn on_complete(&mut self, _running: Duration) {}
+    /// A completion whose response time passes this counts as lost in [`PeriodCounts`]: a
+    /// reply after the service-level limit is throughput lost too (`None`: only requests not
+    /// completed count).
+    fn late_after(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// A fixed threshold: a statement timeout.
@@ -42,6 +57,9 @@ pub trait Terminator: Send {
 pub struct FixedThreshold(pub Duration);
 
 impl Terminator for FixedThreshold {
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
     fn threshold(&self) -> Duration {
         self.0
     }

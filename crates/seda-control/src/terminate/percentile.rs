@@ -70,6 +70,14 @@ impl PercentileTimeout {
 }
 
 impl Terminator for PercentileTimeout {
+    fn name(&self) -> &'static str {
+        "percentile"
+    }
+
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        vec![("samples", self.recent.len() as f64)]
+    }
+
     fn threshold(&self) -> Duration {
         self.threshold
     }

@@ -68,6 +68,7 @@ struct Last {
     rejected: u64,
     dropped: u64,
     completed: u64,
+    terminated: u64,
     rejected_by: BTreeMap<&'static str, u64>,
 }
 
@@ -81,6 +82,7 @@ impl Last {
             rejected: c.rejected_total,
             dropped: c.dropped_total,
             completed: c.completed,
+            terminated: c.terminated,
             rejected_by: c.rejected.clone(),
         }
     }
@@ -176,7 +178,8 @@ impl History {
                 ring.points.pop_front();
             }
             ring.points.push_back(point);
-            rows.push((s, point, rejected_by, keys, values));
+            let terminated = rate(c.terminated, last.terminated, dt);
+            rows.push((s, point, rejected_by, keys, values, terminated));
             self.last.insert(s.name.clone(), Last::of(t_s, c));
         }
         let dt = t_s - self.current.get("t").and_then(Value::as_f64).unwrap_or(t_s);
@@ -201,13 +204,18 @@ impl History {
         let origin = backpressure_origin(&named, &edges);
         let stages: Vec<Value> = rows
             .iter()
-            .map(|(s, p, rejected_by, keys, values)| {
+            .map(|(s, p, rejected_by, keys, values, terminated)| {
                 json!({
                     "name": s.name,
                     "mode": s.mode,
                     "pressed": pressed(p),
                     "point": p,
                     "rejected_by": rejected_by,
+                    "terminated_per_s": terminated,
+                    "termination": s.termination,
+                    "threads_target": s.threads_target,
+                    "sizer": stats.pools.iter().find(|p| Some(&p.name) == s.pool.as_ref())
+                        .map(|p| json!({"kind": p.sizer, "state": p.sizing})),
                     "controller": s.controller.as_ref().map(|c| json!({
                         "name": c.name,
                         "state": keys.iter().zip(values).map(|(k, v)| (k.to_string(), *v))

@@ -171,9 +171,9 @@ fn encode_runtime(
     counter_family(
         enc,
         "seda_stage_terminated",
-        "Admitted events terminated while being handled (early termination); the runtime does \
-         not terminate events yet, so this stays 0.",
-        per_stage(&|_| 0),
+        "Admitted events whose handler gave them up after the stage's terminator cut them \
+         (early termination, SERT06).",
+        per_stage(&|s| s.totals.counters.terminated),
     )?;
     counter_family(
         enc,
@@ -237,6 +237,16 @@ fn encode_runtime(
             None,
             MetricType::Gauge,
             gauge(&|s| Some(s.threads_max as u64)),
+        ),
+    )?;
+    gauge_family(
+        enc,
+        (
+            "seda_stage_threads_target",
+            "The thread count the pool's sizer asks for (self-tuning, hill climbing, fixed).",
+            None,
+            MetricType::Gauge,
+            gauge(&|s| s.threads_target.map(|t| t as u64)),
         ),
     )?;
     gauge_family(

@@ -13,9 +13,26 @@
 //! that re-enables admission control at the lowest quality (Figure 13). A `[stages.bottleneck]`
 //! section of the configuration file overrides it, as for any stage.
 //!
+//! `GET /hold?ms=N` is the synthetic sized request of the early-termination experiments
+//! ([`hold`]): it holds a worker for N ms; a `[stages.bottleneck.terminate]` section makes the
+//! stage terminable.
+//!
 //! `GET /` or `GET /page` answers a page; `?size=F` (F in [`SIZE_RANGE`]) fixes the request's
 //! share of the mean amount of data, otherwise it is drawn from a seeded sequence, uniform in
 //! `[0.5, 1.5)`. The page and the [`QUALITY_HEADER`] header state the quality used.
+//!
+//! # Plants where threads matter
+//!
+//! On a two-core machine a CPU-bound stage is saturated by two threads, so pool sizers have
+//! nothing to find. Two settings put an [`EmulatedBackend`] in front of the page (a sleep, not
+//! real I/O; FAIR07 Section 5.1's stages block on I/O the same way):
+//! - `backend_ms`: each request waits this long for the backend, so throughput grows with
+//!   threads until the CPU work saturates the core;
+//! - `backend_channels`: the backend serves that many requests at once, the rest wait, so
+//!   throughput stops growing at that many threads;
+//! - `backend_knee`: the backend is a bounded resource that thrashes past this many requests
+//!   at once: the wait is `backend_ms x (active / knee)^2` above the knee, so throughput
+//!   (`n / wait`) peaks at `knee` threads and falls beyond: an interior optimum.
 //!
 //! The defaults ([`BottleneckConfig::default`]) cost about 11 ms per request at full quality,
 //! half of it in the quality-independent base (as `seda sim degrade`, where half of each
@@ -24,6 +41,8 @@
 //! bottleneck` and `seda load --cpu 1 -c 1 -d 5s http://127.0.0.1:PORT/` gave 83 pages/s, and
 //! the stage's `service` time in `/_seda/stats` a mean of 11.1 ms (p50 10.4 ms).
 
+mod backend;
+pub mod hold;
 mod page;
 mod server;
 mod work;
@@ -39,6 +58,7 @@ use http::{Method, StatusCode};
 use serde::Deserialize;
 
 use crate::request::HttpRequest;
+pub use backend::EmulatedBackend;
 pub use page::{QUALITY_HEADER, SIZE_RANGE};
 pub use server::{BottleneckServeConfig, BottleneckServer};
 use work::DataFile;
@@ -68,8 +88,15 @@ pub struct BottleneckConfig {
     /// Where to create the data file (default: a fresh file in the temporary directory);
     /// it is removed when the service stops.
     pub file: Option<PathBuf>,
-    /// Worker threads of the stage, fixed (default 1: one CPU-bound stage on one core).
+    /// Worker threads of the stage, fixed (default 1: one CPU-bound stage on one core);
+    /// `[stages.bottleneck]` in the runtime's settings may give it a sizer instead.
     pub threads: usize,
+    /// An emulated backend's wait per request, ms (0: none; see the module docs).
+    pub backend_ms: f64,
+    /// Requests the emulated backend serves at once before it thrashes (0: no limit).
+    pub backend_knee: usize,
+    /// Requests the emulated backend serves at once; the rest wait for one (0: no limit).
+    pub backend_channels: usize,
 }
 
 impl Default for BottleneckConfig {
@@ -83,6 +110,9 @@ impl Default for BottleneckConfig {
             seed: 1,
             file: None,
             threads: 1,
+            backend_ms: 0.0,
+            backend_knee: 0,
+            backend_channels: 0,
         }
     }
 }
@@ -108,6 +138,12 @@ impl BottleneckConfig {
         }
         if self.threads == 0 {
             return Err("threads must be at least 1".into());
+        }
+        if !(self.backend_ms.is_finite() && (0.0..=60_000.0).contains(&self.backend_ms)) {
+            return Err(format!(
+                "backend_ms must be in [0, 60000], got {}",
+                self.backend_ms
+            ));
         }
         Ok(())
     }
@@ -186,17 +222,27 @@ struct Service {
     bytes_read: AtomicU64,
     /// Sum of the qualities served, in millionths.
     quality_micros: AtomicU64,
+    /// The emulated backend in front of the page, if any.
+    backend: EmulatedBackend,
 }
 
 impl Service {
     fn handle(&self, req: HttpRequest, quality: f64) {
-        let (_meta, head, _body, reply) = req.into_parts();
+        let (meta, head, _body, reply) = req.into_parts();
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         if head.method != Method::GET && head.method != Method::HEAD {
             reply.send(page::error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "use GET / or GET /page",
             ));
+            return;
+        }
+        if head.uri.path() == "/hold" {
+            match hold::parse(head.uri.query()) {
+                Err(e) => reply.send(page::error(StatusCode::BAD_REQUEST, &e)),
+                // Cut or abandoned: dropped unanswered, the front end says why.
+                Ok(time) => hold::hold(&meta, time).is_some_and(|r| reply.send(r)),
+            };
             return;
         }
         if !matches!(head.uri.path(), "/" | "/page") {
@@ -213,6 +259,7 @@ impl Service {
                 return;
             }
         };
+        self.backend.call();
         let (drawn, offset) = work::draw(self.config.seed, n, self.file.len());
         let size = query.size.unwrap_or(drawn);
         let plan = work::plan(
@@ -335,6 +382,11 @@ pub fn build(
         pages: AtomicU64::new(0),
         bytes_read: AtomicU64::new(0),
         quality_micros: AtomicU64::new(0),
+        backend: EmulatedBackend::new(
+            Duration::from_secs_f64(config.backend_ms / 1e3),
+            config.backend_knee,
+        )
+        .with_channels(config.backend_channels),
     });
     // A fixed pool: more threads than cores only time-share a CPU-bound stage.
     let mut stage_config = seda::StageConfig {
@@ -343,13 +395,16 @@ pub fn build(
         max_threads: Some(config.threads),
         ..seda::StageConfig::default()
     };
-    // With a controller (ours, or one the file names), the handler reads its quality knob: a
-    // controller without one refuses the stage instead of leaving the service at full quality.
+    // With a degradation controller (ours, or one the file names), the handler reads its
+    // quality knob: a controller without one refuses the stage instead of leaving the service at
+    // full quality. Another kind the file names (admission control alone, as the thesis's
+    // baselines run it) serves at full quality.
     let from_file = runtime
         .configuration()
         .stages
         .get(STAGE)
-        .is_some_and(|s| s.admission.is_some());
+        .and_then(|s| s.admission.as_ref())
+        .is_some_and(|a| a.kind == "degradation");
     let controlled = control.is_some() || from_file;
     stage_config.admission = control;
     let quality = seda::Knob::<seda::Quality>::new();

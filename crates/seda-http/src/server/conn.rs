@@ -15,14 +15,14 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use seda::{CancelToken, Meta};
+use seda::{CancelReason::Terminated, CancelToken, Meta};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::Shared;
 use super::stats::inc;
 use super::watch::{ConnState, Verdict, WatchedStream};
-use crate::request::{Body, HttpRequest, Reply, overloaded, text};
+use crate::request::{Body, HttpRequest, Reply, overloaded, terminated, text};
 
 /// Connections being answered 503 because too many are open; beyond this many they are just
 /// closed, so a flood cannot pile up refusal tasks either.
@@ -384,6 +384,10 @@ async fn handle(
     }
     let response = match rx.await {
         Ok(r) => r,
+        Err(_) if cancel.0.as_ref().and_then(CancelToken::reason) == Some(Terminated) => {
+            // The stage's terminator cut it and the handler gave it up unanswered.
+            terminated(shared.config.retry_after_s)
+        }
         Err(_) => {
             // Admitted, then dropped without an answer (expired, shutdown, or a handler panic).
             inc(&shared.counters.unanswered);

@@ -6,6 +6,7 @@ mod files;
 mod frontend;
 mod h2c;
 mod limits;
+mod terminate;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -32,6 +32,7 @@
 //! it could not write into a work directory the invoking user created.
 
 pub mod apache;
+pub mod gunicorn;
 pub mod lighttpd;
 pub mod nginx;
 pub mod seda;

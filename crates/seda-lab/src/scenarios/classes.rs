@@ -1,20 +1,23 @@
 //! `classes` (WC03 Figures 14 and 15): two classes of 128 e-mail users each; the low class runs
-//! throughout, the high class only in the middle third. Per stage, WC03's multiclass controller
-//! with one class (no differentiation: every user is treated alike) and with two (the low
-//! class is cut first when the high class misses its target).
+//! throughout, the high class only in the middle third. Without differentiation, one
+//! response-time controller shared by the request-type stages treats every request alike;
+//! with it, session-aware admission (SBAC02) over the same controller serves the high class's
+//! sessions first, then the low class's, then new logins.
 //!
-//! Each class is its own load generator (two threads, both on the load core), whose users send
-//! their class in the `x-seda-class` header: the per-interval rejected fraction of each class
-//! then comes straight from its own report.
+//! A user's class is the service's, not the client's: the corpus gives its second half of
+//! accounts class 1 (`seda_mail::corpus::high_class`), the server reads it at login into the
+//! session, and every request of that session carries it (`seda_mail::admission_class`).
+//! Each class is its own load generator (two threads, both on the load core) logging in as
+//! its half of the accounts, so the per-interval rejected fraction of each class comes straight
+//! from its own report.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use seda_load::Report;
-use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_mail::workload::MailWorkload;
-use seda_sim::summary::{RunSummary, per_s};
+use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, per_s, settle_time};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -23,6 +26,7 @@ use crate::mail::{self, Control, MailServer};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
 use crate::steady::{fmt, pct, rejected_between, rejected_series};
+use crate::vocabulary::windows;
 use crate::{Lab, Scenario};
 
 /// The scenario.
@@ -32,60 +36,28 @@ pub struct Classes;
 const PAPER_TARGET_S: f64 = 10.0;
 /// Users per class (WC03: 128).
 const USERS: usize = 128;
-/// The target is `USERS / capacity x TARGET_FRACTION`, as in `per-stage`: the low class
-/// alone loads the service to about the target, both classes overload it.
-const TARGET_FRACTION: f64 = 0.5;
+/// The target is `USERS / capacity x TARGET_FRACTION`: 128 users / capacity is the low
+/// class's closed-loop response time when it alone saturates the service, so the low class
+/// alone sits at about the target and both classes overload it. (Half of that, as in
+/// `per-stage`, was 0.12 s here: at or under the service's own p90 at light load, 0.07 to
+/// 0.15 s in `mail-users` at 16 users, which no admission control can bring a class under.)
+const TARGET_FRACTION: f64 = 1.0;
 /// The paper's averages while both classes are active: rejected fraction of (low, high)
 /// without and with differentiation.
 const PAPER_WITHOUT: (f64, f64) = (0.555, 0.576);
 const PAPER_WITH: (f64, f64) = (0.879, 0.488);
 
-/// E-mail users who send their class in `x-seda-class`.
-struct ClassUsers {
-    inner: MailWorkload,
-    class: u8,
-}
-
-impl Workload for ClassUsers {
-    fn classes(&self) -> Vec<String> {
-        self.inner.classes()
-    }
-
-    fn session(&self, seed: u64) -> Box<dyn Session> {
-        Box::new(ClassSession {
-            inner: self.inner.session(seed),
-            header: self.class.to_string(),
-        })
-    }
-}
-
-struct ClassSession {
-    inner: Box<dyn Session>,
-    header: String,
-}
-
-impl Session for ClassSession {
-    fn next_request(&mut self, last: Option<&Reply<'_>>) -> Request {
-        let mut r = self.inner.next_request(last);
-        r.headers
-            .push(("x-seda-class".to_string(), self.header.clone()));
-        r
-    }
-
-    fn restart(&mut self) {
-        self.inner.restart();
-    }
-
-    fn capture_bytes(&self) -> usize {
-        self.inner.capture_bytes()
-    }
-
-    fn capture_headers(&self) -> bool {
-        self.inner.capture_headers()
-    }
-
-    fn think_time(&mut self) -> Option<Duration> {
-        self.inner.think_time()
+/// E-mail users who log in as accounts of the high class (`high`) or the low class: the
+/// corpus's second half of accounts is the high class.
+fn class_users(high: bool) -> MailWorkload {
+    let half = mail::CORPUS_USERS / 2;
+    debug_assert!(seda_mail::corpus::high_class(half + 1, mail::CORPUS_USERS));
+    debug_assert!(!seda_mail::corpus::high_class(half, mail::CORPUS_USERS));
+    let users = MailWorkload::new(mail::CORPUS_USERS);
+    if high {
+        users.accounts(half + 1, mail::CORPUS_USERS)
+    } else {
+        users.accounts(1, half)
     }
 }
 
@@ -118,23 +90,20 @@ struct ClassRun {
 /// in the middle one, both from the load core.
 fn run_variant(lab: &Lab, name: &str, control: &Control, plan: &Plan) -> Result<ClassRun> {
     let server = MailServer::start(lab, name, control)?;
-    let config = |class: u8, duration_s: f64, seed: u64| -> Result<seda_load::LoadConfig> {
+    let config = |high: bool, duration_s: f64, seed: u64| -> Result<seda_load::LoadConfig> {
         let mut cfg = mail::users(
             server.addr,
             USERS,
             Duration::from_secs_f64(duration_s),
             plan.time_scale(),
         )?;
-        cfg.workload = Arc::new(ClassUsers {
-            inner: MailWorkload::new(mail::CORPUS_USERS),
-            class,
-        });
+        cfg.workload = Arc::new(class_users(high));
         cfg.goodput_target = Duration::from_secs_f64(plan.target_s);
         cfg.seed = seed;
         Ok(cfg)
     };
-    let low_cfg = config(0, 3.0 * plan.third_s, 1);
-    let high_cfg = config(1, plan.third_s, 2);
+    let low_cfg = config(false, 3.0 * plan.third_s, 1);
+    let high_cfg = config(true, plan.third_s, 2);
     lab.log(format!(
         "{name}: {USERS} low users for {:.0} s, {USERS} high users from {:.0} s to {:.0} s",
         3.0 * plan.third_s,
@@ -169,8 +138,9 @@ impl Scenario for Classes {
     }
 
     fn about(&self) -> &'static str {
-        "two classes of e-mail users, the high one active in the middle third: WC03's \
-         multiclass controller without and with differentiation (WC03 Figures 14, 15)"
+        "two classes of e-mail users, the high one active in the middle third: one \
+         response-time controller without differentiation, session-aware admission with it \
+         (WC03 Figures 14, 15)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
@@ -181,11 +151,16 @@ impl Scenario for Classes {
             third_s: lab.pick(7.0, 60.0),
             target_s,
         };
-        let multiclass = |classes: f64| Control::PerStage {
-            kind: "multiclass".into(),
-            params: vec![("classes".into(), classes), ("target_s".into(), target_s)],
-        };
-        let variants = [("without", multiclass(1.0)), ("with", multiclass(2.0))];
+        let variants = [
+            (
+                "without",
+                Control::SingleStage {
+                    kind: "response_time_tuned".into(),
+                    params: vec![("target_s".into(), target_s)],
+                },
+            ),
+            ("with", Control::sessions(target_s)),
+        ];
         let mut runs = Vec::new();
         for (name, control) in &variants {
             runs.push((*name, run_variant(lab, name, control, &plan)?));
@@ -214,7 +189,7 @@ impl Scenario for Classes {
                 "think_s": mail::THINK.as_secs_f64() * plan.time_scale(),
                 "reject_wait_s": mail::REJECT_WAIT.as_secs_f64() * plan.time_scale(),
                 "variants": variants.iter().map(|(n, c)| json!({"name": n, "control": c.describe()})).collect::<Vec<_>>(),
-                "classes": "x-seda-class: 0 low, 1 high",
+                "classes": "from the session: accounts 1-50 low (users.class 0), 51-100 high (1)",
                 "corpus_users": mail::CORPUS_USERS,
                 "slowdown": mail::SLOWDOWN,
             }),
@@ -261,12 +236,19 @@ fn class_figures(r: &Report, from_s: f64, to_s: f64, target_s: f64) -> RunSummar
         good += i.counts.good;
         secs += i.duration_s;
     }
-    RunSummary {
+    let mut summary = RunSummary {
         rejected_fraction: rejected_between(r, from_s, to_s).unwrap_or(0.0),
         p90_admitted_s: r.latency_between(from_s, to_s).map(|l| l.p90_ms / 1000.0),
         goodput_per_s: per_s(good, secs),
         ..RunSummary::new(target_s)
-    }
+    };
+    // The simulator's settling rule, as in `mail-users` and the spikes: a class arriving at
+    // once (128 logins) spikes first, as in WC03 Figure 15; the p90 after it settles is the
+    // one the class lives with.
+    let settle = settle_time(windows(r, from_s), from_s, to_s, target_s);
+    let after = r.latency_between((from_s + settle).min(to_s - 1.0), to_s);
+    summary.settling(settle, to_s - from_s, after.map(|l| l.p90_ms / 1000.0));
+    summary
 }
 
 fn summarize(r: &ClassRun, plan: &Plan, capacity: f64) -> ClassesSummary {
@@ -299,11 +281,35 @@ fn checks(summaries: &Summaries<'_>) -> Vec<Check> {
         rej("without", |s| &s.low_both_active),
         rej("without", |s| &s.high_both_active),
     );
+    let target = variant(summaries, "with").map(|s| s.target_s);
+    let high = variant(summaries, "with").map(|s| &s.high_both_active);
+    let p_high = high.and_then(|h| h.p90_admitted_after_settle_s);
+    let settle = high.and_then(|h| h.settle_time_s);
+    let settled = high.and_then(|h| h.settled).unwrap_or(false);
     vec![
         Check::new(
             "with differentiation, the high class is rejected less than the low class while both are active",
             lo.zip(hi).is_some_and(|(l, h)| h < l),
             format!("with: low {}, high {}", pct(lo), pct(hi)),
+        ),
+        // Observed, not enforced: on the shared two-core machine (load average 15 to 25 from
+        // other work) it held in one of three quick runs (high p90 1.12 x the target over the
+        // window; 2.5 x and unsettled in the others, where "without" missed the target too).
+        // `seda lab repeat classes` on a quiet machine decides whether to enforce it.
+        Check::observed(
+            format!(
+                "with differentiation, the high class's p90 settles at its target (within {SETTLE_TOLERANCE} x) while both are active"
+            ),
+            settled
+                && p_high
+                    .zip(target)
+                    .is_some_and(|(p, t)| p <= SETTLE_TOLERANCE * t),
+            format!(
+                "with: high p90 {} s after settling in {} s, against target {} s",
+                fmt(p_high),
+                fmt(settle),
+                fmt(target)
+            ),
         ),
         // Observed only: without differentiation the classes' rates differ by chance (who
         // arrives while the controller cuts), which a short run cannot average out.
@@ -348,11 +354,14 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
          --slowdown {}`); its measured capacity is {capacity:.0} requests/s. WC03 ran 128 low and \
          128 high users with a 10 s target for each class, the high class active from 100 s to \
-         200 s. Here: 128 users per class, target {t} s for each (half of 128 / capacity), \
+         200 s. Here: 128 users per class, target {t} s for each (128 / capacity), \
          think time {:.1} ms and wait after a rejection {:.2} s (shrunk with the target), the \
-         high class active from {:.0} s to {:.0} s of {:.0} s. Per stage, WC03's multiclass \
-         controller (`multiclass`): with `classes = 1` every user is treated alike (the \
-         paper's Figure 14 setup), with `classes = 2` the low class is cut first.\n\n",
+         high class active from {:.0} s to {:.0} s of {:.0} s. Without differentiation, one \
+         `response_time_tuned` controller shared by all request-type stages treats every \
+         request alike (the paper's Figure 14 setup); with it, `session_aware` (SBAC02) over \
+         the same controller serves established sessions of the high class first, then those \
+         of the low class, then new logins. Each user's class is the server's: accounts 51 to \
+         100 of the corpus are of class 1, and a session carries its user's class.\n\n",
         mail::SLOWDOWN,
         mail::SLOWDOWN,
         20.0 * plan.time_scale(),
@@ -361,7 +370,7 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
         plan.both().1,
         3.0 * plan.third_s,
     );
-    s += "### Rejected fraction while both classes are active\n\n| | low class | high class | p90 low | p90 high | paper low | paper high |\n|---|---|---|---|---|---|---|\n";
+    s += "### Rejected fraction while both classes are active\n\n| | low class | high class | p90 low | p90 high | p90 high after it settles (settle time) | paper low | paper high |\n|---|---|---|---|---|---|---|---|\n";
     let get = |v: &str, figure: fn(&ClassesSummary) -> Option<f64>| {
         variant(summaries, v).and_then(figure)
     };
@@ -374,11 +383,13 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
         ("with", "with differentiation (Figure 15)", PAPER_WITH),
     ] {
         s += &format!(
-            "| {label} | {} | {} | {} s | {} s | {} | {} |\n",
+            "| {label} | {} | {} | {} s | {} s | {} s ({} s) | {} | {} |\n",
             pct(get(v, |s| Some(s.low_both_active.rejected_fraction))),
             pct(get(v, |s| Some(s.high_both_active.rejected_fraction))),
             fmt(get(v, |s| s.low_both_active.p90_admitted_s)),
             fmt(get(v, |s| s.high_both_active.p90_admitted_s)),
+            fmt(get(v, |s| s.high_both_active.p90_admitted_after_settle_s)),
+            fmt(get(v, |s| s.high_both_active.settle_time_s)),
             pct(Some(paper.0)),
             pct(Some(paper.1)),
         );
@@ -396,10 +407,15 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
           far more (87.9%) and the high class somewhat less (48.8%), with a sharper spike when \
           the high class arrives because the controller first cuts only the low class.\n\n";
     s += "**Where we differ and why.** Each class is a separate closed-loop load generator on \
-          the same core rather than one population with a class per user. The multiclass \
-          controller is WC03's token bucket per class and per stage, with WC03's constants (an \
-          additive increase of at most about 2 requests/s per window), tuned for a 10 s \
-          target; at our shorter time scale a window closes every 100 requests or 1 s, so it \
-          reacts in a comparable number of windows but over a shorter run.\n";
+          the same core rather than one population with a class per user. WC03 differentiates \
+          with a token bucket per class and per stage (its multiclass controller, `multiclass` \
+          in the catalogue); with WC03's constants (an additive increase of at most about 2 \
+          requests/s per window) it reacted too slowly at our time scale, and the high class's \
+          p90 ran far over its target (2.3 s in an earlier run of this scenario). Ours bounds \
+          one queue for the whole service by its departure rate, so the p90 of whatever is \
+          admitted stays at the target, and decides only *who* is admitted: a lower class may \
+          fill a smaller share of the queue, and is refused outright for one target's time \
+          after a higher class was refused. Rejected users keep their session and retry it \
+          (WC03's users logged in again).\n";
     s
 }

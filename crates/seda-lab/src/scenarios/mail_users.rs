@@ -1,6 +1,16 @@
 //! `mail-users` (WC03 Figures 8 and 9): the e-mail service under 2 to 1024 users, with and
-//! without per-stage overload control; the p90 of admitted requests and the rejected fraction
-//! per user count, and the p90 of each request type at 16 and 1024 users.
+//! without overload control; the p90 of admitted requests and the rejected fraction per user
+//! count, and the p90 of each request type at 16 and 1024 users.
+//!
+//! The control is session-aware admission (SBAC02, `session_aware`, one controller shared by
+//! the request-type stages): established sessions are served before new logins. With WC03's
+//! per-stage control alone, the users rejected at 1024 came back and logged in again, and the
+//! login stage rejected most of them: 1,073 logins completed against 20,528 rejected, the p90
+//! 1.6 to 5 x the target and goodput collapsing. Two changes address that: users now retry the
+//! rejected request in the session they have (as a browser does), and new logins are the first
+//! turned away when the service is full. What is left at 1024 users in a quick run: the users
+//! arrive at once and all must log in first, and logins (a password check each, slowed with the
+//! rest) are then the bottleneck; goodput there is observed, not enforced.
 
 use std::time::Duration;
 
@@ -8,7 +18,8 @@ use anyhow::Result;
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE};
 use serde_json::{Map, Value, json};
 
-use super::mail_spike::measure_capacity;
+use super::mail_spike::measure_mail_capacity;
+use crate::mail::MailCapacity;
 use crate::mail::{self, Control, MailServer};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
@@ -133,13 +144,13 @@ fn run_variant(
     name: &'static str,
     control: Control,
     plan: &Plan,
-    capacity: f64,
+    capacity: &MailCapacity,
 ) -> Result<Variant> {
     let server = MailServer::start(lab, name, &control)?;
     let mut runs = Vec::new();
     for &users in &plan.users {
         lab.log(format!("{name}: {users} users"));
-        let r = steady::run(lab, server.addr, &control, &plan.steady(users), capacity);
+        let r = steady::run_priced(lab, server.addr, &control, &plan.steady(users), capacity);
         let r = match r {
             Ok(r) => r,
             Err(e) => {
@@ -166,16 +177,17 @@ impl Scenario for MailUsers {
     }
 
     fn about(&self) -> &'static str {
-        "e-mail service from 2 to 1024 users, with and without per-stage overload control \
+        "e-mail service from 2 to 1024 users, with and without session-aware overload control \
          (WC03 Figures 8, 9)"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
-        let capacity = measure_capacity(lab)?;
+        let cap = measure_mail_capacity(lab)?;
+        let capacity = cap.per_s;
         let plan = Plan::new(lab, capacity);
         let variants = vec![
-            run_variant(lab, "none", Control::None, &plan, capacity)?,
-            run_variant(lab, "ours", Control::ours(plan.target_s), &plan, capacity)?,
+            run_variant(lab, "none", Control::None, &plan, &cap)?,
+            run_variant(lab, "ours", Control::sessions(plan.target_s), &plan, &cap)?,
         ];
         plots(lab, &variants, &plan)?;
         let top = *plan.users.last().unwrap_or(&MAX_USERS);
@@ -194,6 +206,7 @@ impl Scenario for MailUsers {
                 "corpus_users": mail::CORPUS_USERS,
                 "slowdown": mail::SLOWDOWN,
                 "database": "sqlite",
+                "capacity": cap.describe(),
             }),
             summary,
             data: Value::Object(
@@ -209,7 +222,18 @@ impl Scenario for MailUsers {
                     })
                     .collect(),
             ),
-            checks: checks(&variants, &plan),
+            checks: {
+                let mut c = checks(&variants, &plan);
+                c.push(Check::within_capacity(
+                    variants.iter().flat_map(|v| {
+                        v.runs
+                            .iter()
+                            .map(|(_, r)| (v.name, r.summary.goodput_fraction_of_capacity))
+                    }),
+                    mail::HOW,
+                ));
+                c
+            },
             report: report(&variants, &plan, capacity),
         })
     }
@@ -234,15 +258,23 @@ fn checks(variants: &[Variant], plan: &Plan) -> Vec<Check> {
     let low = *plan.users.first().unwrap_or(&2);
     let mut out = Vec::new();
     let p_ours = ours.get(top, |s| s.p90_admitted_after_settle_s);
-    // Observed, not enforced: since logins create real sessions and check salted password
-    // hashes, the users rejected at 1024 come back and log in again faster than the login
-    // stage admits them; its controller then gates the service and the p90 of what is
-    // admitted ran 1.6 to 5 x the target in six quick runs (it was already at 1.5 x before).
-    // Session-aware admission (admitted sessions before new logins) is the fix to build.
+    // Observed: with session-aware admission and users that keep their session after a
+    // rejection, two quick runs on a quiet machine gave 0.74 s against 0.70 s and 1.49 s
+    // against 0.52 s (the 1024 users arrive at once and all must log in first). Not yet a
+    // claim a run can be trusted to bear out.
     out.push(Check::observed(
-        format!("with control, the p90 of admitted requests at {top} users stays near the target (within 1.5 x; observed: re-logins of rejected users swamp the login stage)"),
+        format!("with control, the p90 of admitted requests at {top} users stays near the target (within 1.5 x)"),
         p_ours.is_some_and(|p| p <= 1.5 * t),
         format!("ours {} s against target {t} s", fmt(p_ours)),
+    ));
+    // Observed: the issue's goal (goodput at 1024 users >= 0.9 x capacity). Capacity is
+    // measured on another mix and population (32 users, no think time; see `mail.rs`), and on
+    // a shared two-core machine a quick run's goodput moved from 0.06 to 0.83 x between runs.
+    let g_ours = ours.get(top, |s| s.goodput_fraction_of_capacity);
+    out.push(Check::observed(
+        format!("with control, goodput at {top} users is at least 0.9 x capacity"),
+        g_ours.is_some_and(|g| g >= 0.9),
+        format!("ours {} x capacity", fmt(g_ours)),
     ));
     let p_none = none.get(top, |s| s.p90_admitted_s);
     let mean_none = none.get(top, |s| s.mean_response_littles_s);
@@ -329,7 +361,9 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
     let t = plan.target_s;
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
-         --slowdown {}`, as in `mail-spike`); its measured capacity is {capacity:.0} requests/s. \
+         --slowdown {}`, as in `mail-spike`); its measured capacity is {capacity:.0} requests per CPU-second of the server on the \
+         calibration's mix, and goodput at each point is compared with the capacity on the mix it \
+         served ({}). \
          WC03 used a 10 s target, 20 ms think time and a 5 s wait after a rejection, with about \
          15 minutes per point after a 20 s warm-up. Here the target is {t} s, chosen so that \
          1024 uncontrolled users would wait about {OVERLOAD} times the target (1024 / capacity \
@@ -339,6 +373,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
          fewest users first.\n\n",
         mail::SLOWDOWN,
         mail::SLOWDOWN,
+        mail::HOW,
         20.0 * plan.time_scale(),
         5.0 * plan.time_scale(),
         plan.duration_s,
@@ -401,15 +436,13 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
     s += "**Where we differ and why.** Our users are closed-loop with a negligible think \
           time, so without control the response time levels off near users / capacity instead \
           of growing without bound (the paper's Java and MySQL stack also slowed down under \
-          contention, e.g. 365 s for list folders). Our controller is `response_time_tuned` per \
-          stage (it bounds each stage's queue by its departure rate), not WC03's token bucket. \
-          The whole service shares one core, so a heavy type's queue slows every type; a \
-          stage's controller sees that only through its own response times. A rejected user \
-          logs in again after the (scaled) wait, so under heavy load logins from rejected users \
-          take a large share of the capacity and the expensive list-messages stage rejects most \
-          of its requests: the p90 of what is admitted stays near the target, but much of the \
-          goodput is logins. The capacity is measured with 256 users and no think time; fewer \
-          users get more done than that (the service thrashes when saturated), hence goodput \
-          above 1 x capacity at light loads.\n";
+          contention, e.g. 365 s for list folders). Our controller is not WC03's token bucket \
+          per stage but `session_aware` (SBAC02) shared by the request-type stages: it bounds \
+          the service's queue by its departure rate (`response_time_tuned`), serves \
+          established sessions before new logins, and lets a login fill only half of the \
+          queue. A rejected user retries the rejected request in its session after the (scaled) \
+          wait; WC03's users logged in again, and with real sessions and password hashes those \
+          re-logins swamped our login stage at 1024 users (1,073 logins completed against 20,528 \
+          rejected, the p90 1.6 to 5 x the target).\n";
     s
 }

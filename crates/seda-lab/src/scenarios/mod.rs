@@ -3,13 +3,21 @@
 use crate::scenario::Scenario;
 
 mod classes;
+mod cluster;
 mod controllers;
 mod degrade;
+mod dynamic_groups;
 mod goodput;
 pub(crate) mod mail_spike;
 mod mail_users;
 mod per_stage;
+mod pool_control;
+mod proxy_spike;
+mod sert_motivation;
+mod sert_shift;
 mod static_sweep;
+mod thesis_open;
+mod tower_spike;
 
 /// Every scenario.
 pub(crate) static ALL: &[&dyn Scenario] = &[
@@ -21,4 +29,12 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &goodput::Goodput,
     &controllers::Controllers,
     &static_sweep::StaticSweep,
+    &tower_spike::TowerSpike,
+    &cluster::Cluster,
+    &proxy_spike::ProxySpike,
+    &sert_shift::SertShift,
+    &sert_motivation::SertMotivation,
+    &pool_control::PoolControl,
+    &thesis_open::ThesisOpen,
+    &dynamic_groups::DynamicGroups,
 ];

@@ -9,12 +9,21 @@ use rand::{Rng, SeedableRng};
 
 use super::client::Client;
 use super::{Ctx, seed_for};
-use crate::Closed;
 use crate::record::Outcome;
+use crate::{Closed, Eager};
+
+/// Which users the schedule starts and stops.
+#[derive(Debug, Clone)]
+pub(crate) enum Users {
+    /// Closed users.
+    Closed(Closed),
+    /// The thesis's partly-open users (`eager.rs`).
+    Eager(Eager),
+}
 
 /// Starts and stops users to follow the schedule. User `i` runs while `i < target`; a user above
 /// the target leaves after its current request (and think time).
-pub(crate) async fn controller(ctx: Rc<Ctx>, model: Closed) {
+pub(crate) async fn controller(ctx: Rc<Ctx>, model: Users) {
     let running: Rc<RefCell<Vec<bool>>> = Rc::default();
     let target = Rc::new(std::cell::Cell::new(0usize));
     loop {
@@ -32,13 +41,21 @@ pub(crate) async fn controller(ctx: Rc<Ctx>, model: Closed) {
             for id in 0..n {
                 if !run[id] {
                     run[id] = true;
-                    tokio::task::spawn_local(user(
-                        ctx.clone(),
-                        model.clone(),
-                        id,
-                        target.clone(),
-                        running.clone(),
-                    ));
+                    let (ctx, target, running) = (ctx.clone(), target.clone(), running.clone());
+                    match &model {
+                        Users::Closed(m) => {
+                            tokio::task::spawn_local(user(ctx, m.clone(), id, target, running));
+                        }
+                        Users::Eager(m) => {
+                            tokio::task::spawn_local(super::eager::user(
+                                ctx,
+                                m.clone(),
+                                id,
+                                target,
+                                running,
+                            ));
+                        }
+                    }
                 }
             }
             let mut rec = ctx.rec.borrow_mut();

@@ -2,6 +2,7 @@
 
 mod client;
 mod closed;
+mod eager;
 mod open;
 mod partly_open;
 
@@ -96,7 +97,10 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
     tokio::task::spawn_local(ticker(ctx.clone(), bar.clone()));
     match ctx.cfg.model.clone() {
         Model::Closed(m) => {
-            tokio::task::spawn_local(closed::controller(ctx.clone(), m));
+            tokio::task::spawn_local(closed::controller(ctx.clone(), closed::Users::Closed(m)));
+        }
+        Model::Eager(m) => {
+            tokio::task::spawn_local(closed::controller(ctx.clone(), closed::Users::Eager(m)));
         }
         Model::Open(m) => {
             tokio::task::spawn_local(open::pacer(ctx.clone(), m));

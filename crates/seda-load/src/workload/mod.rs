@@ -82,7 +82,8 @@ pub trait Session {
     /// restart, and always in the open model, where requests are independent).
     fn next_request(&mut self, last: Option<&Reply<'_>>) -> Request;
 
-    /// Start over after a rejection and its backoff (the e-mail user logs in again).
+    /// Called after a rejection and its backoff, before the next request is asked for with no
+    /// reply (the e-mail user keeps its session and retries; a stateless workload does nothing).
     fn restart(&mut self) {}
 
     /// How many leading body bytes of each reply the session wants to see (default none).

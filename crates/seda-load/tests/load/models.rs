@@ -296,3 +296,54 @@ fn the_url_list_and_classes() {
     );
     assert_eq!(r.summary.statuses.get("404").copied(), Some(b));
 }
+
+fn eager(url: &str, users: usize, patience: Duration, think: Duration) -> LoadConfig {
+    let model = Model::Eager(seda_load::Eager {
+        users,
+        patience_min: patience,
+        patience_max: patience,
+        think,
+        max_outstanding: seda_load::Eager::DEFAULT_MAX_OUTSTANDING,
+    });
+    let mut c = LoadConfig::new(Target::parse(url).unwrap(), model).unwrap();
+    c.duration = MS(1500);
+    c.progress = false;
+    c
+}
+
+#[test]
+fn eager_users_send_again_when_the_reply_is_late() {
+    // Replies take 400 ms; each user sends again after 100 ms without one.
+    let server = TestServer::start(|_| Reply::delayed(MS(400)));
+    let r = seda_load::run(eager(&server.url("/slow"), 4, MS(100), MS(0))).unwrap();
+    assert_counts_add_up(&r);
+    // Closed users would have one request each in flight and send 4 x 1.5 s / 0.4 s = 15.
+    assert!(
+        server.max_in_flight() > 4,
+        "in flight {}",
+        server.max_in_flight()
+    );
+    assert!(
+        r.summary.counts.sent >= 30,
+        "sent {}",
+        r.summary.counts.sent
+    );
+    // ... but never more than max_outstanding each.
+    assert!(server.max_in_flight() <= 4 * 8);
+}
+
+#[test]
+fn eager_users_wait_for_a_timely_reply_and_think() {
+    // Replies come at once; each user thinks 100 ms, well within its 1 s expected time.
+    let server = TestServer::start(|_| Reply::ok());
+    let r = seda_load::run(eager(&server.url("/fast"), 4, MS(1000), MS(100))).unwrap();
+    assert_counts_add_up(&r);
+    assert!(
+        server.max_in_flight() <= 4,
+        "in flight {}",
+        server.max_in_flight()
+    );
+    // About 4 users x 1.5 s / 0.1 s = 60 requests, never more than one each per think time.
+    let sent = r.summary.counts.sent;
+    assert!((20..=64).contains(&sent), "sent {sent}");
+}

@@ -46,6 +46,19 @@ pub(crate) enum Value {
 pub(crate) struct Row(pub(crate) Vec<Value>);
 
 impl Row {
+    /// Every non-NULL column, as text, separated by spaces (a plan's row).
+    pub(crate) fn line(&self) -> String {
+        self.0
+            .iter()
+            .filter_map(|v| match v {
+                Value::Null => None,
+                Value::Int(i) => Some(i.to_string()),
+                Value::Text(t) => Some(t.clone()),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// Column `i` as an integer (NULL reads as 0: `SUM` over no rows).
     pub(crate) fn int(&self, i: usize) -> Result<i64> {
         match self.0.get(i) {
@@ -85,6 +98,8 @@ pub(crate) trait Conn: Send + 'static {
     fn usable(&self) -> bool {
         true
     }
+    /// Whether a transaction is open on the connection (a pooled one never should be).
+    fn in_transaction(&mut self) -> Result<bool>;
 }
 
 /// The SQL differences between the backends.
@@ -114,6 +129,8 @@ pub(crate) struct Dialect {
     pub(crate) analyze: &'static str,
     /// Rows per multi-row `INSERT` of a corpus load.
     pub(crate) load_rows: usize,
+    /// Put before a query to get its plan instead of its rows.
+    pub(crate) explain: &'static str,
 }
 
 /// A database the mail store runs on.
@@ -126,6 +143,9 @@ pub(crate) trait Backend: Send + Sync + 'static {
     const DIALECT: Dialect;
     /// Opens a new connection.
     fn connect(&self) -> Result<Self::Conn>;
+    /// Closes the helper connections it keeps idle (MariaDB's `KILL QUERY` connection); the
+    /// next interrupt opens a new one.
+    fn close_helpers(&self) {}
 }
 
 /// A small pool of connections: checked out per call, returned after, opened on demand.
@@ -151,6 +171,11 @@ impl<C> ConnPool<C> {
     pub(crate) fn clear(&self) {
         let old = std::mem::take(&mut *self.idle.lock());
         drop(old);
+    }
+
+    /// Takes every idle connection out of the pool.
+    pub(crate) fn take_all(&self) -> Vec<C> {
+        std::mem::take(&mut *self.idle.lock())
     }
 
     pub(crate) fn put(&self, conn: C) {

@@ -19,12 +19,14 @@ use crate::corpus::Corpus;
 mod backend;
 #[cfg(feature = "mysql")]
 mod mysql;
+mod page;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sql;
 mod sqlite;
 pub mod watch;
 
+pub use self::page::Page;
 use self::sql::SqlStore;
 
 /// The name of the folder deleted messages move to; deleting from it purges.
@@ -179,14 +181,6 @@ impl Sort {
             Sort::Subject => "subject",
         }
     }
-
-    pub(crate) fn order_by(self) -> &'static str {
-        match self {
-            Sort::Date => "sent DESC, id DESC",
-            Sort::Sender => "sender ASC, sent DESC, id DESC",
-            Sort::Subject => "subject ASC, sent DESC, id DESC",
-        }
-    }
 }
 
 /// Where a search looks.
@@ -238,6 +232,17 @@ pub struct Audit {
     pub bad_folders: i64,
 }
 
+/// What [`Store::check_idle`] found among the pool's idle connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IdleCheck {
+    /// Idle connections checked (then closed).
+    pub connections: u64,
+    /// Of those, connections that answered a statement with no transaction open.
+    pub usable: u64,
+    /// Of those, connections with a transaction open.
+    pub in_transaction: u64,
+}
+
 /// Counts of a corpus load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Loaded {
@@ -263,24 +268,39 @@ pub trait Store: Send + Sync + 'static {
     fn load(&self, corpus: &Corpus) -> Result<Loaded>;
     /// Consistency totals.
     fn audit(&self) -> Result<Audit>;
+    /// Checks every idle pooled connection (answers a statement, no transaction open), then
+    /// closes them all, and the backend's idle helper connections (MariaDB's `KILL QUERY`
+    /// connection): what the early-termination soak asks of the pool.
+    fn check_idle(&self) -> Result<IdleCheck>;
     /// How many of the mail tables (users, folders, messages) exist: 0 means a database this
     /// service has never touched, the only kind `seda serve mail` seeds on its own.
     fn tables(&self) -> Result<u32>;
     /// The user with this name and password, and the service class the operator gave it
     /// (`users.class`, 0 unless set).
     fn login(&self, name: &str, password: &str, meta: &Meta) -> Result<Option<(i64, u8)>>;
+    /// The name and class of every user whose class (`users.class`) is not 0.
+    fn classed_users(&self) -> Result<Vec<(String, u8)>>;
     /// A user's folders, by name.
     fn folders(&self, user: i64, meta: &Meta) -> Result<Vec<Folder>>;
-    /// One page of a folder (None: not this user's folder).
+    /// Creates what a store made by an older version lacks and this one needs (the listing
+    /// indexes of [`Page`]'s docs), with `CREATE INDEX IF NOT EXISTS`: never drops or changes
+    /// data. `seda serve mail` runs it at start on a store it did not seed.
+    fn upgrade(&self) -> Result<()>;
+    /// One page of a folder, at most `limit` messages from `page` on in `sort` order (None: not
+    /// this user's folder).
     fn messages(
         &self,
         user: i64,
         folder: i64,
         sort: Sort,
-        offset: u32,
+        page: Page,
         limit: u32,
         meta: &Meta,
     ) -> Result<Option<(Folder, Vec<Summary>)>>;
+    /// The database's own plan for [`messages`](Self::messages) of `folder` (`EXPLAIN QUERY
+    /// PLAN` on SQLite, `EXPLAIN` elsewhere), one line per row, to show that a listing reads
+    /// an index range and sorts nothing.
+    fn listing_plan(&self, folder: i64, sort: Sort, page: Page) -> Result<Vec<String>>;
     /// One message of this user (marks it seen).
     fn message(&self, user: i64, id: i64, meta: &Meta) -> Result<Option<Message>>;
     /// Deletes a message only if it is in folder `from` (the one the client saw it in): moves

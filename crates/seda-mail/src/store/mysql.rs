@@ -95,6 +95,7 @@ impl Backend for Mysql {
                        DATABASE() AND lower(table_name) IN (?, ?, ?)",
         analyze: "ANALYZE TABLE {p}users, {p}folders, {p}messages",
         load_rows: 200,
+        explain: "EXPLAIN ",
     };
 
     fn connect(&self) -> Result<MyConn> {
@@ -107,6 +108,10 @@ impl Backend for Mysql {
             opts: self.opts.clone(),
             killer: self.killer.clone(),
         })
+    }
+
+    fn close_helpers(&self) {
+        *self.killer.lock() = None;
     }
 }
 
@@ -164,5 +169,13 @@ impl Conn for MyConn {
                 *k = None;
             }
         })
+    }
+
+    fn in_transaction(&mut self) -> Result<bool> {
+        let v: Option<i64> = self
+            .conn
+            .query_first("SELECT @@in_transaction")
+            .map_err(err)?;
+        Ok(v.unwrap_or(0) != 0)
     }
 }

@@ -117,6 +117,7 @@ impl Backend for Postgres {
                        current_schema() AND lower(table_name) IN (?, ?, ?)",
         analyze: "ANALYZE {p}users, {p}folders, {p}messages",
         load_rows: 200,
+        explain: "EXPLAIN ",
     };
 
     fn connect(&self) -> Result<PgConn> {
@@ -177,5 +178,23 @@ impl Conn for PgConn {
 
     fn usable(&self) -> bool {
         !self.client.is_closed()
+    }
+
+    /// Outside a transaction block every statement is its own transaction, so its start is
+    /// the transaction's; inside one (after `BEGIN`) they differ. Sent as a simple query (one
+    /// message): with the extended protocol the Bind and Execute messages each restamp the
+    /// statement's start, and the two times could differ by a microsecond outside a block.
+    fn in_transaction(&mut self) -> Result<bool> {
+        let messages = self
+            .client
+            .simple_query("SELECT statement_timestamp() <> transaction_timestamp()")
+            .map_err(err)?;
+        messages
+            .iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0).map(|v| v == "t"),
+                _ => None,
+            })
+            .ok_or_else(|| StoreError::Schema("no answer to the transaction check".into()))
     }
 }

@@ -7,9 +7,10 @@
 use seda::Meta;
 
 use super::backend::{Backend, Conn, ConnPool, Row, Val};
+use super::page::{Key, LISTING_INDEXES};
 use super::{
-    Audit, Folder, Loaded, MAX_PAGE, MAX_RESULTS, Message, Moved, Result, SearchField, Sort, Store,
-    StoreError, Summary, TRASH, check, like_pattern, watch,
+    Audit, Folder, IdleCheck, Loaded, MAX_PAGE, MAX_RESULTS, Message, Moved, Page, Result,
+    SearchField, Sort, Store, StoreError, Summary, TRASH, check, like_pattern, watch,
 };
 use crate::corpus::Corpus;
 
@@ -44,6 +45,16 @@ fn folder(r: &mut Row) -> Result<Folder> {
 /// The first column of the first row, if any.
 fn first_int(rows: &[Row]) -> Result<Option<i64>> {
     rows.first().map(|r| r.int(0)).transpose()
+}
+
+/// One listing to read: whose folder, in which order, which page, how many messages.
+#[derive(Debug, Clone, Copy)]
+struct Listing {
+    user: i64,
+    folder: i64,
+    sort: Sort,
+    page: Page,
+    limit: u32,
 }
 
 /// A store on backend `B`, with table names prefixed by `p`.
@@ -150,14 +161,89 @@ impl<B: Backend> SqlStore<B> {
                  subject {short} NOT NULL, sent {int} NOT NULL, size {int} NOT NULL, \
                  flags {int} NOT NULL, headers {long} NOT NULL, body {long} NOT NULL){opts}"
             ),
-            format!("CREATE INDEX {p}m_date ON {p}messages (folder_id, sent, id)"),
-            format!("CREATE INDEX {p}m_sender ON {p}messages (folder_id, sender, sent)"),
-            format!("CREATE INDEX {p}m_subject ON {p}messages (folder_id, subject, sent)"),
             format!("CREATE INDEX {p}m_user ON {p}messages (user_id, sent)"),
         ] {
             c.batch(&sql)?;
         }
+        self.create_listing_indexes(c)
+    }
+
+    fn create_listing_indexes(&self, c: &mut B::Conn) -> Result<()> {
+        for sql in LISTING_INDEXES {
+            c.batch(&sql.replace("{p}", &self.p))?;
+        }
         Ok(())
+    }
+
+    /// The query that lists `limit` messages of `page`, its arguments, and whether its rows
+    /// come backwards (a "previous" page). A keyset page whose message is not this user's
+    /// lists from the start. `key` holds the cursor's sort key for the arguments.
+    fn listing<'a>(
+        &self,
+        c: &mut B::Conn,
+        q: &Listing,
+        key: &'a mut Option<Key>,
+    ) -> Result<(String, Vec<Val<'a>>, bool)> {
+        let Listing {
+            user,
+            folder: folder_id,
+            sort,
+            page,
+            limit,
+        } = *q;
+        let limit = i64::from(limit.min(MAX_PAGE));
+        let p = &self.p;
+        let cursor = match page {
+            Page::Offset(_) => None,
+            Page::After(id) => Some((id, true)),
+            Page::Before(id) => Some((id, false)),
+        };
+        if let Some((id, _)) = cursor {
+            let mut rows = c.query(
+                &format!(
+                    "SELECT sender, subject, sent, id FROM {p}messages WHERE id = ? AND user_id = ?"
+                ),
+                &[id.into(), user.into()],
+            )?;
+            *key = match rows.first_mut() {
+                Some(r) => Some(Key {
+                    sender: r.text(0)?,
+                    subject: r.text(1)?,
+                    sent: r.int(2)?,
+                    id: r.int(3)?,
+                }),
+                None => None,
+            };
+        }
+        let head = format!("SELECT {SUMMARY} FROM {p}messages WHERE folder_id = ?");
+        Ok(match (cursor, key.as_ref()) {
+            (Some((_, forward)), Some(key)) => {
+                let (cond, mut args) = sort.keyset(key, forward);
+                args.insert(0, folder_id.into());
+                args.push(limit.into());
+                let order = if forward {
+                    sort.order_by()
+                } else {
+                    sort.reverse_order_by()
+                };
+                (
+                    format!("{head} AND {cond} ORDER BY {order} LIMIT ?"),
+                    args,
+                    !forward,
+                )
+            }
+            _ => {
+                let offset = match page {
+                    Page::Offset(o) => o,
+                    _ => 0,
+                };
+                (
+                    format!("{head} ORDER BY {} LIMIT ? OFFSET ?", sort.order_by()),
+                    vec![folder_id.into(), limit.into(), i64::from(offset).into()],
+                    false,
+                )
+            }
+        })
     }
 
     /// Inserts `rows` messages (11 values each) in one statement.
@@ -248,8 +334,15 @@ impl<B: Backend> Store for SqlStore<B> {
                 // load generator log in with it), the database only the salted hash.
                 let hash = crate::password::hash(&u.password).map_err(StoreError::Invalid)?;
                 c.exec(
-                    &format!("INSERT INTO {p}users (id, name, password) VALUES (?, ?, ?)"),
-                    &[u.id.into(), u.name.as_str().into(), hash.as_str().into()],
+                    &format!(
+                        "INSERT INTO {p}users (id, name, password, class) VALUES (?, ?, ?, ?)"
+                    ),
+                    &[
+                        u.id.into(),
+                        u.name.as_str().into(),
+                        hash.as_str().into(),
+                        i64::from(u.class).into(),
+                    ],
                 )?;
                 n.users += 1;
                 for f in &u.folders {
@@ -316,6 +409,22 @@ impl<B: Backend> Store for SqlStore<B> {
         })
     }
 
+    fn check_idle(&self) -> Result<IdleCheck> {
+        let mut check = IdleCheck::default();
+        for mut c in self.pool.take_all() {
+            check.connections += 1;
+            let answers = c.usable() && c.query("SELECT 1", &[]).is_ok();
+            match c.in_transaction() {
+                Ok(true) => check.in_transaction += 1,
+                Ok(false) if answers => check.usable += 1,
+                _ => {}
+            }
+            // Closed here: the caller counts the process's open files without them.
+        }
+        self.backend.close_helpers();
+        Ok(check)
+    }
+
     fn tables(&self) -> Result<u32> {
         let [u, f, m] = super::table_names(&self.p);
         self.with(None, |c| {
@@ -355,6 +464,21 @@ impl<B: Backend> Store for SqlStore<B> {
         }
     }
 
+    fn classed_users(&self) -> Result<Vec<(String, u8)>> {
+        self.with(None, |c| {
+            c.query(
+                &format!("SELECT name, class FROM {}users WHERE class <> 0", self.p),
+                &[],
+            )?
+            .iter_mut()
+            .map(|r| {
+                let class = r.int(1)?.clamp(0, i64::from(crate::MAX_CLASS));
+                Ok((r.text(0)?, u8::try_from(class).unwrap_or(0)))
+            })
+            .collect()
+        })
+    }
+
     fn folders(&self, user: i64, meta: &Meta) -> Result<Vec<Folder>> {
         self.with(Some(meta), |c| {
             c.query(
@@ -370,12 +494,19 @@ impl<B: Backend> Store for SqlStore<B> {
         })
     }
 
+    fn upgrade(&self) -> Result<()> {
+        let out = self.with(None, |c| self.create_listing_indexes(c));
+        // Statements prepared before the new indexes may keep their old plans.
+        self.pool.clear();
+        out
+    }
+
     fn messages(
         &self,
         user: i64,
         folder_id: i64,
         sort: Sort,
-        offset: u32,
+        page: Page,
         limit: u32,
         meta: &Meta,
     ) -> Result<Option<(Folder, Vec<Summary>)>> {
@@ -388,23 +519,48 @@ impl<B: Backend> Store for SqlStore<B> {
             let Some(f) = f.first_mut().map(folder).transpose()? else {
                 return Ok(None);
             };
-            let rows = c
-                .query(
-                    &format!(
-                        "SELECT {SUMMARY} FROM {p}messages WHERE folder_id = ? ORDER BY {} \
-                         LIMIT ? OFFSET ?",
-                        sort.order_by()
-                    ),
-                    &[
-                        folder_id.into(),
-                        i64::from(limit.min(MAX_PAGE)).into(),
-                        i64::from(offset).into(),
-                    ],
-                )?
+            let mut key = None;
+            let q = Listing {
+                user,
+                folder: folder_id,
+                sort,
+                page,
+                limit,
+            };
+            let (sql, args, backwards) = self.listing(c, &q, &mut key)?;
+            let mut rows = c
+                .query(&sql, &args)?
                 .iter_mut()
                 .map(summary)
                 .collect::<Result<Vec<_>>>()?;
+            if backwards {
+                rows.reverse();
+            }
             Ok(Some((f, rows)))
+        })
+    }
+
+    fn listing_plan(&self, folder_id: i64, sort: Sort, page: Page) -> Result<Vec<String>> {
+        self.with(None, |c| {
+            // The plan of the query `messages` runs for the folder's owner.
+            let owner = first_int(&c.query(
+                &format!("SELECT user_id FROM {}folders WHERE id = ?", self.p),
+                &[folder_id.into()],
+            )?)?
+            .unwrap_or(0);
+            let mut key = None;
+            let q = Listing {
+                user: owner,
+                folder: folder_id,
+                sort,
+                page,
+                limit: MAX_PAGE,
+            };
+            let (sql, args, _) = self.listing(c, &q, &mut key)?;
+            Ok(c.query(&format!("{}{sql}", B::DIALECT.explain), &args)?
+                .iter()
+                .map(Row::line)
+                .collect())
         })
     }
 

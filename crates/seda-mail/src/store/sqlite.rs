@@ -70,6 +70,7 @@ impl Backend for Sqlite {
         // The planner picks the indexes without statistics here; ANALYZE would change plans.
         analyze: "",
         load_rows: 200,
+        explain: "EXPLAIN QUERY PLAN ",
     };
 
     fn connect(&self) -> Result<Connection> {
@@ -128,5 +129,9 @@ impl Conn for Connection {
     fn interrupter(&self) -> Interrupt {
         let handle = self.get_interrupt_handle();
         Box::new(move || handle.interrupt())
+    }
+
+    fn in_transaction(&mut self) -> Result<bool> {
+        Ok(!self.is_autocommit())
     }
 }

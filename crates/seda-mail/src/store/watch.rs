@@ -69,6 +69,12 @@ fn registry() -> &'static Arc<Registry> {
     })
 }
 
+/// Abort actions still running on their threads (a PostgreSQL cancel may outlive its call):
+/// the early-termination soak waits for none before it counts open files.
+pub fn aborts_running() -> usize {
+    registry().running.load(Ordering::Acquire)
+}
+
 /// Runs `abort` on a thread of its own (or skips it past [`MAX_RUNNING`]); a panic in it ends
 /// only that thread.
 fn run_detached(running: &Arc<AtomicUsize>, abort: Abort) {

@@ -90,8 +90,27 @@ fn the_class_comes_from_the_session_unless_a_trusted_proxy_sets_it() {
     );
     let c1 = login(&svc, 1);
     let c2 = login(&svc, 2);
-    assert_eq!(svc.class_of(&claims(Some(&c1))), 0);
-    assert_eq!(svc.class_of(&claims(Some(&c2))), 3, "the session's class");
+    // A session ranks above a login of the same user class: 2 x class + 1.
+    assert_eq!(svc.class_of(&claims(Some(&c1))), 1);
+    assert_eq!(svc.class_of(&claims(Some(&c2))), 7, "the session's class");
+    let login_as = |name: &str, cookie: Option<&str>| {
+        seda_mail::MailRequest::parse(
+            "POST",
+            "/login",
+            cookie,
+            Some("7"),
+            format!("user={name}&password=x").as_bytes(),
+            std::time::Instant::now(),
+        )
+        .unwrap()
+    };
+    // A login is a new session of the account it names, cookie or not: 2 x class.
+    assert_eq!(svc.class_of(&login_as("user2", Some(&c2))), 6);
+    assert_eq!(svc.class_of(&login_as("user1", None)), 0);
+    assert_eq!(
+        svc.class_of(&login_as("nobody", None)),
+        seda_mail::NEW_SESSION_CLASS
+    );
     let cookie_claim = format!("{c1}; class=7");
     let r = seda_mail::MailRequest::parse(
         "GET",
@@ -102,7 +121,7 @@ fn the_class_comes_from_the_session_unless_a_trusted_proxy_sets_it() {
         std::time::Instant::now(),
     )
     .unwrap();
-    assert_eq!(svc.class_of(&r), 0, "nor through the cookie");
+    assert_eq!(svc.class_of(&r), 1, "nor through the cookie");
     rt.shutdown();
 
     let (rt, svc) = service(

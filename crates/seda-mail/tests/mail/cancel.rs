@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use seda::Meta;
 use seda_mail::store::{SearchField, Store, StoreError};
+use seda_mail::{MailService, ServiceOptions};
 
 use crate::common::*;
 
@@ -81,5 +82,64 @@ fn cancellation_interrupts_a_running_statement() {
             other => panic!("unknown backend {other}"),
         }
         slow_search_is_interrupted(store.as_ref());
+        slow_search_is_terminated(store);
     }
+}
+
+/// The same slow search through the service, whose search stage is terminable: the
+/// terminator cuts it, the statement is interrupted, and the answer says so.
+fn slow_search_is_terminated(store: std::sync::Arc<dyn Store>) {
+    let backend = store.backend();
+    let options = ServiceOptions {
+        terminate: Some(seda::TerminateConfig {
+            kind: "fixed".into(),
+            params: [("threshold_s".to_string(), 0.1)].into(),
+        }),
+        ..ServiceOptions::default()
+    };
+    let (rt, svc) = service(store, options);
+    let sid = login(&svc, 1);
+    // Under the service's 200-character limit, still a near miss on every long body.
+    let q = format!("{}b", "a".repeat(190));
+    let r = call(
+        &svc,
+        req("GET", &format!("/search?q={q}&in=body"), Some(&sid), ""),
+    );
+    assert_eq!(r.status, 503, "{backend}: {}", r.body);
+    assert_eq!(r.header("x-seda-reject"), Some("terminated"), "{backend}");
+    let stats = rt.stats();
+    let search = stats
+        .stages
+        .iter()
+        .find(|s| s.name == "mail.search")
+        .expect("search stage");
+    assert!(
+        search.termination.is_some(),
+        "{backend}: search is terminable"
+    );
+    let delete = stats.stages.iter().find(|s| s.name == "mail.delete");
+    assert!(
+        delete.is_some_and(|s| s.termination.is_none()),
+        "{backend}: writes are not"
+    );
+    rt.shutdown();
+    assert_eq!(
+        rt.stats()
+            .stages
+            .iter()
+            .map(|s| s.totals.counters.terminated)
+            .sum::<u64>(),
+        1
+    );
+}
+
+#[test]
+fn a_write_stage_cannot_be_made_terminable() {
+    let store = backends("cancel_write", &small_corpus()).remove(0);
+    let config =
+        seda::Config::from_toml("[stages.\"mail.delete\".terminate]\nkind = \"fixed\"\n").unwrap();
+    let rt = seda::Runtime::builder().config(config).start().unwrap();
+    let err = MailService::start(&rt, store, &ServiceOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("terminate"), "{err}");
+    rt.shutdown();
 }

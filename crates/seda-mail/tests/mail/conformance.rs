@@ -58,7 +58,14 @@ fn every_backend_answers_the_edge_cases_alike() {
         );
         // Another user's message is not found, whatever its id.
         let (_, rows) = s
-            .messages(user.id, inbox.id, store::Sort::Date, 0, 1, &meta)
+            .messages(
+                user.id,
+                inbox.id,
+                store::Sort::Date,
+                store::Page::FIRST,
+                1,
+                &meta,
+            )
             .unwrap()
             .unwrap();
         let id = rows[0].id;

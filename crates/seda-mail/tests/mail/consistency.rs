@@ -8,7 +8,7 @@ use std::time::Duration;
 use seda::Meta;
 use seda_mail::ServiceOptions;
 use seda_mail::corpus::{Rng, UserPlan};
-use seda_mail::store::{Sort, Store, TRASH};
+use seda_mail::store::{Page, Sort, Store, TRASH};
 
 use crate::common::*;
 
@@ -23,7 +23,7 @@ fn all_ids(store: &dyn Store, users: &[UserPlan]) -> BTreeSet<i64> {
             let mut offset = 0;
             loop {
                 let (_, rows) = store
-                    .messages(u.id, f.id, Sort::Date, offset, 200, &meta)
+                    .messages(u.id, f.id, Sort::Date, Page::Offset(offset), 200, &meta)
                     .unwrap()
                     .unwrap();
                 for r in &rows {
@@ -86,7 +86,7 @@ fn moves_under_cancellation_and_rejection_lose_and_duplicate_nothing() {
                 let mut maybe_in_trash: HashSet<i64> = HashSet::new();
                 for f in &user.folders {
                     let (_, rows) = store
-                        .messages(user.id, f.id, Sort::Date, 0, 200, &meta)
+                        .messages(user.id, f.id, Sort::Date, Page::FIRST, 200, &meta)
                         .unwrap()
                         .unwrap();
                     for id in rows

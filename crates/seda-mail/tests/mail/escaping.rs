@@ -2,7 +2,7 @@
 
 use seda::Meta;
 use seda_mail::ServiceOptions;
-use seda_mail::store::Sort;
+use seda_mail::store::{Page, Sort};
 
 use crate::common::*;
 
@@ -18,7 +18,7 @@ fn hostile_text_is_escaped_everywhere() {
     let user = &corpus.users()[0];
     let folder = user.folders[0].id;
     let (_, rows) = store
-        .messages(user.id, folder, Sort::Date, 0, 1, &Meta::new())
+        .messages(user.id, folder, Sort::Date, Page::FIRST, 1, &Meta::new())
         .unwrap()
         .unwrap();
     let id = rows[0].id;

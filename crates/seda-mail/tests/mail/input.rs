@@ -2,7 +2,7 @@
 
 use seda::Meta;
 use seda_mail::ServiceOptions;
-use seda_mail::store::Sort;
+use seda_mail::store::{Page, Sort};
 
 use crate::common::*;
 
@@ -18,7 +18,14 @@ fn bad_input_is_4xx_never_500() {
         let other = &corpus.users()[1];
         let other_folder = other.folders[0].id;
         let (_, rows) = store
-            .messages(other.id, other_folder, Sort::Date, 0, 1, &Meta::new())
+            .messages(
+                other.id,
+                other_folder,
+                Sort::Date,
+                Page::FIRST,
+                1,
+                &Meta::new(),
+            )
             .unwrap()
             .unwrap();
         let other_msg = rows[0].id;

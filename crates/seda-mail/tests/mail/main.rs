@@ -9,4 +9,5 @@ mod consistency;
 mod escaping;
 mod http;
 mod input;
+mod listing;
 mod types;

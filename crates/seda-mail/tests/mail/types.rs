@@ -2,7 +2,7 @@
 
 use seda::Meta;
 use seda_mail::ServiceOptions;
-use seda_mail::store::{Moved, SearchField, Sort, TRASH};
+use seda_mail::store::{Moved, Page, SearchField, Sort, TRASH};
 
 use crate::common::*;
 
@@ -58,7 +58,7 @@ fn every_request_type_on_every_backend() {
             );
             assert_eq!(r.status, 200, "{backend} {sort:?}");
             let (_, rows) = store
-                .messages(user.id, inbox.id, sort, 0, 25, &meta)
+                .messages(user.id, inbox.id, sort, Page::FIRST, 25, &meta)
                 .expect("store list")
                 .expect("own folder");
             assert_eq!(rows.len() as i64, inbox.count.min(25), "{backend}");
@@ -89,7 +89,7 @@ fn every_request_type_on_every_backend() {
 
         // Show message.
         let (_, rows) = store
-            .messages(user.id, inbox.id, Sort::Date, 0, 5, &meta)
+            .messages(user.id, inbox.id, Sort::Date, Page::FIRST, 5, &meta)
             .unwrap()
             .unwrap();
         let first = &rows[0];

@@ -73,6 +73,14 @@ impl LeverState {
             Outcome::Completed(r) => {
                 self.response.record(r);
                 self.response_sum_s += r;
+                // A reply past the terminator's service-level limit is throughput lost too.
+                let late = self
+                    .termination
+                    .as_ref()
+                    .and_then(|t| t.terminator.late_after());
+                if late.is_some_and(|l| r > l.as_secs_f64()) {
+                    self.lost += 1;
+                }
             }
             Outcome::Terminated => {
                 self.terminated += 1;

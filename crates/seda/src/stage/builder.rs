@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use seda_control::terminate::Terminator;
 use seda_control::{AdmissionController, Knob, KnobKind, KnobSlot, RejectReason};
 
 use crate::Event;
@@ -23,6 +24,7 @@ impl Stage {
             config: StageConfig::default(),
             predicates: Vec::new(),
             controller: None,
+            terminator: None,
             knobs: Vec::new(),
             on_drop: None,
         }
@@ -39,6 +41,7 @@ pub struct StageBuilder<E: Event> {
     pub(crate) config: StageConfig,
     pub(crate) predicates: Vec<Predicate<E>>,
     pub(crate) controller: Option<Box<dyn AdmissionController>>,
+    pub(crate) terminator: Option<Box<dyn Terminator>>,
     pub(crate) knobs: Vec<KnobSlot>,
     pub(crate) on_drop: Option<DropHook<E>>,
 }
@@ -69,6 +72,12 @@ impl<E: Event> StageBuilder<E> {
     pub fn thread_bounds(mut self, min: usize, max: usize) -> Self {
         self.config.min_threads = Some(min);
         self.config.max_threads = Some(max);
+        self
+    }
+
+    /// What sizes the stage's own pool (SEDA's heuristic by default; see [`crate::sizer`]).
+    pub fn sizer(mut self, sizer: crate::SizerConfig) -> Self {
+        self.config.sizer = Some(sizer);
         self
     }
 
@@ -132,6 +141,19 @@ impl<E: Event> StageBuilder<E> {
     /// Attaches an adaptive admission controller (response time, class, concurrency limit...).
     pub fn admission(mut self, controller: Box<dyn AdmissionController>) -> Self {
         self.controller = Some(controller);
+        self
+    }
+
+    /// Makes the stage terminable (SERT06): every control tick, `terminator` chooses a
+    /// running-time threshold and the runtime cancels, as terminated, the stage's requests
+    /// (events with a [`Meta`](crate::Meta)) that have been in its handler longer. The handler
+    /// must check [`CancelToken::checkpoint`](crate::CancelToken::checkpoint) at safe points
+    /// and answer a terminated request itself. Running time counts from the start of the
+    /// handler's batch: give terminable stages batch 1 unless a batch is one piece of work.
+    /// Terminate only work that can be abandoned whole: reads, or writes whose transaction
+    /// rolls back.
+    pub fn terminate(mut self, terminator: Box<dyn Terminator>) -> Self {
+        self.terminator = Some(terminator);
         self
     }
 

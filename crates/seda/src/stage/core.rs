@@ -13,6 +13,7 @@ use seda_control::{BatchController, BatchObservation, Controller, RejectReason};
 
 use super::admission::Admission;
 use super::builder::DropHook;
+use super::terminate::Termination;
 use super::{Mode, StageDyn, current_stage, set_current_stage};
 use crate::clock::{self, Stamp};
 use crate::handler::{Cx, Handler};
@@ -31,6 +32,8 @@ thread_local! {
     static TIMING: Cell<Vec<(Instant, u8, Stamp)>> = const { Cell::new(Vec::new()) };
     /// Reused per thread: enqueue-time runs of the batch being popped.
     static RUNS: Cell<Vec<Run>> = const { Cell::new(Vec::new()) };
+    /// Reused per thread: a terminable batch's running-request keys, and which were cut.
+    static RUNNING: Cell<(Vec<u64>, Vec<bool>)> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 
 pub(crate) struct StageCore<E: Event> {
@@ -46,6 +49,7 @@ pub(crate) struct StageCore<E: Event> {
     batch_controller: Option<Mutex<BatchController>>,
     drop_after: Option<Duration>,
     on_drop: Option<DropHook<E>>,
+    termination: Option<Termination>,
     shared: Arc<Shared>,
     space_waiters: AtomicUsize,
     space: Mutex<()>,
@@ -64,6 +68,7 @@ pub(crate) struct CoreParts<E: Event> {
     pub(crate) batch_controller: Option<BatchController>,
     pub(crate) drop_after: Option<Duration>,
     pub(crate) on_drop: Option<DropHook<E>>,
+    pub(crate) termination: Option<Termination>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -82,6 +87,7 @@ impl<E: Event> StageCore<E> {
             batch_controller: p.batch_controller.map(Mutex::new),
             drop_after: p.drop_after,
             on_drop: p.on_drop,
+            termination: p.termination,
             shared: p.shared,
             space_waiters: AtomicUsize::new(0),
             space: Mutex::new(()),
@@ -296,6 +302,17 @@ impl<E: Event> StageCore<E> {
 
     fn handle(&self, mut events: Vec<E>, timing: &[(Instant, u8, Stamp)], start: Stamp) {
         let n = events.len();
+        // A terminable stage registers the batch's requests, so the terminator can cut them.
+        let (mut keys, mut cut) = RUNNING.take();
+        keys.clear();
+        cut.clear();
+        if let Some(t) = &self.termination {
+            t.start(
+                events.iter().filter_map(|e| e.meta()),
+                Instant::now(),
+                &mut keys,
+            );
+        }
         let previous = set_current_stage(self.id);
         let cx = Cx::new(&self.name);
         let outcome = catch_unwind(AssertUnwindSafe(|| self.handler.handle(&mut events, &cx)));
@@ -310,21 +327,30 @@ impl<E: Event> StageCore<E> {
         }
         drop(events);
         let failed = failed.min(n as u64);
+        let end = Instant::now();
+        if let Some(t) = &self.termination {
+            t.finish(&keys, end, &mut cut);
+        }
+        // `cut` is parallel to `timing` (both follow the batch's events that carry a Meta).
+        let is_cut = |i: usize| cut.get(i).copied().unwrap_or(false);
+        let terminated = (cut.iter().filter(|&&c| c).count() as u64).min(n as u64 - failed);
         self.stats
             .service
             .record_n(per_event(clock::between(start, end_stamp), n), n as u64);
         if !timing.is_empty() {
-            let end = Instant::now();
-            for &(born, _, _) in timing {
-                self.stats
-                    .response
-                    .record(end.saturating_duration_since(born));
+            for (i, &(born, _, _)) in timing.iter().enumerate() {
+                if !is_cut(i) {
+                    self.stats
+                        .response
+                        .record(end.saturating_duration_since(born));
+                }
             }
             if let Some(c) = &self.admission.controller {
                 let mut c = c.lock();
                 let t_end = self.shared.time(end);
-                for &(born, class, enqueued) in timing {
-                    if failed == 0 {
+                for (i, &(born, class, enqueued)) in timing.iter().enumerate() {
+                    // Terminated requests are congestion signals, never latency samples.
+                    if failed == 0 && !is_cut(i) {
                         let response = end.saturating_duration_since(born);
                         c.on_complete(t_end, class, response, clock::between(enqueued, end_stamp));
                     } else {
@@ -333,7 +359,11 @@ impl<E: Event> StageCore<E> {
                 }
             }
         }
-        self.stats.completed(n as u64 - failed);
+        RUNNING.set((keys, cut));
+        self.stats.completed(n as u64 - failed - terminated);
+        if terminated > 0 {
+            self.stats.terminated(terminated);
+        }
         if failed > 0 {
             self.stats.failed(failed, panics);
         }
@@ -408,6 +438,9 @@ impl<E: Event> StageDyn for StageCore<E> {
         if let Some(c) = &self.admission.controller {
             c.lock().tick(t);
         }
+        if let Some(term) = &self.termination {
+            term.cut(now);
+        }
     }
 
     fn settled(&self) -> u64 {
@@ -418,8 +451,15 @@ impl<E: Event> StageDyn for StageCore<E> {
         self.stats.admitted_total()
     }
 
+    fn completed(&self) -> u64 {
+        self.stats.completed_total()
+    }
+
     fn roll_stats(&self, now: Instant) {
         self.stats.roll(now);
+        if let Some(term) = &self.termination {
+            term.on_period(&self.stats.counters());
+        }
     }
 
     fn snapshot(&self) -> StageSnapshot {
@@ -440,8 +480,10 @@ impl<E: Event> StageDyn for StageCore<E> {
             threshold: self.queue.threshold(),
             threads: self.pool.as_ref().map_or(0, |p| p.threads()),
             threads_max: self.pool.as_ref().map_or(0, |p| p.max_threads()),
+            threads_target: self.pool.as_ref().and_then(|p| p.target()),
             batch_size: self.batch_max.load(Ordering::Relaxed),
             controller,
+            termination: self.termination.as_ref().map(Termination::snapshot),
             totals,
             period,
         }

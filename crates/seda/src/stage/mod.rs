@@ -3,6 +3,7 @@
 mod admission;
 mod builder;
 mod core;
+mod terminate;
 
 use std::any::Any;
 use std::cell::Cell;
@@ -12,6 +13,8 @@ use std::time::Instant;
 pub(crate) use admission::admission_of;
 pub use builder::{Stage, StageBuilder};
 pub(crate) use core::{CoreParts, StageCore};
+pub(crate) use terminate::Termination;
+pub use terminate::TerminationSnapshot;
 
 use crate::stats::StageSnapshot;
 
@@ -50,6 +53,8 @@ pub(crate) trait StageDyn: Send + Sync {
     fn admitted(&self) -> u64;
     /// Admitted events handled, failed or dropped so far (monotonic).
     fn settled(&self) -> u64;
+    /// Events handled so far (monotonic): what pool sizers count as throughput.
+    fn completed(&self) -> u64;
     fn roll_stats(&self, now: Instant);
     fn snapshot(&self) -> StageSnapshot;
     fn histograms(&self) -> crate::stats::StageHistograms;

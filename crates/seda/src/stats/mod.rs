@@ -26,6 +26,7 @@ pub(crate) struct StageStats {
     rejected: [AtomicU64; REASONS],
     dropped: [AtomicU64; REASONS],
     completed: AtomicU64,
+    terminated: AtomicU64,
     batches: AtomicU64,
     failed: AtomicU64,
     panics: AtomicU64,
@@ -51,6 +52,7 @@ impl StageStats {
             rejected: std::array::from_fn(|_| AtomicU64::new(0)),
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             completed: AtomicU64::new(0),
+            terminated: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             panics: AtomicU64::new(0),
@@ -86,6 +88,11 @@ impl StageStats {
         self.batches.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `n` events were given up by their handler after the stage's terminator cut them.
+    pub(crate) fn terminated(&self, n: u64) {
+        self.terminated.fetch_add(n, Ordering::Relaxed);
+    }
+
     pub(crate) fn failed(&self, events: u64, panics: u64) {
         self.failed.fetch_add(events, Ordering::Relaxed);
         self.panics.fetch_add(panics, Ordering::Relaxed);
@@ -95,9 +102,10 @@ impl StageStats {
         self.edges.iter().map(|c| c.load(Ordering::SeqCst)).sum()
     }
 
-    /// Admitted events that left the stage: handled, failed or dropped.
+    /// Admitted events that left the stage: handled, terminated, failed or dropped.
     pub(crate) fn settled_total(&self) -> u64 {
         self.completed.load(Ordering::SeqCst)
+            + self.terminated.load(Ordering::SeqCst)
             + self.failed.load(Ordering::SeqCst)
             + self
                 .dropped
@@ -129,6 +137,7 @@ impl StageStats {
             rejected: load(&self.rejected),
             dropped: load(&self.dropped),
             completed: self.completed.load(Ordering::Relaxed),
+            terminated: self.terminated.load(Ordering::Relaxed),
             batches: self.batches.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
@@ -203,12 +212,24 @@ pub(crate) struct Counters {
     rejected: [u64; REASONS],
     dropped: [u64; REASONS],
     completed: u64,
+    terminated: u64,
     batches: u64,
     failed: u64,
     panics: u64,
 }
 
 impl Counters {
+    /// Enqueue attempts: admitted and rejected.
+    pub(crate) fn arrivals(&self) -> u64 {
+        self.admitted + self.rejected.iter().sum::<u64>()
+    }
+
+    /// Arrivals not completed: rejected, dropped or terminated (SERT06's throughput loss
+    /// counts these; failures are bugs, not load).
+    pub(crate) fn lost(&self) -> u64 {
+        self.rejected.iter().sum::<u64>() + self.dropped.iter().sum::<u64>() + self.terminated
+    }
+
     fn minus(&self, earlier: &Counters) -> Counters {
         let sub = |a: &[u64; REASONS], b: &[u64; REASONS]| -> [u64; REASONS] {
             std::array::from_fn(|i| a[i].saturating_sub(b[i]))
@@ -218,6 +239,7 @@ impl Counters {
             rejected: sub(&self.rejected, &earlier.rejected),
             dropped: sub(&self.dropped, &earlier.dropped),
             completed: self.completed.saturating_sub(earlier.completed),
+            terminated: self.terminated.saturating_sub(earlier.terminated),
             batches: self.batches.saturating_sub(earlier.batches),
             failed: self.failed.saturating_sub(earlier.failed),
             panics: self.panics.saturating_sub(earlier.panics),
@@ -240,6 +262,7 @@ impl Counters {
             dropped_total: self.dropped.iter().sum(),
             dropped: by_reason(&self.dropped),
             completed: self.completed,
+            terminated: self.terminated,
             batches: self.batches,
             failed: self.failed,
             panics: self.panics,
@@ -264,6 +287,9 @@ pub struct CounterSnapshot {
     pub dropped: BTreeMap<&'static str, u64>,
     /// Events handled.
     pub completed: u64,
+    /// Events whose handler gave them up after the stage's terminator cut them (SERT06): a
+    /// loss, never a latency sample.
+    pub terminated: u64,
     /// Batches handed to the handler (`completed / batches` is the mean batch size).
     pub batches: u64,
     /// Events lost because their handler panicked.
@@ -304,10 +330,14 @@ pub struct StageSnapshot {
     pub threads: usize,
     /// The most threads its pool's controller may grow to (0 when inline).
     pub threads_max: usize,
+    /// The thread count its pool's sizer asks for (none under SEDA's heuristic or inline).
+    pub threads_target: Option<usize>,
     /// Current batch-size target.
     pub batch_size: usize,
     /// Admission controller name and state, if one is attached.
     pub controller: Option<ControllerSnapshot>,
+    /// The terminator's state, if the stage is terminable.
+    pub termination: Option<crate::stage::TerminationSnapshot>,
     /// Since start.
     pub totals: PeriodSnapshot,
     /// The last closed control period.

@@ -6,8 +6,10 @@ mod modes; // inline stages, domains, LIFO order
 mod panics; // a panicking handler fails its event, not its stage
 mod pools; // pool growth, resize under load, idle retirement, batching controller
 mod shutdown; // draining and bounded shutdown
+mod sizers; // fixed, self-tuning and hill-climbing pools on a blocking stage; global control
 mod stats; // snapshots, JSON and the graph
 mod stress; // many producers and stages: every event completed or rejected exactly once
+mod terminate; // early termination: terminable stages, counts, the TOML terminator
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

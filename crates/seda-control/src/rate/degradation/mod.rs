@@ -10,7 +10,15 @@
 //! full (our choice; WC03 does not say when).
 //!
 //! [`DegradingAdmission`] packages the knob with a response-time controller: admission passes
-//! everything until the knob re-enables it.
+//! everything until the knob re-enables it. While admission is off the response-time
+//! controller is left alone (it would otherwise keep dividing a rate nobody enforces, and start
+//! enforcing a rate wound down to a trickle: issue 15 saw 15-45/s against a capacity of
+//! hundreds); when the knob switches it on, it starts from the rate the stage was sustaining
+//! (completions per second, smoothed over measurement periods) and adapts from there. (It
+//! learns from every completion, the backlog admitted while admission was off included: a rate
+//! equal to what the stage sustains keeps that backlog, and so the response time, where it is;
+//! only a cut drains it. Learning only from requests admitted after the switch was tried and
+//! left the p90 at 3 to 6 targets in the lab's `degrade`.)
 
 use crate::InvalidConfig;
 use std::time::Duration;
@@ -165,6 +173,53 @@ impl Controller for Degradation {
     }
 }
 
+/// Completions per second over consecutive periods, smoothed: the rate a stage is sustaining.
+#[derive(Debug, Clone)]
+struct Departures {
+    period: Duration,
+    alpha: f64,
+    start: Option<Time>,
+    count: u64,
+    /// The closed periods' rate, smoothed (`alpha` of the previous value).
+    per_s: Option<f64>,
+}
+
+impl Departures {
+    fn new(period: Duration, alpha: f64) -> Self {
+        Departures {
+            period: period.max(Duration::from_millis(1)),
+            alpha,
+            start: None,
+            count: 0,
+            per_s: None,
+        }
+    }
+
+    fn roll(&mut self, now: Time) {
+        let start = *self.start.get_or_insert(now);
+        let elapsed = now.saturating_sub(start);
+        if elapsed >= self.period {
+            let d = self.count as f64 / elapsed.as_secs_f64();
+            self.per_s = Some(crate::rate::response_time::ewma(self.per_s, self.alpha, d));
+            self.count = 0;
+            self.start = Some(now);
+        }
+    }
+
+    fn complete(&mut self, now: Time) {
+        self.roll(now);
+        self.count += 1;
+    }
+
+    /// The smoothed rate, or the open period's when none has closed yet.
+    fn rate(&self, now: Time) -> Option<f64> {
+        self.per_s.or_else(|| {
+            let elapsed = now.saturating_sub(self.start?).as_secs_f64();
+            (elapsed > 0.0 && self.count > 0).then(|| self.count as f64 / elapsed)
+        })
+    }
+}
+
 /// Degradation first, admission control as the last resort (WC03 Figure 13's configuration).
 #[derive(Debug, Clone)]
 pub struct DegradingAdmission {
@@ -173,6 +228,7 @@ pub struct DegradingAdmission {
     quality: KnobCell,
     window: SampleWindow,
     inner: ResponseTimeController,
+    departures: Departures,
 }
 
 impl DegradingAdmission {
@@ -183,6 +239,7 @@ impl DegradingAdmission {
             knob: Degradation::new(cfg)?,
             quality: KnobCell::new::<Quality>(),
             window,
+            departures: Departures::new(rt.timeout, rt.alpha),
             inner: ResponseTimeController::new(rt)?,
         })
     }
@@ -192,10 +249,27 @@ impl DegradingAdmission {
         self.knob.state().quality
     }
 
+    /// The admission rate in force (or, while admission is off, the one it would start from).
+    pub fn rate_per_s(&self) -> f64 {
+        self.inner.rate_per_s()
+    }
+
+    fn enabled(&self) -> bool {
+        self.knob.state().admission_enabled
+    }
+
     fn run(&mut self, now: Time, p: Option<f64>) {
         if let Some(p) = p {
+            let was = self.enabled();
             let s = self.knob.update(now, &Duration::from_secs_f64(p));
             self.quality.set(s.quality);
+            if s.admission_enabled && !was {
+                // Start from what the stage sustains, not from a rate adapted (or never
+                // adapted) while nothing enforced it.
+                let sustained = self.departures.rate(now);
+                let rate = sustained.unwrap_or_else(|| self.inner.rate_per_s());
+                self.inner.restart(now, rate);
+            }
         }
     }
 }
@@ -208,28 +282,35 @@ impl AdmissionController for DegradingAdmission {
     fn admit(&mut self, now: Time, class: u8) -> Result<(), RejectReason> {
         let p = self.window.poll(now);
         self.run(now, p);
-        let verdict = self.inner.admit(now, class);
-        if self.knob.state().admission_enabled {
-            verdict
+        if self.enabled() {
+            self.inner.admit(now, class)
         } else {
             Ok(())
         }
     }
 
     fn undo_admit(&mut self, now: Time, class: u8) {
-        self.inner.undo_admit(now, class);
+        if self.enabled() {
+            self.inner.undo_admit(now, class);
+        }
     }
 
     fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration) {
+        self.departures.complete(now);
         let p = self.window.push(now, response.as_secs_f64());
         self.run(now, p);
-        self.inner.on_complete(now, class, response, sojourn);
+        if self.enabled() {
+            self.inner.on_complete(now, class, response, sojourn);
+        }
     }
 
     fn tick(&mut self, now: Time) {
+        self.departures.roll(now);
         let p = self.window.poll(now);
         self.run(now, p);
-        self.inner.tick(now);
+        if self.enabled() {
+            self.inner.tick(now);
+        }
     }
 
     fn state(&self) -> Vec<(&'static str, f64)> {
@@ -298,6 +379,58 @@ mod tests {
         assert_eq!(a.quality(), 0.01);
         let t = s(3.0);
         assert!((0..1000).filter(|_| a.admit(t, 0).is_ok()).count() < 100);
+    }
+
+    /// Completions at `per_s` for `secs` seconds from `from`, each `response` long.
+    fn complete_at(a: &mut DegradingAdmission, from: f64, secs: f64, per_s: f64, response: f64) {
+        let n = (secs * per_s) as usize;
+        for i in 0..n {
+            a.on_complete(s(from + i as f64 / per_s), 0, s(response), s(response));
+        }
+    }
+
+    #[test]
+    fn the_rate_does_not_wind_down_while_admission_is_off() {
+        let rt = ResponseTimeConfig::new(s(1.0));
+        let initial = rt.initial_rate_per_s;
+        let cfg = DegradationConfig {
+            reenable_admission: false,
+            ..DegradationConfig::new(s(1.0))
+        };
+        let mut a = DegradingAdmission::new(cfg, rt).unwrap();
+        // Thirty seconds over target at 300 completions/s: the knob is at q_min, admission
+        // stays off, and the rate it would enforce has not moved.
+        complete_at(&mut a, 0.0, 30.0, 300.0, 5.0);
+        assert_eq!(a.quality(), 0.01);
+        assert_eq!(a.rate_per_s(), initial);
+        assert_eq!(
+            (0..1000).filter(|_| a.admit(s(30.0), 0).is_ok()).count(),
+            1000
+        );
+    }
+
+    #[test]
+    fn admission_starts_from_the_rate_the_stage_sustains() {
+        let rt = ResponseTimeConfig::new(s(1.0));
+        let mut a = DegradingAdmission::new(DegradationConfig::new(s(1.0)), rt).unwrap();
+        // Over target at 400 completions/s until the knob re-enables admission control.
+        let mut t = 0.0;
+        while a
+            .state()
+            .iter()
+            .all(|(k, v)| *k != "admission_enabled" || *v == 0.0)
+        {
+            assert!(t < 60.0, "admission never re-enabled");
+            complete_at(&mut a, t, 0.05, 400.0, 5.0);
+            t += 0.05;
+        }
+        let rate = a.rate_per_s();
+        assert!((rate - 400.0).abs() < 0.05 * 400.0, "starts at {rate}/s");
+        // And it enforces that rate: about 400 admitted over the next second, not 1000.
+        let admitted = (0..1000)
+            .filter(|i| a.admit(s(t + *i as f64 / 1000.0), 0).is_ok())
+            .count();
+        assert!((380..=420).contains(&admitted), "{admitted} admitted");
     }
 
     #[test]

@@ -201,6 +201,18 @@ impl TunedResponseTimeController {
         (self.departures_per_s * self.wait_s).max(self.cfg.min_queue)
     }
 
+    /// Admitted events not yet dequeued.
+    pub fn queued(&self) -> u64 {
+        self.queued
+    }
+
+    /// Counts a request that a rule in front of this controller turned away (a wrapper's, such
+    /// as session-aware admission's): the outer loop adapts only while requests are being
+    /// turned away, and those count as much as the limit's own.
+    pub fn note_rejection(&mut self) {
+        self.rejections += 1;
+    }
+
     /// The queueing-time budget.
     pub fn wait_budget(&self) -> Duration {
         Duration::from_secs_f64(self.wait_s)

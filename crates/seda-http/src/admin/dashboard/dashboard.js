@@ -137,6 +137,11 @@ function drawStages(now, origin) {
       ["p50 / p90 / p99", fmtTime(p.p50) + " / " + fmtTime(p.p90) + " / " + fmtTime(p.p99), "percentiles"],
       ["threads / cap", s.mode === "inline" ? "inline" : p.threads + " / " + p.threads_max, "threads"],
     ];
+    if (s.sizer && s.sizer.kind !== "seda") {
+      const z = s.sizer.state;
+      const goal = z.throughput_target_per_s == null ? "" : ", throughput target " + fmtRate(z.throughput_target_per_s) + "/s";
+      rows.push(["sizer", s.sizer.kind + ": threads target " + (s.threads_target ?? "-") + goal, "sizer"]);
+    }
     if (s.controller) {
       const st = Object.entries(s.controller.state).map(([k, v]) => k + " " + (Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3))).join(", ");
       rows.push([s.controller.name, st, "controller"]);

@@ -89,6 +89,11 @@ pub(crate) struct Figures {
     pub admission_enabled_fraction: Option<f64>,
     /// The token bucket's rate when the knob first re-enabled admission control.
     pub admission_rate_at_enable_per_s: Option<f64>,
+    /// The mean cost of a page served within the target during the spike, relative to a page
+    /// at full quality (the quality polled in its second; [`page_cost`]).
+    pub served_cost_x_full_quality: Option<f64>,
+    /// The capacity at full quality, pages per CPU-second of the server.
+    pub capacity_full_quality_per_cpu_s: f64,
     /// The server's throughput in its calibration just before the spike.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration_throughput_per_s: Option<f64>,
@@ -138,6 +143,16 @@ impl Scenario for Degrade {
          degradation + admission control (WC03 Figures 12, 13)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "degrade+admission/goodput_fraction_of_capacity",
+            "degrade+admission/p90_interval_median_second_half_s",
+            "degrade/goodput_fraction_of_capacity",
+            "degrade/p90_interval_median_second_half_s",
+            "none/p90_interval_median_second_half_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let mut runs = Vec::new();
         for (name, control) in VARIANTS {
@@ -167,7 +182,8 @@ impl Scenario for Degrade {
                 "target_s": spike.target_s,
                 "target_scaled_down": lab.quick,
                 "capacity_per_s": runs.iter().map(|r| (r.name.to_string(), json!(r.capacity))).collect::<Map<_, _>>(),
-                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike",
+                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike. Goodput is compared with the capacity on the pages served: full-quality capacity over the mean cost of a page served within the target (cost at quality q: base + (1 - base) q, base the quality-independent share of a full page's work)",
+                "page_cost_base_share": base_share(&service),
                 "service": {
                     "work_kb": service.work_kb,
                     "rounds": service.rounds,
@@ -272,6 +288,35 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     Ok(run)
 }
 
+/// The share of a full-quality page's work that does not scale with the quality: the base
+/// checksum passes over the work that quality scales (bytes read x rounds).
+fn base_share(c: &BottleneckConfig) -> f64 {
+    let scaled = c.work_kb * c.rounds as f64;
+    c.base_kb / (c.base_kb + scaled).max(1e-9)
+}
+
+/// The cost of a page at `quality`, relative to one at full quality.
+pub(crate) fn page_cost(base: f64, quality: f64) -> f64 {
+    base + (1.0 - base) * quality.clamp(0.0, 1.0)
+}
+
+/// The mean relative cost of the pages completed within the target in the spike's intervals,
+/// each priced at the quality last polled before the interval's end (1 before any poll).
+fn served_cost(report: &Report, spike: &Spike, quality: &[(f64, f64)], base: f64) -> Option<f64> {
+    let (mut pages, mut work) = (0.0, 0.0);
+    for i in spike::intervals(report, spike) {
+        let end = i.t_s + i.duration_s;
+        let q = quality
+            .iter()
+            .take_while(|(t, _)| *t < end)
+            .last()
+            .map_or(1.0, |(_, q)| *q);
+        pages += i.counts.good as f64;
+        work += i.counts.good as f64 * page_cost(base, q);
+    }
+    (pages > 0.0).then(|| work / pages)
+}
+
 /// Mean and minimum of the points with `t` in `[from, to)`.
 fn mean_min(points: &[(f64, f64)], from: f64, to: f64) -> (Option<f64>, Option<f64>) {
     let v: Vec<f64> = points
@@ -313,8 +358,17 @@ fn measure(
         .collect();
     late.sort_by(f64::total_cmp);
     let late_median = late.get(late.len() / 2).copied();
-    let summary = spike::summary(report, spike, capacity);
+    let cost = served_cost(
+        report,
+        spike,
+        &quality,
+        base_share(&BottleneckConfig::default()),
+    );
+    // Goodput against the capacity on the pages served: degraded pages are cheaper.
+    let summary = spike::summary(report, spike, capacity / cost.unwrap_or(1.0));
     let figures = Figures {
+        served_cost_x_full_quality: cost,
+        capacity_full_quality_per_cpu_s: capacity,
         p90_admitted_second_half_s: p90_of(on + secs / 2.0),
         p90_interval_median_second_half_s: late_median,
         intervals_meeting_target: within_target_share(

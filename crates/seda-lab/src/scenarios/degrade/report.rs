@@ -96,6 +96,26 @@ pub(super) fn checks(runs: &[Run], spike: &Spike, quick: bool) -> Vec<Check> {
             fmt(rej_deg)
         ),
     ));
+    let gp = val(runs, "degrade+admission", |r| {
+        r.summary.goodput_fraction_of_capacity
+    });
+    // Observed: issue 15's goal for the controller's fix; a quick spike of 12 s leaves the
+    // knob little time, so it is reported rather than enforced.
+    out.push(Check::observed(
+        "degradation with admission control keeps goodput (>= 0.8 x capacity on the pages served)",
+        gp.is_some_and(|g| g >= 0.8),
+        format!(
+            "degrade+admission: goodput {} x capacity, median 1 s p90 {} s (target {t} s)",
+            fmt(gp),
+            fmt(dpa)
+        ),
+    ));
+    out.push(Check::within_capacity(
+        runs.iter()
+            .map(|r| (r.name, r.summary.goodput_fraction_of_capacity)),
+        "capacity in full-quality pages per CPU-second of the server, calibrated before each \
+         spike, divided by the mean relative cost of the pages served within the target",
+    ));
     out
 }
 
@@ -222,7 +242,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
     );
     s += "| variant | capacity | spike users | p90 during spike | p90, second half (pooled / \
           median of 1 s) | settle | meets target (share of 1 s intervals) | goodput / \
-          capacity | rejected | timeouts + errors | mean quality | lowest quality | server CPU \
+          capacity (on the pages served) | rejected | timeouts + errors | mean quality | lowest quality | server CPU \
           / others on its core |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for r in runs {
         s += &format!(
@@ -239,7 +259,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
                 _ => "never".into(),
             },
             fmt(Some(r.figures.intervals_meeting_target)),
-            fmt(Some(r.summary.goodput_per_s).map(|x| x / r.capacity)),
+            fmt(r.summary.goodput_fraction_of_capacity),
             fmt(Some(r.summary.rejected_fraction)),
             fmt(Some(
                 r.summary.timeout_fraction.unwrap_or(0.0) + r.summary.error_fraction.unwrap_or(0.0)
@@ -294,20 +314,19 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
     match dpa.and_then(|r| r.figures.admission_rate_at_enable_per_s.map(|a| (r, a))) {
         Some((r, rate)) => {
             s += &format!(
-                "**The admission controller starts wound down.** The token bucket that the knob \
-                 re-enables is WC03's response-time controller, and seda-control's \
-                 `degradation` kind keeps adapting its rate from the response times while the \
-                 knob bypasses it: at every run over target the rate is divided by 1.2. When \
-                 the knob switched it on here its rate was {rate:.1} admissions/s, against a \
-                 degraded stage that can serve up to about twice the full-quality capacity of \
-                 {:.0} pages/s, and under target it grows back by at most 1.8/s per run. So \
-                 with admission control the p90 falls far under the target while the pages \
-                 served fall too (goodput {} of capacity). WC03's 99% rejections suggest the \
-                 same behaviour; resetting the rate to the stage's throughput when admission \
-                 control is re-enabled would keep more goodput (not done here: that is a change \
-                 to the controller, not to the experiment).\n\n",
+                "**Admission control starts from what the stage sustains.** The token bucket \
+                 the knob re-enables is WC03's response-time controller. seda-control's \
+                 `degradation` kind leaves it alone while admission is off (it used to keep \
+                 dividing the unenforced rate by 1.2 at every run over target, and started \
+                 enforcing 15-45 admissions/s against a capacity of hundreds: issue 15) and, \
+                 when the knob switches it on, sets it to the stage's completions per second \
+                 smoothed over its measurement periods, and adapts from there (cutting the \
+                 rate while the backlog built without admission control keeps the p90 over \
+                 the target): here it started at {rate:.1} admissions/s, against a \
+                 full-quality capacity of {:.0} pages per CPU-second. Goodput with admission \
+                 control: {} of the capacity on the pages it served.\n\n",
                 r.capacity,
-                fmt(Some(r.summary.goodput_per_s).map(|g| g / r.capacity)),
+                fmt(r.summary.goodput_fraction_of_capacity),
             );
         }
         None => {

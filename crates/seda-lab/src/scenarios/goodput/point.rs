@@ -61,14 +61,21 @@ fn serve_options(v: &Variant) -> ServeOptions {
         threads: Some(THREADS),
         deadline_ms: v.deadline.then(|| TIMEOUT.as_millis() as u64),
         serve_abandoned: !v.cancel,
+        ..ServeOptions::default()
     }
 }
 
 /// Users that keep the one login thread busy when calibrating.
 const CALIBRATION_USERS: usize = 32;
 
-/// Capacity in logins per second: closed users with no think time against the server of the
-/// `none` variant, after a warm-up.
+/// Capacity in logins per CPU-second of the server: closed users with no think time against
+/// the server of the `none` variant, the logins they completed over the CPU time the server
+/// used meanwhile. The measured runs are all logins too, so goodput and capacity are in the
+/// same unit. Per CPU-second, not per second of wall time: on a shared machine another process
+/// can take the server's core for seconds, and a capacity measured in wall time then comes out
+/// far too low, and every load sized from it too (issue 15 saw window+deadline at 2.21 x such a
+/// capacity on one run and 0.41 x on another, with a 7 s stall). No warm-up: the CPU time read
+/// around the run must cover the same logins as the counts.
 pub(super) fn capacity(lab: &Lab) -> Result<f64> {
     let server = MailServer::start_with(lab, "calibrate", &Control::None, &serve_options(&NONE))?;
     let result = (|| {
@@ -81,13 +88,25 @@ pub(super) fn capacity(lab: &Lab) -> Result<f64> {
         });
         let mut cfg = LoadConfig::new(target, model)?;
         cfg.workload = logins();
-        cfg.duration = lab.pick(Duration::from_secs(2), Duration::from_secs(5));
-        cfg.warmup = lab.pick(Duration::from_millis(500), Duration::from_secs(1));
+        cfg.duration = lab.pick(Duration::from_millis(2500), Duration::from_secs(6));
         cfg.client.deadline = Duration::from_secs(10);
-        lab.load(cfg)
+        let before = server.cpu_seconds();
+        let report = lab.load(cfg)?;
+        let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
+        Ok::<_, anyhow::Error>((report, cpu))
     })();
     server.stop(lab, "calibrate");
-    let c = result?.summary.throughput_per_s;
+    let (report, cpu) = result?;
+    let wall = report.summary.throughput_per_s;
+    let c = match cpu {
+        // Without /proc (not Linux), or with too little CPU to divide by, wall time is all
+        // there is.
+        Some(cpu) if cpu > 0.2 => report.summary.counts.completed as f64 / cpu,
+        _ => wall,
+    };
+    lab.log(format!(
+        "calibration: {c:.0} logins per CPU-second of the server ({wall:.0}/s of wall time)"
+    ));
     Ok(if c.is_nan() { 0.0 } else { c })
 }
 

@@ -103,8 +103,10 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
          new session in memory, SSM's \"write session state\" in miniature), {SLOWDOWN}x slower \
          than this machine (`--slowdown {SLOWDOWN}`, {THREADS} login thread) so that the server, \
           not the one-core load generator, saturates. Its capacity is measured with 32 closed \
-         users and no think time just before each load, because the core it shares with the \
-         rest of the machine gives it more or less: **{}** logins/s before the loads {} \
+         users and no think time just before each load, on the same request mix as the loads \
+         (all logins), in logins per CPU-second of the server (logins completed over the CPU \
+         time the server used meanwhile), so that another process taking part of its core \
+         during a calibration does not shrink it: **{}** logins/CPU-s before the loads {} \
          (median {:.0}). Offered load is open Poisson arrivals at a multiple of that capacity. \
          The timeout is **{} s** for everything: the client gives up then, the AIMD window \
          counts a slower reply as a loss, the server's deadline (`--deadline-ms`) drops what is \

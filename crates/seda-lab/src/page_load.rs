@@ -1,0 +1,175 @@
+//! A web page under a spike and under a light load, for services that are not seda stages
+//! inside (`tower-spike`, `proxy-spike`): the same closed users as the bottleneck page's
+//! ([`bottleneck::users`]), and figures in the shared vocabulary ([`RunSummary`]) plus what a
+//! light load costs each server process in CPU per request.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Result;
+use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
+use seda_sim::summary::RunSummary;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::bottleneck;
+use crate::lab::Lab;
+use crate::spike::{self, Spike};
+
+/// The client's deadline in a spike: long enough that response times past the target are
+/// measured rather than cut off (a request past it counts as a timeout).
+pub fn deadline(spike: &Spike) -> Duration {
+    Duration::from_secs_f64((10.0 * spike.target_s).max(30.0))
+}
+
+/// What one spike against a page measured.
+#[derive(Debug)]
+pub struct PageRun {
+    /// Headline figures (`unanswered_clients_fraction` included).
+    pub summary: RunSummary,
+    /// p90 of the pages completed in each 1 s interval: `(t_s, seconds)`.
+    pub p90: Vec<(f64, f64)>,
+    /// Pages answered within the target in each 1 s interval, per second.
+    pub goodput: Vec<(f64, f64)>,
+    /// Rejected fraction of the requests that ended in each interval.
+    pub rejected: Vec<(f64, f64)>,
+    /// The load generator's per-interval series.
+    pub series: Value,
+}
+
+/// Runs `spike` against the page at `addr` (whatever serves it) and measures it against
+/// `capacity`.
+pub fn spike(
+    lab: &Lab,
+    name: &str,
+    addr: SocketAddr,
+    spike: &Spike,
+    capacity: f64,
+) -> Result<PageRun> {
+    let total = spike.before_s + spike.spike_s + spike.after_s;
+    let mut cfg = bottleneck::users(
+        addr,
+        spike.base_users,
+        Duration::from_secs_f64(total),
+        deadline(spike),
+        spike.time_scale,
+    )?;
+    cfg.schedule = Some(spike.schedule()?);
+    cfg.goodput_target = Duration::from_secs_f64(spike.target_s);
+    lab.log(format!(
+        "{name}: {} users, {} during {:.0} s from {:.0} s, p90 target {} s",
+        spike.base_users,
+        spike.spike_users,
+        spike.spike_s,
+        spike.onset_s(),
+        spike.target_s
+    ));
+    let report = lab.load(cfg)?;
+    Ok(measure(&report, spike, capacity))
+}
+
+fn measure(report: &Report, spike: &Spike, capacity: f64) -> PageRun {
+    let mut summary = spike::summary(report, spike, capacity);
+    summary.max_admitted_s = report
+        .latency_between(spike.onset_s(), spike.end_s())
+        .map(|l| l.max_ms / 1000.0);
+    summary.unanswered_clients_fraction = Some(spike::unanswered_clients(report));
+    summary.error_kinds = Some(report.summary.error_kinds.clone());
+    let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
+        report
+            .series
+            .iter()
+            .filter_map(|i| f(i).map(|v| (i.t_s, v)))
+            .collect::<Vec<_>>()
+    };
+    PageRun {
+        summary,
+        p90: pick(&|i| (i.counts.completed > 0).then_some(i.latency.p90_ms / 1000.0)),
+        goodput: pick(&|i| Some(i.counts.good as f64 / i.duration_s.max(1e-9))),
+        rejected: pick(&|i| {
+            let c = &i.counts;
+            let n = c.completed + c.rejected + c.timeouts + c.errors;
+            (n > 0).then(|| c.rejected as f64 / n as f64)
+        }),
+        series: serde_json::to_value(&report.series).unwrap_or(Value::Null),
+    }
+}
+
+impl PageRun {
+    /// The median of the 1 s intervals' p90 over the spike's second half: what a control
+    /// holds once past the onset, robust to one interval in which the shared machine stalled
+    /// the server.
+    pub fn second_half_median_p90(&self, spike: &Spike) -> Option<f64> {
+        let from = spike.onset_s() + spike.spike_s / 2.0;
+        let mut v: Vec<f64> = self
+            .p90
+            .iter()
+            .filter(|(t, _)| *t >= from - 1e-6 && *t < spike.end_s() - 1e-6)
+            .map(|(_, p)| *p)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    }
+}
+
+/// What a light load measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Underload {
+    /// Requests per second offered (Poisson arrivals).
+    pub rate_per_s: f64,
+    /// Pages completed.
+    pub completed: u64,
+    /// Requests that did not complete (rejected, timed out, failed): at underload, none should.
+    pub not_completed: u64,
+    /// CPU seconds per completed request of each process measured, by name.
+    pub cpu_ms_per_request: Vec<(String, f64)>,
+    /// Median response time, ms.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+}
+
+/// Offers `rate_per_s` Poisson arrivals to `addr` for `duration` and reads, around the run,
+/// the CPU time of each named process (`cpu` gives a process's CPU seconds so far).
+pub fn underload(
+    lab: &Lab,
+    addr: SocketAddr,
+    rate_per_s: f64,
+    duration: Duration,
+    cpu: &[(&str, &dyn Fn() -> Option<f64>)],
+) -> Result<Underload> {
+    let target = Target::parse(&format!("http://{addr}/"))?;
+    let model = Model::Open(Open {
+        rate_per_s,
+        arrivals: Arrivals::Poisson,
+        max_connections: 256,
+        max_backlog: 10_000,
+    });
+    let mut cfg = LoadConfig::new(target, model)?;
+    cfg.duration = duration;
+    cfg.client = ClientConfig {
+        deadline: Duration::from_secs(10),
+        ..ClientConfig::default()
+    };
+    // No warm-up: the CPU time read around the run must cover the same requests as the counts.
+    let before: Vec<Option<f64>> = cpu.iter().map(|(_, f)| f()).collect();
+    let report = lab.load(cfg)?;
+    let c = &report.summary.counts;
+    let completed = c.completed;
+    let cpu_ms_per_request = cpu
+        .iter()
+        .zip(before)
+        .filter_map(|((name, f), b)| {
+            let used = f().zip(b).map(|(after, before)| after - before)?;
+            (completed > 0).then(|| (name.to_string(), 1000.0 * used / completed as f64))
+        })
+        .collect();
+    Ok(Underload {
+        rate_per_s,
+        completed,
+        not_completed: c.rejected + c.timeouts + c.errors,
+        cpu_ms_per_request,
+        p50_ms: report.summary.latency.p50_ms,
+        p99_ms: report.summary.latency.p99_ms,
+    })
+}

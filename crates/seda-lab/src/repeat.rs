@@ -1,0 +1,144 @@
+//! `seda lab repeat`: one scenario run N times, and how far each of its headline figures
+//! ([`Scenario::headline`](crate::Scenario::headline)) moved between runs.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The spread (largest distance from the median, relative to it) above which a figure is not
+/// repeatable: issue 15 asks each headline figure to stay within +-15% of its median.
+pub const MAX_SPREAD: f64 = 0.15;
+
+/// One figure over the runs.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Spread {
+    /// Its path in the summary.
+    pub figure: String,
+    /// Its value in each run (`None`: absent or not a number in that run).
+    pub values: Vec<Option<f64>>,
+    /// Median, min and max of the runs that have it.
+    pub median: Option<f64>,
+    /// See `median`.
+    pub min: Option<f64>,
+    /// See `median`.
+    pub max: Option<f64>,
+    /// `max(max - median, median - min) / |median|`: how far from its median the figure
+    /// strayed, as a fraction of it.
+    pub spread: Option<f64>,
+    /// Whether the spread exceeds [`MAX_SPREAD`] (or the figure is missing from some run).
+    pub flagged: bool,
+}
+
+/// The figure at `path` (keys joined by `/`, array indices as numbers) in `summary`.
+pub fn figure(summary: &Map<String, Value>, path: &str) -> Option<f64> {
+    let mut keys = path.split('/');
+    let mut v = summary.get(keys.next()?)?;
+    for k in keys {
+        v = match v {
+            Value::Array(a) => a.get(k.parse::<usize>().ok()?)?,
+            _ => v.get(k)?,
+        };
+    }
+    match v {
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        _ => v.as_f64(),
+    }
+}
+
+/// The median of `xs` (not empty).
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// `figure`'s spread over `values`, one per run.
+pub fn spread(figure: &str, values: Vec<Option<f64>>) -> Spread {
+    let have: Vec<f64> = values.iter().flatten().copied().collect();
+    let median = median(&have);
+    let min = have.iter().copied().reduce(f64::min);
+    let max = have.iter().copied().reduce(f64::max);
+    let spread = match (median, min, max) {
+        (Some(m), Some(lo), Some(hi)) if m != 0.0 => Some((hi - m).max(m - lo) / m.abs()),
+        (Some(_), Some(lo), Some(hi)) => Some(if hi == lo { 0.0 } else { f64::INFINITY }),
+        _ => None,
+    };
+    let missing = have.len() < values.len();
+    Spread {
+        figure: figure.to_string(),
+        flagged: missing || spread.is_none_or(|s| s > MAX_SPREAD),
+        values,
+        median,
+        min,
+        max,
+        spread,
+    }
+}
+
+/// The table `seda lab repeat` prints.
+pub fn table(spreads: &[Spread]) -> String {
+    let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
+    let width = spreads
+        .iter()
+        .map(|s| s.figure.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let mut s = format!(
+        "{:<width$}  {:>9}  {:>9}  {:>9}  {:>7}\n",
+        "figure", "median", "min", "max", "spread"
+    );
+    for r in spreads {
+        s += &format!(
+            "{:<width$}  {:>9}  {:>9}  {:>9}  {:>6}{}\n",
+            r.figure,
+            f(r.median),
+            f(r.min),
+            f(r.max),
+            r.spread
+                .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
+            if r.flagged {
+                format!("  > +-{:.0}%", MAX_SPREAD * 100.0)
+            } else {
+                String::new()
+            },
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn figures_are_found_by_path() {
+        let s = json!({"ours": {"goodput_per_s": 5.0, "ok": true}, "points": [{"x": 2}]});
+        let s = s.as_object().unwrap();
+        assert_eq!(figure(s, "ours/goodput_per_s"), Some(5.0));
+        assert_eq!(figure(s, "ours/ok"), Some(1.0));
+        assert_eq!(figure(s, "points/0/x"), Some(2.0));
+        assert_eq!(figure(s, "ours/missing"), None);
+    }
+
+    #[test]
+    fn spread_is_the_farthest_run_from_the_median() {
+        let r = spread(
+            "g",
+            vec![Some(10.0), Some(9.0), Some(12.0), Some(10.0), Some(11.0)],
+        );
+        assert_eq!(r.median, Some(10.0));
+        assert_eq!((r.min, r.max), (Some(9.0), Some(12.0)));
+        assert!((r.spread.unwrap() - 0.2).abs() < 1e-12);
+        assert!(r.flagged);
+        let r = spread("g", vec![Some(10.0), Some(9.0), Some(11.0)]);
+        assert!(!r.flagged);
+        assert!(spread("g", vec![Some(10.0), None]).flagged);
+    }
+}

@@ -1,0 +1,414 @@
+//! `cluster`: HAProxy in front of three replicas of the e-mail service sharing one PostgreSQL
+//! database, each with our per-stage controller; mid-run one replica becomes fifty times slower
+//! (its `--slowdown` raised by a signal, as a noisy neighbour or a failing disk would slow
+//! it). Round robin, least connections, and round robin with each replica's weight from its
+//! agent-check (`seda serve mail --agent`: the share of requests its stages admit, `drain`
+//! while it sheds nearly all).
+//!
+//! The users are partly open (sessions arrive as a Poisson process, NSDI'06): HAProxy keeps
+//! each session on the replica that logged it in (its sessions live in that replica's memory),
+//! so load moves as sessions end and new ones are placed, and a session refused with 503
+//! logs in again after a short wait.
+
+mod report;
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use seda_load::{ClientConfig, LoadConfig, Model, PartlyOpen, Report, Target};
+use seda_mail::workload::MailWorkload;
+use seda_sim::summary::RunSummary;
+use serde_json::{Map, Value, json};
+
+use crate::haproxy::{self, Balance, Haproxy, Replica};
+use crate::mail::{self, Control, MailServer, ServeOptions};
+use crate::outcome::Outcome;
+use crate::poll::{StatsPoller, stage_rate};
+use crate::{Lab, Scenario, free_port};
+
+/// The scenario.
+pub struct Cluster;
+
+/// The shared database, and this scenario's table prefix in it.
+const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+const PG_ADDR: &str = "127.0.0.1:5432";
+const PREFIX: &str = "seda_lab_cluster_";
+/// Replicas behind HAProxy.
+const REPLICAS: usize = 3;
+/// How much slower the slowed replica becomes (its slowdown multiplied by this).
+const SLOW_X: u32 = 50;
+/// Offered load as a share of the cluster's measured capacity: below what the two healthy
+/// replicas can take alone, so the cluster can hold the target if load moves.
+const LOAD_X: f64 = 0.5;
+/// A session's chance of sending another request after a reply (mean 1 / (1 - p) requests).
+const STAY: f64 = 0.8;
+/// Think time between a session's requests.
+const THINK: Duration = Duration::from_millis(50);
+/// How often HAProxy asks each replica's agent (`agent-inter`), and the stats poll period.
+const POLL: Duration = Duration::from_millis(250);
+/// The goal's window: the share of the slowed replica's excess load moved within this time.
+pub(crate) const MOVE_WITHIN_S: f64 = 2.0;
+
+/// The variants, in the order they run.
+const VARIANTS: [Balance; 3] = [
+    Balance::RoundRobin,
+    Balance::LeastConn,
+    Balance::AgentWeights,
+];
+
+/// The run's timing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    /// When the replica is slowed, seconds from the start of the load.
+    pub slow_at_s: f64,
+    /// The whole run.
+    pub total_s: f64,
+    /// The p90 target of every replica's controllers (and of goodput).
+    pub target_s: f64,
+}
+
+/// What one variant measured.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub balance: Balance,
+    /// Aggregate figures over the slowed phase (from the slowdown on).
+    pub summary: RunSummary,
+    /// p90 of the pages completed in each 1 s interval, all replicas.
+    pub p90: Vec<(f64, f64)>,
+    /// The slowed replica's share of the new sessions (logins, refused ones included: what
+    /// the balancer placed), per poll. Sessions stick to their replica, so placing new ones
+    /// is all a balancer can do.
+    pub share: Vec<(f64, f64)>,
+    /// Its share of the new sessions before the slowdown.
+    pub share_before: Option<f64>,
+    /// Its share in the second ending [`MOVE_WITHIN_S`] after the slowdown.
+    pub share_at_goal: Option<f64>,
+    /// Its share from then to the end of the run.
+    pub share_after: Option<f64>,
+    /// Its share of all requests reaching the replicas, before and after the slowdown.
+    pub requests_share: (Option<f64>, Option<f64>),
+    /// The share of its own arrivals it rejected, before and after the slowdown: what its
+    /// agent reports from.
+    pub slowed_rejected: (Option<f64>, Option<f64>),
+    /// p90 of all pages completed from [`MOVE_WITHIN_S`] after the slowdown to the end.
+    pub p90_after_goal_s: Option<f64>,
+    /// The load generator's per-interval series.
+    pub series: Value,
+}
+
+impl Run {
+    /// The share of the slowed replica's excess load that moved by [`MOVE_WITHIN_S`]: its
+    /// excess is what it got before beyond what it can take now (its share before, divided
+    /// by [`SLOW_X`]).
+    pub(crate) fn moved_by_goal(&self) -> Option<f64> {
+        let (before, at) = (self.share_before?, self.share_at_goal?);
+        let floor = before / f64::from(SLOW_X);
+        (before > floor).then(|| (before - at) / (before - floor))
+    }
+}
+
+/// Why the scenario cannot run here, if it cannot.
+fn missing() -> Option<String> {
+    if haproxy::binary().is_none() {
+        return Some("HAProxy is not installed (apt-get install haproxy)".into());
+    }
+    let pg: SocketAddr = PG_ADDR.parse().ok()?;
+    if TcpStream::connect_timeout(&pg, Duration::from_secs(1)).is_err() {
+        return Some(format!("no PostgreSQL listening on {PG_ADDR}"));
+    }
+    None
+}
+
+impl Scenario for Cluster {
+    fn name(&self) -> &'static str {
+        "cluster"
+    }
+
+    fn about(&self) -> &'static str {
+        "HAProxy over 3 e-mail replicas sharing PostgreSQL, one slowed mid-run: round robin vs \
+         least connections vs agent-check weights from each replica's admission state"
+    }
+
+    fn run(&self, lab: &Lab) -> Result<Outcome> {
+        if let Some(why) = missing() {
+            lab.log(format!("skipped: {why}"));
+            return Ok(Outcome {
+                paper: "issue 17 (replicas steered by admission state)".into(),
+                config: json!({"skipped": why}),
+                report: format!("Skipped: {why}.\n"),
+                ..Outcome::default()
+            });
+        }
+        let target_s = lab.pick(0.5, 1.0);
+        let time_scale = target_s;
+        let replicas = start_replicas(lab, target_s)?;
+        let addrs: Vec<Replica> = replicas.iter().map(|(r, _)| *r).collect();
+        let capacity = {
+            let h = Haproxy::start_cluster(lab, "calibrate", &addrs, Balance::RoundRobin)?;
+            let c = mail::wall_capacity(lab, h.addr);
+            h.child.stop();
+            c?
+        };
+        let timing = Timing {
+            slow_at_s: lab.pick(5.0, 20.0),
+            total_s: lab.pick(13.0, 60.0),
+            target_s,
+        };
+        let mut runs = Vec::new();
+        for balance in VARIANTS {
+            runs.push(run_variant(
+                lab, balance, &replicas, &timing, capacity, time_scale,
+            )?);
+            // Back to normal speed for the next variant.
+            replicas[0].1.slow_down(false)?;
+        }
+        for (i, (_, s)) in replicas.into_iter().enumerate() {
+            s.stop(lab, &format!("r{}", i + 1));
+        }
+        report::plots(lab, &runs, &timing)?;
+        let mut summary = Map::new();
+        for r in &runs {
+            let mut s = r.summary.to_json();
+            if let Value::Object(m) = &mut s {
+                m.insert("slowed_share_before".into(), json!(r.share_before));
+                m.insert("slowed_share_at_goal".into(), json!(r.share_at_goal));
+                m.insert("slowed_share_after".into(), json!(r.share_after));
+                m.insert("excess_moved_by_goal".into(), json!(r.moved_by_goal()));
+                m.insert("p90_after_goal_s".into(), json!(r.p90_after_goal_s));
+            }
+            summary.insert(r.balance.name().into(), s);
+        }
+        Ok(Outcome {
+            paper: "issue 17 (replicas steered by admission state); WC03's per-stage control on each replica".into(),
+            config: json!({
+                "replicas": REPLICAS,
+                "database": "postgresql (shared)",
+                "table_prefix": PREFIX,
+                "slowdown": mail::SLOWDOWN,
+                "slowed_to": mail::SLOWDOWN * SLOW_X,
+                "slow_at_s": timing.slow_at_s,
+                "run_s": timing.total_s,
+                "target_s": target_s,
+                "capacity_per_s": capacity,
+                "offered_per_s": LOAD_X * capacity,
+                "users": {"model": "partly-open", "stay_probability": STAY, "think_s": THINK.as_secs_f64(), "reject_wait_s": mail::REJECT_WAIT.as_secs_f64() * time_scale * 0.1},
+                "agent_inter_s": POLL.as_secs_f64(),
+                "variants": VARIANTS.iter().map(|b| b.name()).collect::<Vec<_>>(),
+            }),
+            summary,
+            data: Value::Object(
+                runs.iter()
+                    .map(|r| {
+                        (
+                            r.balance.name().to_string(),
+                            json!({"series": r.series, "slowed_share": r.share}),
+                        )
+                    })
+                    .collect(),
+            ),
+            checks: report::checks(&runs, &timing),
+            report: report::markdown(&runs, &timing, capacity),
+        })
+    }
+}
+
+/// Starts the replicas, one after the other (the first seeds the shared tables if they are
+/// not there yet), each with our controller and an agent port.
+fn start_replicas(lab: &Lab, target_s: f64) -> Result<Vec<(Replica, MailServer)>> {
+    let mut out = Vec::new();
+    for i in 0..REPLICAS {
+        let agent: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
+        let options = ServeOptions {
+            shared_db: Some((PG_URL.into(), PREFIX.into())),
+            agent: Some(agent),
+            slowdown_on_usr1: Some(mail::SLOWDOWN * SLOW_X),
+            ..ServeOptions::default()
+        };
+        let server = MailServer::start_with(
+            lab,
+            &format!("r{}", i + 1),
+            &Control::ours(target_s),
+            &options,
+        )
+        .with_context(|| format!("replica r{}", i + 1))?;
+        out.push((
+            Replica {
+                addr: server.addr,
+                agent,
+            },
+            server,
+        ));
+    }
+    Ok(out)
+}
+
+/// The partly-open mail users offering about `rate_per_s` requests per second.
+fn sessions(addr: SocketAddr, rate_per_s: f64, t: &Timing, time_scale: f64) -> Result<LoadConfig> {
+    let target = Target::parse(&format!("http://{addr}/"))?;
+    let model = Model::PartlyOpen(PartlyOpen {
+        sessions_per_s: rate_per_s * (1.0 - STAY),
+        stay_probability: STAY,
+        think: THINK,
+        max_sessions: 5000,
+    });
+    let mut cfg = LoadConfig::new(target, model)?;
+    cfg.workload = std::sync::Arc::new(MailWorkload::new(mail::CORPUS_USERS));
+    cfg.duration = Duration::from_secs_f64(t.total_s);
+    cfg.goodput_target = Duration::from_secs_f64(t.target_s);
+    cfg.client = ClientConfig {
+        // A refused session logs in again soon (a tenth of WC03's wait, scaled).
+        backoff_on_503: Some(mail::REJECT_WAIT.mul_f64(time_scale * 0.1)),
+        deadline: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(3),
+        error_pause: Duration::from_secs(1),
+        ..ClientConfig::default()
+    };
+    cfg.keep_interval_histograms = true;
+    Ok(cfg)
+}
+
+fn run_variant(
+    lab: &Lab,
+    balance: Balance,
+    replicas: &[(Replica, MailServer)],
+    t: &Timing,
+    capacity: f64,
+    time_scale: f64,
+) -> Result<Run> {
+    let addrs: Vec<Replica> = replicas.iter().map(|(r, _)| *r).collect();
+    let lb = Haproxy::start_cluster(lab, balance.name(), &addrs, balance)?;
+    // Give the agent checks a round to set the weights before the load starts.
+    std::thread::sleep(POLL * 2);
+    let cfg = sessions(lb.addr, LOAD_X * capacity, t, time_scale)?;
+    lab.log(format!(
+        "{}: {:.0} requests/s offered, r1 slowed {SLOW_X} x at {:.0} s",
+        balance.name(),
+        LOAD_X * capacity,
+        t.slow_at_s
+    ));
+    let pollers: Vec<StatsPoller> = replicas
+        .iter()
+        .map(|(_, s)| StatsPoller::start(s.admin, POLL))
+        .collect();
+    let start = Instant::now();
+    let slowed = &replicas[0].1;
+    let report = std::thread::scope(|scope| {
+        let slow = scope.spawn(|| {
+            std::thread::sleep(Duration::from_secs_f64(t.slow_at_s));
+            slowed.slow_down(true)
+        });
+        let report = lab.load(cfg);
+        (report, slow.join())
+    });
+    let polled: Vec<_> = pollers.into_iter().map(StatsPoller::stop).collect();
+    lb.child.stop();
+    let (report, slow) = report;
+    slow.map_err(|_| anyhow::anyhow!("the thread slowing r1 panicked"))??;
+    let report = report?;
+    lab.log(format!(
+        "{}: ran {:.1} s",
+        balance.name(),
+        start.elapsed().as_secs_f64()
+    ));
+    let rate = |stage| -> Vec<Vec<(f64, f64)>> {
+        polled
+            .iter()
+            .map(|s| stage_rate(s, stage, "arrivals"))
+            .collect()
+    };
+    let rejected = stage_rate(&polled[0], None, "rejected_total");
+    let mut run = measure(
+        balance,
+        &report,
+        &rate(Some(LOGIN_STAGE)),
+        &rate(None),
+        t,
+        capacity,
+    );
+    let arrivals = &rate(None)[0];
+    let share = |from: f64, to: f64| -> Option<f64> {
+        let sum = |r: &[(f64, f64)]| -> f64 {
+            r.iter()
+                .filter(|(x, _)| *x > from && *x <= to)
+                .map(|(_, v)| v)
+                .sum()
+        };
+        let a = sum(arrivals);
+        (a > 0.0).then(|| sum(&rejected) / a)
+    };
+    run.slowed_rejected = (share(1.0, t.slow_at_s), share(t.slow_at_s, t.total_s));
+    Ok(run)
+}
+
+/// The stage whose arrivals are new sessions: a session's first request logs in.
+const LOGIN_STAGE: &str = "mail.login";
+
+/// The slowed replica's share of all arrivals at each poll (the pollers' clocks start within
+/// a few ms of each other; points are matched by index).
+fn share_series(rates: &[Vec<(f64, f64)>]) -> Vec<(f64, f64)> {
+    let n = rates.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .filter_map(|i| {
+            let total: f64 = rates.iter().map(|r| r[i].1).sum();
+            (total > 0.0).then(|| (rates[0][i].0, rates[0][i].1 / total))
+        })
+        .collect()
+}
+
+/// The slowed replica's share of the arrivals summed over `[from, to)`.
+fn share_between(rates: &[Vec<(f64, f64)>], from: f64, to: f64) -> Option<f64> {
+    let sum = |r: &Vec<(f64, f64)>| -> f64 {
+        r.iter()
+            .filter(|(t, _)| *t > from && *t <= to)
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let total: f64 = rates.iter().map(sum).sum();
+    (total > 0.0).then(|| sum(&rates[0]) / total)
+}
+
+fn measure(
+    balance: Balance,
+    report: &Report,
+    rates: &[Vec<(f64, f64)>],
+    requests: &[Vec<(f64, f64)>],
+    t: &Timing,
+    capacity: f64,
+) -> Run {
+    let goal = t.slow_at_s + MOVE_WITHIN_S;
+    let spike = crate::spike::Spike {
+        base_users: 0,
+        spike_users: 0,
+        before_s: t.slow_at_s,
+        spike_s: t.total_s - t.slow_at_s,
+        after_s: 0.0,
+        target_s: t.target_s,
+        time_scale: 1.0,
+    };
+    let mut summary = crate::spike::summary(report, &spike, capacity);
+    summary.controller = Some(balance.name().into());
+    Run {
+        p90_after_goal_s: report
+            .latency_between(goal, t.total_s)
+            .map(|l| l.p90_ms / 1000.0),
+        balance,
+        summary,
+        p90: report
+            .series
+            .iter()
+            .filter(|i| i.counts.completed > 0)
+            .map(|i| (i.t_s, i.latency.p90_ms / 1000.0))
+            .collect(),
+        share: share_series(rates),
+        share_before: share_between(rates, 1.0, t.slow_at_s),
+        share_at_goal: share_between(rates, goal - 1.0, goal),
+        share_after: share_between(rates, goal, t.total_s),
+        requests_share: (
+            share_between(requests, 1.0, t.slow_at_s),
+            share_between(requests, t.slow_at_s, t.total_s),
+        ),
+        slowed_rejected: (None, None),
+        series: serde_json::to_value(&report.series).unwrap_or(Value::Null),
+    }
+}

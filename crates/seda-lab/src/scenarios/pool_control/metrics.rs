@@ -1,0 +1,127 @@
+//! The figures of FAIR07 Figures 5-2 to 5-6 from a run's periods: steady error, settle
+//! periods, thread overshoot, and the share of the best fixed pool's throughput.
+
+use serde::Serialize;
+
+use super::plant::Sample;
+
+/// A period's throughput counts as on target within this share (the band a step must enter
+/// and stay in to have settled).
+pub(crate) const SETTLE_BAND: f64 = 0.1;
+
+/// Figures of one controller on one plant.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub(crate) struct Figures {
+    /// Mean `|y - target| / target` over the second half of each target phase, the worst
+    /// phase (self-tuning only).
+    pub steady_error: Option<f64>,
+    /// Periods after the upward step until the throughput enters and stays within
+    /// [`SETTLE_BAND`] of the target (self-tuning only; `None`: it never settled).
+    pub settle_periods: Option<usize>,
+    /// Highest thread count during the upward step over the threads it ended with, minus 1.
+    pub thread_overshoot: Option<f64>,
+    /// Mean throughput over the second half of the last phase (the search for the most)
+    /// over the best fixed pool's.
+    pub fraction_of_best_fixed: f64,
+    /// That throughput, events/s.
+    pub throughput_per_s: f64,
+    /// Mean threads over the same periods.
+    pub threads: f64,
+    /// The ARX model's mean relative one-step error (self-tuning only).
+    pub arx_error: Option<f64>,
+}
+
+/// The samples of phase `i` (they are in phase order).
+pub(crate) fn phase(samples: &[Sample], i: usize) -> &[Sample] {
+    let start = samples.partition_point(|s| s.phase < i);
+    let end = samples.partition_point(|s| s.phase <= i);
+    &samples[start..end]
+}
+
+fn second_half(s: &[Sample]) -> &[Sample] {
+    &s[s.len() / 2..]
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 { f64::NAN } else { sum / n as f64 }
+}
+
+/// Steady error of one target phase.
+pub(crate) fn steady_error(p: &[Sample]) -> Option<f64> {
+    let tail = second_half(p);
+    let t = tail.first()?.target_per_s.filter(|t| *t > 0.0)?;
+    Some(mean(
+        tail.iter().map(|s| (s.throughput_per_s - t).abs() / t),
+    ))
+}
+
+/// Periods until the phase's throughput enters [`SETTLE_BAND`] of its target and stays.
+pub(crate) fn settle_periods(p: &[Sample]) -> Option<usize> {
+    let t = p.first()?.target_per_s.filter(|t| *t > 0.0)?;
+    let inside = |s: &Sample| (s.throughput_per_s - t).abs() <= SETTLE_BAND * t;
+    let last_outside = p.iter().rposition(|s| !inside(s));
+    match last_outside {
+        None => Some(0),
+        Some(i) if i + 1 < p.len() => Some(i + 1),
+        Some(_) => None,
+    }
+}
+
+/// Highest threads in the phase over the mean of its second half, minus 1.
+pub(crate) fn thread_overshoot(p: &[Sample]) -> Option<f64> {
+    let end = mean(second_half(p).iter().map(|s| s.threads as f64));
+    let peak = p.iter().map(|s| s.threads).max()? as f64;
+    (end > 0.0).then(|| (peak / end - 1.0).max(0.0))
+}
+
+/// Mean throughput and threads over the second half of a phase. The mean, not the median: a
+/// pool of threads started together completes in bursts, one per backend wait, so per-period
+/// counts alternate between two values and their median is biased by a whole burst.
+pub(crate) fn plateau(p: &[Sample]) -> (f64, f64) {
+    let tail = second_half(p);
+    (
+        mean(tail.iter().map(|s| s.throughput_per_s)),
+        mean(tail.iter().map(|s| s.threads as f64)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(y: f64, threads: usize, target: f64) -> Sample {
+        Sample {
+            t_s: 0.0,
+            phase: 0,
+            threads,
+            throughput_per_s: y,
+            target_per_s: Some(target),
+        }
+    }
+
+    #[test]
+    fn a_step_settles_after_its_last_period_outside_the_band() {
+        let p = [
+            s(100.0, 2, 400.0),
+            s(300.0, 4, 400.0),
+            s(395.0, 5, 400.0),
+            s(410.0, 4, 400.0),
+            s(400.0, 4, 400.0),
+        ];
+        assert_eq!(settle_periods(&p), Some(2));
+        // Peak 5 over the second half's mean of 13 / 3.
+        assert!((thread_overshoot(&p).unwrap() - 2.0 / 13.0).abs() < 1e-9);
+        let e = steady_error(&p).unwrap();
+        assert!((e - (10.0 + 0.0 + 5.0) / 3.0 / 400.0).abs() < 1e-9, "{e}");
+        assert_eq!(settle_periods(&[s(100.0, 1, 400.0)]), None);
+        // Bursts of 16 and 24 completions a period average to 20.
+        let bursts = [
+            s(16.0, 8, 0.0),
+            s(24.0, 8, 0.0),
+            s(16.0, 8, 0.0),
+            s(24.0, 8, 0.0),
+        ];
+        assert_eq!(plateau(&bursts), (20.0, 8.0));
+    }
+}

@@ -1,0 +1,69 @@
+//! The report: per plant, every sizer's figures beside the thesis's.
+
+use std::time::Duration;
+
+use super::Results;
+
+pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration]) -> String {
+    let phases: Vec<String> = phases
+        .iter()
+        .map(|p| format!("{:.1}", p.as_secs_f64()))
+        .collect();
+    let mut s = String::new();
+    s += &format!(
+        "Each plant is one stage of the real runtime whose handler waits on an *emulated* \
+         backend (a sleep, not real I/O), kept busy by a producer. A sweep of fixed pools finds \
+         the best fixed size; then each sizer starts from eight threads and runs three phases of \
+         {} s with a {:.1} s control period: throughput targets of 0.4 and 0.8 x the best \
+         fixed throughput (the step), then 1.5 x (more than any pool gives: the most it can find). \
+         SEDA's heuristic and hill climbing take no target. The thesis (FAIR07 Figures 5-2 to 5-6) \
+         ran 1 s periods on a server with real I/O stages; it reports P settling within about 3 \
+         periods with small error and little overshoot.\n\n",
+        phases.join(", "),
+        period.as_secs_f64()
+    );
+    for (plant, best, rows) in all {
+        s += &format!(
+            "## Plant `{}`: backend {} ms{}{}\n\nBest fixed pool: {} threads, {:.0} events/s.\n\n\
+             | sizer | share of best fixed | events/s | threads | steady error | settle periods \
+             | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|\n",
+            plant.name,
+            plant.latency_ms,
+            if plant.channels > 0 {
+                format!(", {} channels", plant.channels)
+            } else {
+                String::new()
+            },
+            if plant.knee > 0 {
+                format!(", thrashing past {} callers (interior optimum)", plant.knee)
+            } else {
+                String::new()
+            },
+            best.0,
+            best.1
+        );
+        for (name, f) in rows {
+            let o = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
+            s += &format!(
+                "| {name} | {:.2} | {:.0} | {:.1} | {} | {} | {} | {} |\n",
+                f.fraction_of_best_fixed,
+                f.throughput_per_s,
+                f.threads,
+                o(f.steady_error),
+                f.settle_periods.map_or("-".into(), |k| k.to_string()),
+                o(f.thread_overshoot),
+                o(f.arx_error),
+            );
+        }
+        let leader = rows
+            .iter()
+            .max_by(|a, b| a.1.throughput_per_s.total_cmp(&b.1.throughput_per_s));
+        if let Some((name, f)) = leader {
+            s += &format!(
+                "\nMost throughput in the last phase: **{name}** ({:.0} events/s).\n\n",
+                f.throughput_per_s
+            );
+        }
+    }
+    s
+}

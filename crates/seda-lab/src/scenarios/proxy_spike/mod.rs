@@ -1,0 +1,269 @@
+//! `proxy-spike`: a service none of us wrote (gunicorn's sync workers serving a small WSGI app
+//! that reads a page of rows from PostgreSQL) reached directly, through HAProxy with a fixed
+//! `maxconn` (WC03's 128-connection limit), and through `seda proxy --target-ms`. A light
+//! load measures what each proxy costs per request and adds to the latency; a spike of three
+//! times what the service answers within the target measures the p90 of admitted requests,
+//! the goodput within the target, and the users never answered.
+
+mod report;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+use serde_json::{Map, Value, json};
+
+use crate::bottleneck::{self, process_cpu_seconds, process_tree_cpu_seconds};
+use crate::child::{Child, free_port};
+use crate::haproxy::{self, Haproxy};
+use crate::outcome::Outcome;
+use crate::page_load::{self, PageRun, Underload};
+use crate::peers::gunicorn;
+use crate::spike::Spike;
+use crate::{Lab, Scenario};
+
+/// The scenario.
+pub struct ProxySpike;
+
+/// The database the app reads, and its table there.
+const DSN: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
+const PG_ADDR: &str = "127.0.0.1:5432";
+const TABLE: &str = "seda_lab_proxy_items";
+/// Spike users as a multiple of `capacity x target`.
+const SPIKE_X: f64 = 3.0;
+/// The light load, as a share of the capacity.
+const UNDERLOAD_X: f64 = 0.5;
+/// Closed users (no think time) measuring the capacity: enough to keep every worker busy
+/// while others connect (a sync worker closes its connection after each request).
+const CALIBRATION_USERS: usize = 64;
+/// HAProxy's connection limit (WC03's).
+const MAXCONN: usize = 128;
+
+/// The ways to reach the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Front {
+    Direct,
+    HaproxyMaxconn,
+    SedaProxy,
+}
+
+impl Front {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Front::Direct => "direct",
+            Front::HaproxyMaxconn => "haproxy_maxconn_128",
+            Front::SedaProxy => "seda_proxy",
+        }
+    }
+}
+
+/// What one way of reaching the service measured.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub front: Front,
+    pub underload: Underload,
+    pub spike: PageRun,
+}
+
+impl Run {
+    /// CPU ms per request of the named process at underload.
+    pub(crate) fn cpu_ms(&self, who: &str) -> Option<f64> {
+        self.underload
+            .cpu_ms_per_request
+            .iter()
+            .find(|(n, _)| n == who)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// Why the scenario cannot run here, if it cannot.
+fn missing() -> Option<String> {
+    if let Some(why) = peers_missing() {
+        return Some(why);
+    }
+    let pg: SocketAddr = PG_ADDR.parse().ok()?;
+    if std::net::TcpStream::connect_timeout(&pg, Duration::from_secs(1)).is_err() {
+        return Some(format!("no PostgreSQL listening on {PG_ADDR}"));
+    }
+    None
+}
+
+fn peers_missing() -> Option<String> {
+    if haproxy::binary().is_none() {
+        return Some("HAProxy is not installed (apt-get install haproxy)".into());
+    }
+    if crate::peers::find_binary("gunicorn").is_none() {
+        return Some(
+            "gunicorn is not installed (apt-get install gunicorn python3-psycopg2)".into(),
+        );
+    }
+    gunicorn::python_ready().err()
+}
+
+/// A running gunicorn.
+struct Upstream {
+    addr: SocketAddr,
+    child: Child,
+}
+
+impl Upstream {
+    fn start(lab: &Lab, name: &str) -> Result<Upstream> {
+        let port = free_port()?;
+        let cmd = gunicorn::command(port, &lab.file("gunicorn"), DSN, TABLE)
+            .map_err(|e| anyhow!("{e}"))?;
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let mut child = lab.spawn(name, &cmd)?;
+        child.wait_port(addr, Duration::from_secs(30))?;
+        Ok(Upstream { addr, child })
+    }
+
+    fn cpu_seconds(&self) -> Option<f64> {
+        process_tree_cpu_seconds(self.child.pid())
+    }
+}
+
+fn seda_proxy(lab: &Lab, upstream: SocketAddr, target_s: f64) -> Result<(SocketAddr, Child)> {
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
+    let cmd = lab.seda(&[
+        "proxy",
+        "--listen",
+        &addr.to_string(),
+        "--upstream",
+        &format!("http://{upstream}"),
+        "--target-ms",
+        &((target_s * 1000.0).round() as u64).to_string(),
+    ]);
+    let mut child = lab.spawn("seda_proxy", &cmd)?;
+    child.wait_port(addr, Duration::from_secs(30))?;
+    Ok((addr, child))
+}
+
+fn shape(lab: &Lab, capacity: f64, target_s: f64) -> Spike {
+    Spike {
+        base_users: 3,
+        spike_users: ((SPIKE_X * capacity * target_s).round() as usize).clamp(20, 6000),
+        before_s: lab.pick(1.0, 10.0),
+        spike_s: lab.pick(6.0, 60.0),
+        after_s: lab.pick(0.5, 10.0),
+        target_s,
+        time_scale: target_s / 5.0,
+    }
+}
+
+impl Scenario for ProxySpike {
+    fn name(&self) -> &'static str {
+        "proxy-spike"
+    }
+
+    fn about(&self) -> &'static str {
+        "gunicorn + PostgreSQL under a 3 x spike, reached directly, through HAProxy maxconn \
+         128, and through seda proxy: cost per proxied request, p90, goodput, users unanswered"
+    }
+
+    fn run(&self, lab: &Lab) -> Result<Outcome> {
+        if let Some(why) = missing() {
+            lab.log(format!("skipped: {why}"));
+            return Ok(Outcome {
+                paper: "WC03 Figure 10's connection limit, in front of a stock service".into(),
+                config: json!({"skipped": why}),
+                report: format!("Skipped: {why}.\n"),
+                ..Outcome::default()
+            });
+        }
+        let target_s = lab.pick(0.5, 1.0);
+        let underload_for = lab.pick(Duration::from_secs(2), Duration::from_secs(10));
+        let upstream = Upstream::start(lab, "gunicorn_calibrate")?;
+        let cal = bottleneck::capacity_of(lab, upstream.addr, CALIBRATION_USERS, &|| {
+            upstream.cpu_seconds()
+        })?;
+        upstream.child.stop();
+        // As in `tower-spike`: sized from what the service answered per second of wall-clock
+        // time on its shared core.
+        let capacity = cal.throughput_per_s;
+        lab.log(format!(
+            "capacity: {capacity:.1} pages/s ({:.1} per CPU-second of gunicorn)",
+            cal.capacity_per_s
+        ));
+        let spike = shape(lab, capacity, target_s);
+        let mut runs = Vec::new();
+        for front in [Front::Direct, Front::HaproxyMaxconn, Front::SedaProxy] {
+            // A fresh upstream each time: a spike leaves connections queued in its backlog.
+            let upstream = Upstream::start(lab, &format!("gunicorn_{}", front.name()))?;
+            let (addr, proxy) = match front {
+                Front::Direct => (upstream.addr, None),
+                Front::HaproxyMaxconn => {
+                    let h = Haproxy::start(lab, "haproxy", upstream.addr, MAXCONN)?;
+                    (h.addr, Some(h.child))
+                }
+                Front::SedaProxy => {
+                    let (a, c) = seda_proxy(lab, upstream.addr, target_s)?;
+                    (a, Some(c))
+                }
+            };
+            let up_cpu = || upstream.cpu_seconds();
+            let proxy_pid = proxy.as_ref().map(Child::pid);
+            let proxy_cpu = || proxy_pid.and_then(process_cpu_seconds);
+            let mut cpu: Vec<(&str, &dyn Fn() -> Option<f64>)> = vec![("upstream", &up_cpu)];
+            if proxy.is_some() {
+                cpu.push(("proxy", &proxy_cpu));
+            }
+            let underload =
+                page_load::underload(lab, addr, UNDERLOAD_X * capacity, underload_for, &cpu)?;
+            lab.log(format!(
+                "{}: underload p50 {:.2} ms, p99 {:.2} ms, CPU ms per request {:?}",
+                front.name(),
+                underload.p50_ms,
+                underload.p99_ms,
+                underload.cpu_ms_per_request
+            ));
+            let spike_run = page_load::spike(lab, front.name(), addr, &spike, capacity)?;
+            if let Some(p) = proxy {
+                p.stop();
+            }
+            upstream.child.stop();
+            runs.push(Run {
+                front,
+                underload,
+                spike: spike_run,
+            });
+        }
+        report::plots(lab, &runs, &spike)?;
+        let mut summary = Map::new();
+        for r in &runs {
+            let mut s = r.spike.summary.to_json();
+            if let Value::Object(m) = &mut s {
+                m.insert("underload".into(), json!(r.underload));
+            }
+            summary.insert(r.front.name().into(), s);
+        }
+        Ok(Outcome {
+            paper: "WC03 Figure 10's connection limit, in front of a stock service (issue 17)"
+                .into(),
+            config: json!({
+                "upstream": {"server": "gunicorn (Debian), sync workers", "workers": gunicorn::WORKERS, "app": "a page of 200 rows from PostgreSQL rendered as HTML", "table": TABLE},
+                "spike": spike.describe(),
+                "spike_users_per_capacity_target": SPIKE_X,
+                "client_deadline_s": page_load::deadline(&spike).as_secs_f64(),
+                "capacity_per_s": capacity,
+                "capacity_per_cpu_s": cal.capacity_per_s,
+                "underload_rate_per_s": UNDERLOAD_X * capacity,
+                "underload_s": underload_for.as_secs_f64(),
+                "haproxy_maxconn": MAXCONN,
+                "seda_proxy_target_s": target_s,
+            }),
+            summary,
+            data: Value::Object(
+                runs.iter()
+                    .map(|r| {
+                        (
+                            r.front.name().to_string(),
+                            json!({"series": r.spike.series}),
+                        )
+                    })
+                    .collect(),
+            ),
+            checks: report::checks(&runs, &spike),
+            report: report::markdown(&runs, &spike, capacity, cal.capacity_per_s),
+        })
+    }
+}

@@ -1,0 +1,233 @@
+//! `thesis-open` (FAIR07 Section 5.3, Tables 1 and 2): open-loop arrivals that double at the
+//! two-thirds point, against our self-tuning design (global control, the self-tuning pool,
+//! the selective dropper at the entry) and SEDA's admission control with a well-sized and with
+//! an over-allocated pool, one after the other on the same plant.
+//!
+//! The plant is `seda serve bottleneck` with an *emulated* backend (a sleep, not real I/O)
+//! that thrashes past 12 requests at once (40 ms each: at most about 300 pages/s, at 12
+//! threads), and almost no CPU work per page. The thesis's 200 then 400 clients each sending
+//! every 200-600 ms are arrivals of 500/s then 1000/s; here they are 0.45 then 0.9 x the plant's
+//! designed capacity (Poisson), and its p90 target of 100 ms is 200 ms (five backend calls), the
+//! dropper's threshold 0.8 x that, as in the thesis.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Result;
+use seda_http::bottleneck::STAGE;
+use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Schedule, Target};
+use serde_json::{Map, json};
+
+use crate::child::Child;
+use crate::lab::Lab;
+use crate::outcome::{Check, Outcome};
+use crate::scenario::Scenario;
+
+/// The scenario.
+pub(crate) struct ThesisOpen;
+
+/// The emulated backend's latency, ms.
+const BACKEND_MS: u64 = 40;
+/// Requests it serves at once before it thrashes.
+const KNEE: usize = 12;
+/// The plant's designed capacity, pages/s (`KNEE / BACKEND_MS`).
+pub(super) const CAPACITY: f64 = KNEE as f64 * 1000.0 / BACKEND_MS as f64;
+/// Arrivals before and after the two-thirds point, as shares of the capacity.
+const LOADS: [f64; 2] = [0.45, 0.9];
+/// The p90 target.
+const TARGET: Duration = Duration::from_millis(200);
+
+/// The self-tuning design's `[stages.bottleneck]` settings.
+pub(super) fn self_tuning_stage() -> String {
+    "threads = 4\nmin_threads = 1\nmax_threads = 48\n\
+     sizer = { kind = \"self_tuning\", law = \"p\", period_ms = 500 }\n"
+        .to_string()
+}
+
+/// The variants, by the names the summary uses, and their `[stages.bottleneck]` settings.
+fn variants() -> [(&'static str, String); 3] {
+    let seda = |threads: usize| {
+        format!(
+            "threads = {threads}\nmin_threads = {threads}\nmax_threads = {threads}\n\
+             sizer = {{ kind = \"fixed\" }}\n\
+             admission = {{ kind = \"response_time\", target_s = {} }}\n",
+            TARGET.as_secs_f64()
+        )
+    };
+    [
+        ("self_tuning", self_tuning_stage()),
+        ("seda_well_sized", seda(KNEE)),
+        ("seda_over_allocated", seda(4 * KNEE)),
+    ]
+}
+
+/// Starts the plant as `name` with `stage` as its `[stages.bottleneck]`; global control toward
+/// `target` when `stage` names the self-tuning sizer.
+pub(super) fn start(
+    lab: &Lab,
+    name: &str,
+    stage: &str,
+    target: Duration,
+) -> Result<(SocketAddr, Child)> {
+    let global = stage.contains("self_tuning");
+    let mut toml = format!(
+        "[bottleneck]\nwork_kb = 1.0\nrounds = 1\nbase_kb = 0.0\nbackend_ms = {BACKEND_MS}.0\n\
+         backend_knee = {KNEE}\n\n[runtime]\ntick_ms = 20\nstats_period_ms = 500\n"
+    );
+    if global {
+        toml += &format!(
+            "[runtime.global]\ntarget_p90_ms = {}\nentry = \"{STAGE}\"\n",
+            target.as_millis()
+        );
+    }
+    // One request per batch: with the default batch one worker takes dozens of requests at once,
+    // the others idle, and requests wait inside the batch where the dropper cannot see them.
+    toml += &format!("\n[stages.{STAGE}]\nbatch = 1\n{stage}");
+    let (addr, _, child) = crate::bottleneck::spawn_configured(lab, name, &toml)?;
+    Ok((addr, child))
+}
+
+fn load(addr: SocketAddr, phases: [Duration; 2]) -> Result<LoadConfig> {
+    let rates = LOADS.map(|f| f * CAPACITY);
+    let schedule = Schedule::parse(&format!(
+        "0s={},{}ms={}",
+        rates[0],
+        phases[0].as_millis(),
+        rates[1]
+    ))?;
+    let model = Model::Open(Open {
+        rate_per_s: rates[0],
+        arrivals: Arrivals::Poisson,
+        max_connections: 4000,
+        max_backlog: 100_000,
+    });
+    let mut cfg = LoadConfig::new(Target::parse(&format!("http://{addr}/"))?, model)?;
+    cfg.schedule = Some(schedule);
+    cfg.duration = phases[0] + phases[1];
+    cfg.goodput_target = TARGET;
+    cfg.client = ClientConfig {
+        deadline: Duration::from_secs(10),
+        ..ClientConfig::default()
+    };
+    Ok(cfg)
+}
+
+/// Table 1's and Table 2's columns for one variant.
+pub(super) fn table(r: &Report, target: Duration) -> serde_json::Value {
+    let c = &r.summary.counts;
+    let incoming = (c.sent + r.summary.dropped) as f64;
+    let share = |n: u64, of: f64| if of > 0.0 { n as f64 / of } else { f64::NAN };
+    json!({
+        "incoming": c.sent + r.summary.dropped,
+        "within_target": c.good,
+        "processed": c.completed,
+        "rejected": c.rejected,
+        "timeouts": c.timeouts,
+        "errors": c.errors,
+        "within_target_of_processed": share(c.good, c.completed as f64),
+        "within_target_of_all": share(c.good, incoming),
+        "rejected_fraction": share(c.rejected, incoming),
+        "p90_ms": r.summary.latency.p90_ms,
+        "target_s": target.as_secs_f64(),
+    })
+}
+
+impl Scenario for ThesisOpen {
+    fn name(&self) -> &'static str {
+        "thesis-open"
+    }
+
+    fn about(&self) -> &'static str {
+        "open-loop arrivals doubling at the two-thirds point: global control with self-tuning \
+         pools against SEDA's admission control with a well-sized and an over-allocated pool \
+         (FAIR07 Section 5.3, Tables 1 and 2)"
+    }
+
+    fn run(&self, lab: &Lab) -> Result<Outcome> {
+        let phases = lab.pick(
+            [Duration::from_secs(8), Duration::from_secs(4)],
+            [Duration::from_secs(60), Duration::from_secs(30)],
+        );
+        let mut summary = Map::new();
+        for (name, stage) in variants() {
+            let (addr, child) = start(lab, name, &stage, TARGET)?;
+            let report = lab.load(load(addr, phases)?);
+            child.stop();
+            let t = table(&report?, TARGET);
+            lab.log(format!("{name}: {t}"));
+            summary.insert(name.to_string(), t);
+        }
+        let get = |v: &str, k: &str| summary[v][k].as_f64().unwrap_or(f64::NAN);
+        let ours = get("self_tuning", "within_target_of_all");
+        let well = get("seda_well_sized", "within_target_of_all");
+        let over = get("seda_over_allocated", "within_target_of_all");
+        let rejected = get("self_tuning", "rejected_fraction");
+        let checks = vec![
+            Check::observed(
+                "the self-tuning design serves more of all requests within the target than SEDA's \
+                 admission control with an over-allocated pool (thesis: 81.2% against 52.8%; \
+                 observed: two quick runs on this machine gave ours 0.92 and 0.58 against 0.57 \
+                 and 0.60, the server's p90 sitting near the target)",
+                ours > over,
+                format!("ours {ours:.3}, over-allocated {over:.3}"),
+            ),
+            Check::observed(
+                "the self-tuning design serves more of all requests within the target than SEDA's \
+                 admission control with a well-sized pool (thesis: 81.2% against 74.6%; observed: \
+                 one short run per variant on a loaded machine)",
+                ours > well,
+                format!("ours {ours:.3}, well-sized {well:.3}"),
+            ),
+            Check::observed(
+                "at least 90% of all requests within the target with at most 4% rejected (the \
+                 issue's goal; the thesis reached 81.2% with 4%; observed: a short run)",
+                ours >= 0.9 && rejected <= 0.04,
+                format!("{ours:.3} within target, {rejected:.3} rejected"),
+            ),
+        ];
+        let mut report = format!(
+            "Open-loop Poisson arrivals at {:.0}/s, then {:.0}/s from {:.0} s to {:.0} s (the \
+             thesis: 200 then 400 clients each every 200-600 ms), on `seda serve bottleneck` with \
+             an emulated backend of {BACKEND_MS} ms that thrashes past {KNEE} requests (designed \
+             capacity {CAPACITY:.0} pages/s). p90 target {} ms (thesis 100 ms), dropper at 0.8 x.\n\n\
+             | variant | incoming | within target | processed | rejected | processed within \
+             target | all within target | rejection rate |\n|---|---|---|---|---|---|---|---|\n",
+            LOADS[0] * CAPACITY,
+            LOADS[1] * CAPACITY,
+            phases[0].as_secs_f64(),
+            (phases[0] + phases[1]).as_secs_f64(),
+            TARGET.as_millis()
+        );
+        for (name, t) in &summary {
+            report += &format!(
+                "| {name} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |\n",
+                t["incoming"],
+                t["within_target"],
+                t["processed"],
+                t["rejected"],
+                t["within_target_of_processed"].as_f64().unwrap_or(f64::NAN),
+                t["within_target_of_all"].as_f64().unwrap_or(f64::NAN),
+                t["rejected_fraction"].as_f64().unwrap_or(f64::NAN),
+            );
+        }
+        report += "| thesis: self-tuning | | | | | | 0.812 | 0.04 |\n\
+                   | thesis: SEDA, well-sized | | | | | | 0.746 | 0.217 |\n\
+                   | thesis: SEDA, over-allocated | | | | | | 0.528 | 0.528 |\n";
+        Ok(Outcome {
+            paper: "FAIR07 Section 5.3, Tables 1 and 2".into(),
+            config: json!({
+                "backend_ms": BACKEND_MS,
+                "knee": KNEE,
+                "capacity_per_s": CAPACITY,
+                "loads_of_capacity": LOADS,
+                "phases_s": phases.map(|p| p.as_secs_f64()),
+                "target_s": TARGET.as_secs_f64(),
+                "variants": variants().map(|(n, s)| json!({"name": n, "stage": s})),
+            }),
+            summary,
+            data: json!({}),
+            checks,
+            report,
+        })
+    }
+}
