@@ -94,8 +94,9 @@ pub struct ServeArgs {
     #[arg(long)]
     trust_class_header: bool,
     /// Answer HAProxy's agent-check on this address (`127.0.0.1:0`: a free port, printed as
-    /// `agent-check: ADDR`): a weight from the share of requests the stages admit, `drain`
-    /// while they shed nearly all, so a load balancer sends a struggling replica less.
+    /// `agent-check: ADDR`): a weight steered by the share of arriving requests the stages
+    /// serve (rejected and dropped ones lower it), `drain` while they serve almost none, so a
+    /// load balancer sends a struggling replica less.
     #[arg(long)]
     agent: Option<SocketAddr>,
     /// On SIGUSR1, set the slowdown to this; on SIGUSR2, back to --slowdown. The lab slows one
@@ -105,7 +106,8 @@ pub struct ServeArgs {
 }
 
 fn open(db: &str, prefix: &str) -> Result<Arc<dyn Store>> {
-    store::open(db, prefix).map_err(|e| anyhow!("cannot open the mail store {db}: {e}"))
+    store::open(db, prefix)
+        .map_err(|e| anyhow!("cannot open the mail store {}: {e}", store::redact(db)))
 }
 
 /// Creates the tables (dropping old ones first only when `replace`: `seda mail corpus`) and
@@ -216,7 +218,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             println!("agent-check: {}", listener.local_addr()?);
             let runtime = server.runtime().clone();
             tokio::spawn(seda_proxy::serve_agent(listener, move || {
-                admission_counts(&runtime.stats())
+                agent_sample(&runtime.stats())
             }));
         }
         stop_signal().await;
@@ -239,16 +241,15 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
 /// corpus` does, when asked to. (Treating "the audit failed" as "empty" once let a transient
 /// error or a foreign table named `users` wipe a database at start.)
 fn seed_if_new(store: &dyn Store, args: &ServeArgs) -> Result<()> {
-    let tables = store.tables().map_err(|e| {
-        anyhow!(
-            "cannot read the catalogue of {}: {e}; not starting",
-            args.db
-        )
-    })?;
+    // The URL may carry a password: only its redacted form is printed.
+    let db = seda_mail::store::redact(&args.db);
+    let tables = store
+        .tables()
+        .map_err(|e| anyhow!("cannot read the catalogue of {}: {e}; not starting", db))?;
     if tables == 0 {
         println!(
             "{} has no mail tables: creating them and seeding {} users",
-            args.db, args.seed_users
+            db, args.seed_users
         );
         return load_corpus(store, &Corpus::new(args.seed_users, 1), false);
     }
@@ -260,28 +261,28 @@ fn seed_if_new(store: &dyn Store, args: &ServeArgs) -> Result<()> {
                 bail!(
                     "{} has mail tables of an older layout ({e}): refusing to start (nothing \
                      was changed; `seda mail corpus --db ...` recreates them)",
-                    args.db
+                    db
                 );
             }
             if a.users == 0 {
-                println!("warning: {} has the mail tables but no users", args.db);
+                println!("warning: {} has the mail tables but no users", db);
             }
             // Indexes a newer version lists by (CREATE INDEX IF NOT EXISTS; no data changes).
             store
                 .upgrade()
-                .map_err(|e| anyhow!("cannot add the listing indexes to {}: {e}", args.db))
+                .map_err(|e| anyhow!("cannot add the listing indexes to {}: {e}", db))
         }
         Ok(_) => bail!(
             "{} has {tables} of the 3 mail tables: refusing to start on a partial schema \
              (nothing was changed; `seda mail corpus --db ...` recreates the tables, dropping \
              what they hold)",
-            args.db
+            db
         ),
         Err(e) => bail!(
             "{} has mail tables this service cannot read ({e}): refusing to start (nothing \
              was changed; `seda mail corpus --db ...` recreates the tables, dropping what they \
              hold)",
-            args.db
+            db
         ),
     }
 }
@@ -305,18 +306,27 @@ fn single_admission(spec: &str) -> Result<seda_control::SharedController> {
     Ok(seda_control::SharedController::new(controller))
 }
 
-/// The counts the agent-check answers from: admitted and rejected summed over the stages with
-/// a queue (the request-type stages; the inline route stage only passes requests on, so
-/// counting it too would count every request twice).
-fn admission_counts(stats: &seda::RuntimeSnapshot) -> seda_proxy::AdmissionCounts {
-    stats.stages.iter().filter(|s| s.mode != "inline").fold(
-        seda_proxy::AdmissionCounts::default(),
-        |c, s| seda_proxy::AdmissionCounts {
-            admitted: c.admitted + s.totals.counters.admitted,
-            rejected: c.rejected + s.totals.counters.rejected_total,
-            limit: None,
-        },
-    )
+/// The counts the agent-check answers from, summed over the stages with a queue (the
+/// request-type stages; the inline route stage only passes requests on, so counting it too
+/// would count every request twice). When every such stage's controller keeps a concurrency
+/// limit (`--single-admission vegas`...), their sum becomes `maxconn:N`.
+fn agent_sample(stats: &seda::RuntimeSnapshot) -> seda_control::AgentSample {
+    let stages: Vec<_> = stats.stages.iter().filter(|s| s.mode != "inline").collect();
+    let limits: Option<Vec<f64>> = stages
+        .iter()
+        .map(|s| s.controller.as_ref()?.state.get("limit").copied())
+        .collect();
+    seda_control::AgentSample {
+        admitted: stages.iter().map(|s| s.totals.counters.admitted).sum(),
+        rejected: stages
+            .iter()
+            .map(|s| s.totals.counters.rejected_total)
+            .sum(),
+        completed: stages.iter().map(|s| s.totals.counters.completed).sum(),
+        limit: limits
+            .filter(|l| !l.is_empty())
+            .map(|l| l.iter().sum::<f64>().round().max(0.0) as u64),
+    }
 }
 
 /// What each request-type stage did while the server ran (server-side response times:

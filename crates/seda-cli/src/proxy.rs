@@ -29,6 +29,10 @@ pub struct ProxyArgs {
     /// admitted, `drain` while shedding nearly all.
     #[arg(long)]
     agent: Option<SocketAddr>,
+    /// The admin address (loopback by default, `off` for none): `/metrics` with each route's
+    /// admission (`seda_layer_*`), and `/_seda/stats` (JSON, the routes under `layers`).
+    #[arg(long, default_value = crate::admin::DEFAULT)]
+    admin: crate::admin::AdminAddr,
     /// Print each route's admitted and rejected counts every this many seconds (0: never).
     #[arg(long, default_value_t = 0)]
     stats_every_s: u64,
@@ -60,6 +64,29 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
                 .map_or("no admission control".to_string(), |t| format!("p90 target {} ms", t.as_millis()));
             println!("  {:<20} -> {}  ({control})", r.prefix, r.upstream);
         }
+        // Kept alive until the proxy stops; dropping it stops the admin address.
+        let _admin = match args.admin.0 {
+            Some(addr) => {
+                let read = proxy.stats_reader();
+                let sources = seda_http::AdminSources {
+                    layers: Some(std::sync::Arc::new(move || {
+                        read()
+                            .into_iter()
+                            .filter_map(|r| r.admission.map(|a| (r.prefix, a)))
+                            .collect()
+                    })),
+                    ..seda_http::AdminSources::default()
+                };
+                let server = seda_http::AdminServer::start(addr, sources)
+                    .with_context(|| format!("cannot serve the admin address {addr}"))?;
+                crate::admin::announce(Some(server.local_addr()));
+                Some(server)
+            }
+            None => {
+                crate::admin::announce(None);
+                None
+            }
+        };
         if let Some(agent) = args.agent {
             let listener = tokio::net::TcpListener::bind(agent)
                 .await
@@ -67,7 +94,7 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
             println!("agent-check: {}", listener.local_addr()?);
             let read = proxy.stats_reader();
             tokio::spawn(seda_proxy::serve_agent(listener, move || {
-                seda_proxy::AdmissionCounts::of_routes(&read())
+                seda_proxy::routes_sample(&read())
             }));
         }
         if args.stats_every_s > 0 {

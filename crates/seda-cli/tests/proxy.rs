@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 
@@ -79,6 +79,84 @@ fn proxies_a_static_server_and_forwards_its_answers() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// `--admin` (on by default, loopback): each route's admission in `/metrics`, which promtool
+/// accepts (where Debian's `prometheus` is installed), and in `/_seda/stats`; never on the
+/// proxy's own port.
+#[test]
+fn the_admin_address_serves_each_routes_metrics() {
+    let root = temp_root("proxy-admin", &[("a.txt", b"a\n")]);
+    let (mut upstream, mut proxy) = static_behind_proxy(&root, "500", &[]);
+    // `start` stopped at the listen line; the admin line follows the routes.
+    let admin = loop {
+        let mut line = String::new();
+        assert!(
+            proxy.stdout.read_line(&mut line).unwrap() > 0,
+            "no admin line"
+        );
+        if let Some(rest) = line.strip_prefix("admin: http://") {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    for _ in 0..5 {
+        assert!(get(&proxy.addr, "/a.txt").starts_with("HTTP/1.1 200"));
+    }
+    let metrics = get(&admin, "/metrics");
+    let stats = get(&admin, "/_seda/stats");
+    let on_service_port = get(&proxy.addr, "/metrics");
+    for child in [&mut proxy.child, &mut upstream.child] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(
+        metrics.contains("seda_layer_admitted_total{layer=\"/\"} 5"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("seda_layer_completed_total{layer=\"/\"} 5"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("seda_layer_rejected_total{layer=\"/\",reason=\"rate\"} 0"));
+    assert!(
+        metrics.contains("process_resident_memory_bytes "),
+        "{metrics}"
+    );
+    assert!(stats.contains("\"layers\""), "{stats}");
+    // The upstream has no /metrics: the proxy forwarded the request there.
+    assert!(
+        on_service_port.starts_with("HTTP/1.1 404"),
+        "{on_service_port}"
+    );
+    let body = metrics.split("\r\n\r\n").nth(1).unwrap_or_default();
+    if Command::new("promtool").arg("--version").output().is_err() {
+        println!("skipped promtool: not installed (Debian package `prometheus`)");
+        return;
+    }
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let check = promtool.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(
+        check.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{body}"
+    );
+}
+
 #[test]
 fn without_an_upstream_it_says_what_to_give() {
     let out = Command::new(env!("CARGO_BIN_EXE_seda"))
@@ -108,7 +186,6 @@ fn haproxy_weights_the_proxy_by_its_admission_state() {
         eprintln!("skipped: haproxy is not installed");
         return;
     }
-    use std::io::BufRead;
     let dir = temp_root("agent", &[("big", &[b'x'; 1 << 20])]);
     // A 1 ms target that 1 MB responses to 64 clients cannot meet: the proxy must shed.
     let (mut upstream, mut proxy) = static_behind_proxy(&dir, "1", &["--agent", "127.0.0.1:0"]);

@@ -344,6 +344,32 @@ fn serve_mail_never_drops_a_database_it_cannot_read() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A database URL's password never reaches the output: the error names the store by its
+/// redacted URL.
+#[test]
+fn serve_mail_hides_the_database_password_in_its_errors() {
+    const SECRET: &str = "hunter2secret";
+    // Nothing listens on port 1: opening fails, and the error names the URL.
+    for url in [
+        format!("postgres://postgres:{SECRET}@127.0.0.1:1/test"),
+        format!("mysql://root:{SECRET}@127.0.0.1:1/test"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_seda"))
+            .args(["serve", "mail", "--addr", "127.0.0.1:0", "--db", &url])
+            .output()
+            .expect("run seda serve mail");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{text}");
+        assert!(text.contains("cannot open the mail store"), "{text}");
+        assert!(text.contains(":***@127.0.0.1:1"), "{text}");
+        assert!(!text.contains(SECRET), "{text}");
+    }
+}
+
 /// `--agent` answers HAProxy's agent-check from the stages' admission (everything admitted:
 /// full weight), and `--slowdown-on-usr1` switches the slowdown on SIGUSR1 and back on SIGUSR2.
 #[test]

@@ -1,26 +1,57 @@
 //! What a replica tells its load balancer: HAProxy's `agent-check` reply, from the share of
-//! requests its admission control is admitting.
+//! the requests reaching it that it serves.
 //!
 //! HAProxy polls a TCP port of each server every `agent-inter` and reads one line: a weight
 //! relative to the configured one (`75%`), `drain` (weight 0: no new traffic, existing
-//! connections finish), `ready`, and optionally `maxconn:N`. A replica that is shedding load
-//! should get less of it, so the others (which are admitting) take it: the weight is the share
-//! of requests admitted over the last window, and below [`AgentPolicy::drain_below`] the
-//! replica asks to be drained. This moves load away from a slowed replica within one or two
+//! connections finish), `ready`, and optionally `maxconn:N`. A replica that cannot serve what
+//! it gets should get less of it, so the others take it.
+//!
+//! The signal is the *served share* of the last window: requests completed over requests that
+//! arrived (admitted or rejected). Rejections lower it, and so do admitted requests the
+//! replica then drops (a response-time controller drops those queued past the target): a
+//! slowed replica that still admits 90% of its requests but drops most of them is not a
+//! healthy one. (The first version reported the admitted share alone; in the lab's `cluster`
+//! a replica slowed 50 x kept admitting 91% and its weight barely moved.)
+//!
+//! The weight is steered like TCP's window, additive increase and multiplicative decrease: a
+//! window whose served share is below [`AgentPolicy::healthy`] multiplies the weight by that
+//! share, a healthy one adds [`AgentPolicy::increase_pct`]. The weight then settles where the
+//! replica serves what it is sent, and a slowed replica sheds most of its weight within a few
 //! polls, where HAProxy's round robin or least-connections would keep sending it its share.
 
-/// Turns cumulative admission counters into agent-check replies.
+/// Cumulative counts a replica's agent reads at each poll.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentSample {
+    /// Requests admitted so far.
+    pub admitted: u64,
+    /// Requests rejected so far.
+    pub rejected: u64,
+    /// Admitted requests completed so far (not dropped, failed or terminated).
+    pub completed: u64,
+    /// The controller's current concurrency limit (`maxconn:N` in the reply), if it has one.
+    pub limit: Option<u64>,
+}
+
+/// Turns cumulative counters into agent-check replies.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentPolicy {
-    /// Share admitted under which the replica asks to be drained (0.1).
+    /// Served share under which the replica asks to be drained (0.1).
     pub drain_below: f64,
+    /// Served share from which a window counts as healthy (0.9).
+    pub healthy: f64,
+    /// Weight added after a healthy window, in percent (10).
+    pub increase_pct: u32,
+    /// Arrivals a window needs before it decides anything (20): in a smaller one, the few
+    /// requests still in service at its end weigh too much. A smaller window is extended to
+    /// the next poll.
+    pub min_arrivals: u64,
     /// Lowest weight reported while not drained, in percent (1).
     pub min_weight_pct: u32,
     /// Weight a drained replica comes back with after a window with no traffic, in percent
-    /// (10): a drained replica gets no requests, so without a probe it could never show it
-    /// has recovered.
+    /// (10): a drained replica gets no new sessions, so without a probe it could never show
+    /// it has recovered.
     pub probe_weight_pct: u32,
-    last: Option<(u64, u64)>,
+    last: Option<AgentSample>,
     weight_pct: u32,
 }
 
@@ -28,6 +59,9 @@ impl Default for AgentPolicy {
     fn default() -> Self {
         AgentPolicy {
             drain_below: 0.1,
+            healthy: 0.9,
+            increase_pct: 10,
+            min_arrivals: 20,
             min_weight_pct: 1,
             probe_weight_pct: 10,
             last: None,
@@ -37,30 +71,42 @@ impl Default for AgentPolicy {
 }
 
 impl AgentPolicy {
-    /// The reply for a poll, given the cumulative `admitted` and `rejected` counts and, when
-    /// the controller has one, its current concurrency limit. A window with no traffic keeps
-    /// the previous weight (an idle replica is not a slow one), except after a drain, when
-    /// the replica asks for [`probe_weight_pct`](Self::probe_weight_pct) to show whether it
-    /// has recovered.
-    pub fn reply(&mut self, admitted: u64, rejected: u64, limit: Option<u64>) -> String {
-        let (a0, r0) = self.last.replace((admitted, rejected)).unwrap_or((0, 0));
-        let (da, dr) = (admitted.saturating_sub(a0), rejected.saturating_sub(r0));
-        if da + dr > 0 {
-            let share = da as f64 / (da + dr) as f64;
-            self.weight_pct = if share < self.drain_below {
+    /// The reply for a poll, given the cumulative counts. A window with no traffic keeps the
+    /// previous weight (an idle replica is not a slow one), except after a drain, when the
+    /// replica asks for [`probe_weight_pct`](Self::probe_weight_pct) to show whether it has
+    /// recovered; one with fewer than [`min_arrivals`](Self::min_arrivals) keeps it too.
+    pub fn reply(&mut self, now: AgentSample) -> String {
+        let before = self.last.unwrap_or_default();
+        let delta = |a: u64, b: u64| a.saturating_sub(b);
+        let arrived = delta(now.admitted, before.admitted) + delta(now.rejected, before.rejected);
+        let probe = self.probe_weight_pct.clamp(1, 100);
+        if arrived >= self.min_arrivals.max(1) {
+            self.last = Some(now);
+            // Completions can lead arrivals in a window (requests queued in the last one).
+            let served = (delta(now.completed, before.completed) as f64 / arrived as f64).min(1.0);
+            self.weight_pct = if served < self.drain_below {
                 0
+            } else if served < self.healthy {
+                let w = (f64::from(self.weight_pct.max(probe)) * served).round() as u32;
+                w.clamp(self.min_weight_pct.max(1), 100)
+            } else if self.weight_pct == 0 {
+                probe
             } else {
-                ((share * 100.0).round() as u32).clamp(self.min_weight_pct.max(1), 100)
+                (self.weight_pct + self.increase_pct).min(100)
             };
-        } else if self.weight_pct == 0 {
-            self.weight_pct = self.probe_weight_pct.clamp(1, 100);
+        } else if arrived == 0 {
+            // Also re-bases counters that went backwards (a restarted server).
+            self.last = Some(now);
+            if self.weight_pct == 0 {
+                self.weight_pct = probe;
+            }
         }
         let state = if self.weight_pct == 0 {
             "drain".to_string()
         } else {
             format!("ready,{}%", self.weight_pct)
         };
-        match limit {
+        match now.limit {
             Some(n) => format!("{state},maxconn:{}\n", n.max(1)),
             None => format!("{state}\n"),
         }
@@ -71,33 +117,70 @@ impl AgentPolicy {
 mod tests {
     use super::*;
 
-    #[test]
-    fn weight_follows_the_admitted_share_of_the_last_window() {
-        let mut p = AgentPolicy::default();
-        assert_eq!(p.reply(0, 0, None), "ready,100%\n");
-        assert_eq!(p.reply(100, 0, None), "ready,100%\n");
-        assert_eq!(p.reply(175, 25, None), "ready,75%\n");
-        // No traffic in the window: keep the last weight.
-        assert_eq!(p.reply(175, 25, Some(40)), "ready,75%,maxconn:40\n");
-        // Shedding almost everything: drain.
-        assert_eq!(p.reply(180, 125, None), "drain\n");
-        assert_eq!(p.reply(280, 125, None), "ready,100%\n");
+    fn sample(admitted: u64, rejected: u64, completed: u64) -> AgentSample {
+        AgentSample {
+            admitted,
+            rejected,
+            completed,
+            limit: None,
+        }
     }
 
     #[test]
-    fn a_drained_replica_with_no_traffic_asks_for_a_probe_weight() {
+    fn weight_falls_by_the_served_share_and_climbs_back_additively() {
         let mut p = AgentPolicy::default();
-        p.reply(0, 0, None);
-        assert_eq!(p.reply(5, 95, None), "drain\n");
-        assert_eq!(p.reply(5, 95, None), "ready,10%\n");
-        // Still shedding under the probe: drained again.
-        assert_eq!(p.reply(6, 150, None), "drain\n");
+        assert_eq!(p.reply(sample(0, 0, 0)), "ready,100%\n");
+        assert_eq!(p.reply(sample(100, 0, 100)), "ready,100%\n");
+        // 75 of 100 arrivals served: the weight is multiplied by 0.75.
+        assert_eq!(p.reply(sample(175, 25, 175)), "ready,75%\n");
+        // Admitted but dropped counts as not served: 50 of 100.
+        assert_eq!(p.reply(sample(275, 25, 225)), "ready,38%\n");
+        // No traffic in the window: keep the last weight.
+        let limited = AgentSample {
+            limit: Some(40),
+            ..sample(275, 25, 225)
+        };
+        assert_eq!(p.reply(limited), "ready,38%,maxconn:40\n");
+        // Healthy windows add 10 points each, up to 100.
+        assert_eq!(p.reply(sample(375, 25, 325)), "ready,48%\n");
+        for _ in 0..10 {
+            let last = p.last.unwrap_or_default();
+            p.reply(sample(last.admitted + 100, 25, last.completed + 100));
+        }
+        assert_eq!(p.reply(sample(2000, 25, 1950)), "ready,100%\n");
+    }
+
+    #[test]
+    fn a_replica_serving_almost_nothing_is_drained_then_probed() {
+        let mut p = AgentPolicy::default();
+        p.reply(sample(0, 0, 0));
+        assert_eq!(p.reply(sample(95, 5, 5)), "drain\n");
+        assert_eq!(p.reply(sample(95, 5, 5)), "ready,10%\n");
+        // Still serving almost nothing under the probe: drained again.
+        assert_eq!(p.reply(sample(150, 6, 10)), "drain\n");
+        // Sticky sessions still arrive while drained; served well, it comes back at the probe.
+        assert_eq!(p.reply(sample(180, 6, 40)), "ready,10%\n");
+        assert_eq!(p.reply(sample(210, 6, 70)), "ready,20%\n");
+    }
+
+    #[test]
+    fn a_window_with_few_arrivals_waits_for_more() {
+        let mut p = AgentPolicy::default();
+        p.reply(sample(0, 0, 0));
+        // One login admitted, not yet counted as completed: no verdict on one request.
+        assert_eq!(p.reply(sample(1, 0, 0)), "ready,100%\n");
+        // The window extends until it has 20 arrivals: 20 arrived, 10 served.
+        assert_eq!(p.reply(sample(20, 0, 10)), "ready,50%\n");
     }
 
     #[test]
     fn counters_that_go_backwards_do_not_underflow() {
         let mut p = AgentPolicy::default();
-        p.reply(100, 100, None);
-        assert_eq!(p.reply(10, 10, Some(0)), "ready,50%,maxconn:1\n");
+        p.reply(sample(100, 100, 100));
+        let back = AgentSample {
+            limit: Some(0),
+            ..sample(10, 10, 10)
+        };
+        assert_eq!(p.reply(back), "ready,50%,maxconn:1\n");
     }
 }

@@ -88,7 +88,7 @@ mod shared;
 pub mod terminate;
 
 pub use admission::{AdmissionController, RejectReason};
-pub use agent::AgentPolicy;
+pub use agent::{AgentPolicy, AgentSample};
 pub use catalogue::build_admission;
 pub use client::{AimdWindow, AimdWindowConfig};
 pub use drop::QueueThreshold;

@@ -1,5 +1,5 @@
 //! HAProxy's `agent-check` on its own port: each connection gets one line from a server's
-//! admission state ([`seda_control::AgentPolicy`]) and is closed. The proxy answers it from
+//! serving state ([`seda_control::AgentPolicy`]) and is closed. The proxy answers it from
 //! its routes; `seda serve mail --agent` from its stages.
 //!
 //! ```text
@@ -9,42 +9,38 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use seda_control::AgentPolicy;
+use seda_control::{AgentPolicy, AgentSample};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 use crate::RouteStats;
 
-/// What the agent reads at each poll: cumulative counts of requests admitted and rejected by
-/// the server's admission control, and its concurrency limit when its controller has one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AdmissionCounts {
-    /// Requests admitted so far.
-    pub admitted: u64,
-    /// Requests rejected so far.
-    pub rejected: u64,
-    /// The controller's current concurrency limit (`maxconn:N` in the reply).
-    pub limit: Option<u64>,
-}
-
-impl AdmissionCounts {
-    /// The proxy's counts: the sums over its routes with admission control.
-    pub fn of_routes(routes: &[RouteStats]) -> Self {
-        routes.iter().filter_map(|r| r.admission.as_ref()).fold(
-            AdmissionCounts::default(),
-            |c, s| AdmissionCounts {
-                admitted: c.admitted + s.admitted,
-                rejected: c.rejected + s.rejected.iter().map(|(_, n)| n).sum::<u64>(),
-                limit: None,
-            },
-        )
+/// The proxy's sample: the sums over its routes with admission control. When every such
+/// route's controller keeps a concurrency limit (Vegas, Gradient2...), their sum is the
+/// `maxconn:N` HAProxy is told: more connections than that would only queue or be refused.
+pub fn routes_sample(routes: &[RouteStats]) -> AgentSample {
+    let layers: Vec<_> = routes.iter().filter_map(|r| r.admission.as_ref()).collect();
+    let limits: Option<Vec<f64>> = layers
+        .iter()
+        .map(|s| s.state.iter().find(|(k, _)| *k == "limit").map(|(_, v)| *v))
+        .collect();
+    AgentSample {
+        admitted: layers.iter().map(|s| s.admitted).sum(),
+        rejected: layers
+            .iter()
+            .flat_map(|s| s.rejected.iter().map(|(_, n)| n))
+            .sum(),
+        completed: layers.iter().map(|s| s.completed).sum(),
+        limit: limits
+            .filter(|l| !l.is_empty())
+            .map(|l| l.iter().sum::<f64>().round().max(0.0) as u64),
     }
 }
 
 /// Answers agent checks on `listener` until the task is dropped, from what `read` returns.
 pub async fn serve_agent(
     listener: TcpListener,
-    read: impl Fn() -> AdmissionCounts + Send + Sync + 'static,
+    read: impl Fn() -> AgentSample + Send + Sync + 'static,
 ) -> std::io::Result<()> {
     let policy = Arc::new(Mutex::new(AgentPolicy::default()));
     loop {
@@ -52,16 +48,47 @@ pub async fn serve_agent(
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        let c = read();
         let line = policy
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .reply(c.admitted, c.rejected, c.limit);
+            .reply(read());
         tokio::spawn(async move {
             // A checker that hangs up early is not our problem; bound the write anyway.
             let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(line.as_bytes()))
                 .await;
             let _ = stream.shutdown().await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use seda_tower::{LayerStats, RejectReason};
+
+    fn route(prefix: &str, limit: Option<f64>) -> RouteStats {
+        RouteStats {
+            prefix: prefix.into(),
+            admission: Some(LayerStats {
+                controller: "test",
+                admitted: 10,
+                rejected: vec![(RejectReason::Limit, 2)],
+                completed: 9,
+                dropped: 1,
+                state: limit.map(|l| vec![("limit", l)]).unwrap_or_default(),
+            }),
+        }
+    }
+
+    #[test]
+    fn the_sample_sums_the_routes_and_their_limits() {
+        let both = [route("/a", Some(10.4)), route("/b", Some(20.0))];
+        let s = routes_sample(&both);
+        assert_eq!((s.admitted, s.rejected, s.completed), (20, 4, 18));
+        assert_eq!(s.limit, Some(30));
+        // One route without a limit: no connection limit can be stated for the proxy.
+        let mixed = [route("/a", Some(10.0)), route("/b", None)];
+        assert_eq!(routes_sample(&mixed).limit, None);
+        assert_eq!(routes_sample(&[]).limit, None);
     }
 }

@@ -11,8 +11,8 @@
 //! address is appended to `X-Forwarded-For`; the wait for an upstream's response head is
 //! bounded (504 after it; 502 when the upstream cannot be reached).
 //!
-//! Behind a load balancer, [`serve_agent`] answers HAProxy's `agent-check` from the routes'
-//! admission state, so a replica that sheds load gets less of it.
+//! Behind a load balancer, [`serve_agent`] answers HAProxy's `agent-check` from the share of
+//! requests the routes serve, so a replica that sheds load gets less of it.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -37,7 +37,7 @@ mod config;
 mod forward;
 mod server;
 
-pub use agent::{AdmissionCounts, serve_agent};
+pub use agent::{routes_sample, serve_agent};
 pub use body::ProxyBody;
 pub use config::{
     ConfigError, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT,

@@ -115,6 +115,9 @@ impl Collector for SedaCollector {
         if let Some(rt) = &src.runtime {
             encode_runtime(&mut enc, rt)?;
         }
+        if let Some(layers) = &src.layers {
+            encode_layers(&mut enc, &layers())?;
+        }
         process::encode(&mut enc)
     }
 }
@@ -319,6 +322,77 @@ fn encode_controllers(
             let labels = [
                 ("stage", s.name.as_str()),
                 ("controller", c.name),
+                ("key", *key),
+            ];
+            m.encode_family(&labels)?.encode_gauge(v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Tower admission layers (the proxy's routes): `seda_layer_*` with a `layer` label, and
+/// their controllers' state beside the stages' in `seda_controller_state`.
+fn encode_layers(
+    enc: &mut DescriptorEncoder<'_>,
+    layers: &[(String, seda_tower::LayerStats)],
+) -> Result<(), std::fmt::Error> {
+    let per_layer = |v: fn(&seda_tower::LayerStats) -> u64| {
+        layers
+            .iter()
+            .map(|(name, s)| (vec![("layer", name.as_str())], v(s)))
+            .collect::<Vec<_>>()
+    };
+    counter_family(
+        enc,
+        "seda_layer_admitted",
+        "Requests the layer admitted.",
+        per_layer(|s| s.admitted),
+    )?;
+    counter_family(
+        enc,
+        "seda_layer_completed",
+        "Admitted requests that produced a response.",
+        per_layer(|s| s.completed),
+    )?;
+    counter_family(
+        enc,
+        "seda_layer_dropped",
+        "Admitted requests that failed or were abandoned before a response.",
+        per_layer(|s| s.dropped),
+    )?;
+    let rejected = layers
+        .iter()
+        .flat_map(|(name, s)| {
+            seda_tower::RejectReason::ALL.iter().map(move |r| {
+                let n = s
+                    .rejected
+                    .iter()
+                    .find(|(x, _)| x == r)
+                    .map_or(0, |(_, n)| *n);
+                (vec![("layer", name.as_str()), ("reason", r.as_str())], n)
+            })
+        })
+        .collect();
+    counter_family(
+        enc,
+        "seda_layer_rejected",
+        "Requests the layer rejected (503), by reason.",
+        rejected,
+    )?;
+    if layers.iter().all(|(_, s)| s.state.is_empty()) {
+        return Ok(());
+    }
+    let mut m = enc.encode_descriptor(
+        "seda_layer_controller_state",
+        "Each layer's admission controller's state, one sample per named value.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (name, s) in layers {
+        for (key, v) in &s.state {
+            let labels = [
+                ("layer", name.as_str()),
+                ("controller", s.controller),
                 ("key", *key),
             ];
             m.encode_family(&labels)?.encode_gauge(v)?;

@@ -55,6 +55,9 @@ const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
 /// A function giving the front end's counters.
 pub type FrontendFn = Arc<dyn Fn() -> FrontendStats + Send + Sync>;
 
+/// A function giving each tower admission layer's figures, by name (`seda proxy`'s routes).
+pub type LayersFn = Arc<dyn Fn() -> Vec<(String, seda_tower::LayerStats)> + Send + Sync>;
+
 /// What the admin address shows. Every part is optional.
 #[derive(Clone, Default)]
 pub struct AdminSources {
@@ -64,6 +67,9 @@ pub struct AdminSources {
     pub frontend: Option<FrontendFn>,
     /// The service's own figures (under `"service"` in `/_seda/stats`).
     pub extra: Option<ExtraStats>,
+    /// Admission layers outside any stage (under `"layers"` in `/_seda/stats`, and
+    /// `seda_layer_*` in `/metrics`).
+    pub layers: Option<LayersFn>,
 }
 
 struct State {
@@ -252,6 +258,34 @@ fn not_found() -> Response<Body> {
     )
 }
 
+/// The layers' figures as JSON, one object per layer.
+fn layers_json(layers: &[(String, seda_tower::LayerStats)]) -> serde_json::Value {
+    layers
+        .iter()
+        .map(|(name, s)| {
+            let rejected: serde_json::Map<String, serde_json::Value> = s
+                .rejected
+                .iter()
+                .map(|(r, n)| (r.as_str().to_string(), (*n).into()))
+                .collect();
+            let state: serde_json::Map<String, serde_json::Value> = s
+                .state
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).into()))
+                .collect();
+            serde_json::json!({
+                "name": name,
+                "controller": s.controller,
+                "admitted": s.admitted,
+                "rejected": rejected,
+                "completed": s.completed,
+                "dropped": s.dropped,
+                "state": state,
+            })
+        })
+        .collect()
+}
+
 /// `since=T` from a query string.
 fn since(query: Option<&str>) -> Option<u32> {
     query?
@@ -300,6 +334,7 @@ fn route<B>(state: &State, req: &hyper::Request<B>) -> Response<Body> {
                 "frontend": src.frontend.as_ref().map(|f| f()),
                 "runtime": runtime,
                 "service": src.extra.as_ref().map(|f| f()),
+                "layers": src.layers.as_ref().map(|f| layers_json(&f())),
             });
             // Pretty: people read this one with curl.
             respond(

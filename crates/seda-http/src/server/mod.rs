@@ -145,6 +145,7 @@ impl HttpServer {
                         runtime,
                         frontend: Some(Arc::new(move || counters.counters.snapshot())),
                         extra,
+                        layers: None,
                     };
                     Some(AdminServer::start(addr, sources).map_err(|e| {
                         io::Error::new(e.kind(), format!("admin address {addr}: {e}"))

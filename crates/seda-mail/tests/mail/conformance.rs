@@ -189,6 +189,30 @@ fn chain(e: &StoreError) -> String {
     text
 }
 
+/// The table prefix goes into SQL text (table names cannot be bound), so `store::open`, the
+/// only way to a store, refuses anything but a short identifier, on every backend.
+#[test]
+fn a_table_prefix_that_is_not_an_identifier_is_refused() {
+    let db = std::env::temp_dir().join(format!("seda-prefix-{}.db", std::process::id()));
+    let url = db.to_string_lossy().to_string();
+    for bad in [
+        "x; DROP TABLE users; --",
+        "a b",
+        "t-1",
+        "\"q\"",
+        &"p".repeat(33),
+    ] {
+        for backend in [url.as_str(), "postgres://postgres@127.0.0.1:1/test"] {
+            let Err(e) = store::open(backend, bad) else {
+                panic!("{bad:?} was accepted on {backend}");
+            };
+            assert!(chain(&e).contains("table prefix"), "{bad:?}: {}", chain(&e));
+        }
+    }
+    assert!(store::open(&url, "ok_prefix_1").is_ok());
+    let _ = std::fs::remove_file(&db);
+}
+
 #[test]
 fn database_urls_in_errors_hide_the_password() {
     const SECRET: &str = "hunter2secret";

@@ -2,8 +2,8 @@
 //! database, each with our per-stage controller; mid-run one replica becomes fifty times slower
 //! (its `--slowdown` raised by a signal, as a noisy neighbour or a failing disk would slow
 //! it). Round robin, least connections, and round robin with each replica's weight from its
-//! agent-check (`seda serve mail --agent`: the share of requests its stages admit, `drain`
-//! while it sheds nearly all).
+//! agent-check (`seda serve mail --agent`: steered by the share of arriving requests its
+//! stages serve, `drain` while it serves almost none).
 //!
 //! The users are partly open (sessions arrive as a Poisson process, NSDI'06): HAProxy keeps
 //! each session on the replica that logged it in (its sessions live in that replica's memory),
@@ -88,9 +88,10 @@ pub(crate) struct Run {
     pub share_after: Option<f64>,
     /// Its share of all requests reaching the replicas, before and after the slowdown.
     pub requests_share: (Option<f64>, Option<f64>),
-    /// The share of its own arrivals it rejected, before and after the slowdown: what its
+    /// The share of its own arrivals it served (completed), before and after the slowdown:
+    /// what its agent steers its weight by.
     /// agent reports from.
-    pub slowed_rejected: (Option<f64>, Option<f64>),
+    pub slowed_served: (Option<f64>, Option<f64>),
     /// p90 of all pages completed from [`MOVE_WITHIN_S`] after the slowdown to the end.
     pub p90_after_goal_s: Option<f64>,
     /// The load generator's per-interval series.
@@ -317,7 +318,7 @@ fn run_variant(
             .map(|s| stage_rate(s, stage, "arrivals"))
             .collect()
     };
-    let rejected = stage_rate(&polled[0], None, "rejected_total");
+    let completed = stage_rate(&polled[0], None, "completed");
     let mut run = measure(
         balance,
         &report,
@@ -335,9 +336,9 @@ fn run_variant(
                 .sum()
         };
         let a = sum(arrivals);
-        (a > 0.0).then(|| sum(&rejected) / a)
+        (a > 0.0).then(|| sum(&completed) / a)
     };
-    run.slowed_rejected = (share(1.0, t.slow_at_s), share(t.slow_at_s, t.total_s));
+    run.slowed_served = (share(1.0, t.slow_at_s), share(t.slow_at_s, t.total_s));
     Ok(run)
 }
 
@@ -408,7 +409,7 @@ fn measure(
             share_between(requests, 1.0, t.slow_at_s),
             share_between(requests, t.slow_at_s, t.total_s),
         ),
-        slowed_rejected: (None, None),
+        slowed_served: (None, None),
         series: serde_json::to_value(&report.series).unwrap_or(Value::Null),
     }
 }

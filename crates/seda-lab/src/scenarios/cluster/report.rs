@@ -24,15 +24,15 @@ pub(super) fn checks(runs: &[Run], t: &Timing) -> Vec<Check> {
     let agent = find(runs, Balance::AgentWeights);
     let rr = find(runs, Balance::RoundRobin);
     let after = |r: Option<&Run>| r.and_then(|r| r.share_after);
-    let rej = agent.map(|r| r.slowed_rejected);
+    let served = agent.map(|r| r.slowed_served);
     out.push(Check::new(
-        "once slowed, the replica's own admission control sheds a larger share of its requests \
-         (what its agent reports from)",
-        rej.is_some_and(|(b, a)| a.unwrap_or(0.0) > b.unwrap_or(0.0)),
+        "once slowed, the replica serves a smaller share of the requests reaching it (what its \
+         agent steers its weight by)",
+        served.is_some_and(|(b, a)| a.unwrap_or(1.0) < b.unwrap_or(0.0)),
         format!(
-            "r1 rejected {} of its requests before the slowdown, {} after",
-            fmt(rej.and_then(|r| r.0)),
-            fmt(rej.and_then(|r| r.1))
+            "r1 served {} of its requests before the slowdown, {} after",
+            fmt(served.and_then(|r| r.0)),
+            fmt(served.and_then(|r| r.1))
         ),
     ));
     out.push(Check::observed(
@@ -82,8 +82,10 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
          {SLOW_X} (`--slowdown-on-usr1`). HAProxy keeps each session on the replica that \
          logged it in (stick table on the `sid` cookie), so only new sessions, and sessions \
          refused with 503 that log in again, can move. Agent weights: HAProxy asks each \
-         replica's agent every 250 ms; the reply is the share its stages admitted since the \
-         last poll, `drain` under 10%.\n\n",
+         replica's agent every 250 ms; the agent steers its weight by the share of the \
+         requests reaching its stages since the last poll that they served (completed, not \
+         rejected or dropped): multiplied by that share when it is under 0.9, plus 10 points \
+         when it is not, `drain` under 0.1.\n\n",
         t.target_s, t.slow_at_s
     );
     s += "r1's share of the new sessions (logins) HAProxy placed, before the slowdown, in the \
@@ -115,7 +117,7 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
         spike_table(&rows)
     );
     s += "\n**Where this stands.** None of the seeds runs replicas; WC03 controls one server. \
-          The claim is the issue's: a load balancer that reads each replica's admission state \
+          The claim is the issue's: a load balancer that reads each replica's serving state \
           moves load off a struggling replica, where round robin keeps sending it its share \
           and least connections moves only what the slowed replica's longer response times \
           hold back. The slowdown spins the slowed replica's handlers on the shared server \
