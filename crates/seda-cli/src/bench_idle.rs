@@ -204,7 +204,7 @@ impl Seda {
         std::fs::write(
             &conf,
             format!(
-                "[http]\nmax_connections = {}\nidle_timeout_ms = 600000\nintrospection = false\n",
+                "[http]\nmax_connections = {}\nidle_timeout_ms = 600000\n",
                 n + 64
             ),
         )?;

@@ -151,3 +151,29 @@ fn dotfiles_answer_404_unless_serve_hidden() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `seda bench idle` runs end to end (it once wrote a config key the server no longer knew and
+/// measured nothing): a small count, our server only.
+#[test]
+fn bench_idle_measures_our_server() {
+    let out = Command::new(env!("CARGO_BIN_EXE_seda"))
+        .args(["bench", "idle", "--connections", "200", "--no-nginx"])
+        .output()
+        .expect("run seda bench idle");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("seda serve static"))
+        .unwrap_or_else(|| panic!("no row for our server: {text}"));
+    let per_conn: f64 = row
+        .split_whitespace()
+        .last()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no bytes per connection: {row}"));
+    assert!(per_conn.is_finite(), "{row}");
+}
