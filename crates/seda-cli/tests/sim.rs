@@ -98,6 +98,25 @@ fn the_levers_scenarios_print_the_summary_keys_the_issues_name() {
             assert!(s[key].is_number(), "thesis-open {key}: {s}");
         }
     }
+    let v = json(&["sim", "follow-target", "--json"]);
+    for phase in v["phases"].as_array().expect("phases") {
+        for key in [
+            "p90_over_target",
+            "within_target_of_all",
+            "within_target_of_processed",
+            "rejected_fraction",
+        ] {
+            assert!(phase[key].is_number(), "follow-target {key}: {phase}");
+        }
+    }
+    let s = &v["summary"];
+    for key in [
+        "within_target_of_all",
+        "within_target_of_processed",
+        "rejected_fraction",
+    ] {
+        assert!(s[key].is_number(), "follow-target {key}: {s}");
+    }
     let v = json(&["sim", "sert-shift", "--json"]);
     for (_, run) in v["runs"].as_object().expect("runs") {
         let s = &run["summary"];

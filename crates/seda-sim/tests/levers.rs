@@ -2,7 +2,7 @@
 //! fixed seeds, virtual time, so every figure is deterministic; each test prints its figures.
 
 use seda_sim::levers::{FixedPool, TargetPlan};
-use seda_sim::scenarios::{pool_control, thesis_open};
+use seda_sim::scenarios::{follow_target, pool_control, thesis_open};
 
 #[test]
 fn arx_one_step_prediction_error_is_within_10_percent_on_each_plant() {
@@ -103,6 +103,26 @@ fn thesis_open_serves_90_percent_of_all_within_target_rejecting_at_most_4_percen
         of_all[1..].iter().all(|&(seda, _)| ours > seda),
         "{of_all:?}"
     );
+}
+
+#[test]
+fn the_p90_follows_a_target_changed_at_run_time() {
+    let r = follow_target::run_steps(1).unwrap();
+    let p90: Vec<f64> = (0..follow_target::TARGETS.len())
+        .map(|i| {
+            let s = follow_target::phase_summary(&r, i);
+            let p = s.p90_completed_s.unwrap();
+            println!(
+                "target {:.2} s: settled p90 {p:.3} s ({:.2} x)",
+                s.target_s,
+                s.extra_f64("p90_over_target").unwrap()
+            );
+            assert!(p <= 1.5 * s.target_s, "{p} against {}", s.target_s);
+            p
+        })
+        .collect();
+    // The target is halved, then loosened past the first: the p90 goes down, then up.
+    assert!(p90[1] < p90[0] && p90[2] > p90[1], "{p90:?}");
 }
 
 #[test]

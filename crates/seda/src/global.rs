@@ -8,7 +8,12 @@
 //! entry = "parse"           # the first stage: arrivals are counted and admission happens here
 //! exit = "reply"            # the stage whose response times are the service's (default: entry)
 //! dropper_fraction = 0.8    # the selective dropper at the entry: threshold = 0.8 x target
+//! arrival_floor = true      # never target less throughput than arrives (false: clients that
+//!                           # wait for replies, where the pool must shrink to a looser target)
 //! ```
+//!
+//! [`Runtime::set_response_target`](crate::Runtime::set_response_target) changes the target
+//! while running (FAIR07 Figure 5-7); the dropper keeps the threshold of the first target.
 //!
 //! Every stats period the control thread feeds [`GlobalTargets`] the exit stage's mean and p90
 //! response times and throughput and the entry stage's arrival rate, and gives every pool its
@@ -44,6 +49,9 @@ pub struct GlobalControlConfig {
     pub weight: Option<f64>,
     /// The entry's selective-dropper threshold as a share of the target; 0 for no dropper.
     pub dropper_fraction: Option<f64>,
+    /// Never target less throughput than arrives (default true; see
+    /// `seda_control::selftune::GlobalConfig::arrival_floor`).
+    pub arrival_floor: Option<bool>,
 }
 
 impl GlobalControlConfig {
@@ -55,6 +63,7 @@ impl GlobalControlConfig {
             exit: None,
             weight: None,
             dropper_fraction: None,
+            arrival_floor: None,
         }
     }
 
@@ -121,6 +130,9 @@ impl GlobalControl {
         let mut g = GlobalConfig::new(config.target());
         if let Some(w) = config.weight {
             g.weight = w;
+        }
+        if let Some(floor) = config.arrival_floor {
+            g.arrival_floor = floor;
         }
         GlobalControl {
             snapshot: GlobalSnapshot {

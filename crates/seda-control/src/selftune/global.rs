@@ -6,10 +6,13 @@
 //! - `alpha(k+1) = W*alpha(k) + (1-W) * R(k) / R_p(k)` (equation 3) maps the percentile target
 //!   to a mean target `alpha * R_desired` (equation 2);
 //! - `N(k+1) = R(k) * T(k)` estimates the number in system by Little's law (equation 4);
-//! - the throughput target is `N(k+1) / (alpha(k+1) * R_desired)` (equation 5), but never
-//!   below the period's arrival rate: with the percentile under its target equation 5 asks for
-//!   less than arrives, and a pool sized to that builds a queue until the percentile overshoots
-//!   (found in `seda sim thesis-open`, where it cost a fifth of the requests).
+//! - the throughput target is `N(k+1) / (alpha(k+1) * R_desired)` (equation 5), by default
+//!   never below the period's arrival rate: with the percentile under its target equation 5
+//!   asks for less than arrives, and under open arrivals a pool sized to that builds a queue
+//!   until the percentile overshoots (found in `seda sim thesis-open`, where it cost a fifth of
+//!   the requests). Under closed or partly-open clients arrivals follow throughput, so the floor
+//!   holds the pool where it is and a percentile under a loosened target never rises to it
+//!   ([`GlobalConfig::arrival_floor`] off: `seda sim follow-target`, FAIR07 Figure 5-7).
 //!
 //! A feedback loop lags a jump in load, so when arrivals jump (this period's arrival rate more
 //! than [`GlobalConfig::jump`] above the previous period's) the target becomes the highest arrival
@@ -33,6 +36,9 @@ pub struct GlobalConfig {
     pub history: usize,
     /// Periods the fast path holds after a jump.
     pub hold_periods: u32,
+    /// Never target less than arrives (see the module docs). On by default: right for open
+    /// arrivals; off lets a pool shrink to a looser target when clients wait for replies.
+    pub arrival_floor: bool,
 }
 
 impl GlobalConfig {
@@ -54,6 +60,7 @@ impl GlobalConfig {
             jump: Self::DEFAULT_JUMP,
             history: Self::DEFAULT_HISTORY,
             hold_periods: Self::DEFAULT_HOLD,
+            arrival_floor: true,
         }
     }
 }
@@ -152,7 +159,12 @@ impl GlobalTargets {
             // Never below what arrives: a stage serving less than its arrivals only grows its
             // queue, and Little's law gives such a target whenever the p90 is under its target.
             self.source = TargetSource::LittlesLaw;
-            self.target_per_s = Some(t.max(arrivals));
+            let floor = if self.config.arrival_floor {
+                arrivals
+            } else {
+                0.0
+            };
+            self.target_per_s = Some(t.max(floor));
         }
         self.target_per_s
     }
@@ -217,6 +229,18 @@ mod tests {
         let t = g.update(sample(500, 1000, 200.0, 200.0)).unwrap();
         assert!((t - 400.0).abs() < 1e-9, "{t}");
         assert_eq!(g.source(), TargetSource::LittlesLaw);
+    }
+
+    #[test]
+    fn without_the_arrival_floor_a_loose_target_asks_for_less_than_arrives() {
+        // p90 0.5 s against a 1 s target: equation 5 asks for half the throughput.
+        let s = sample(250, 500, 200.0, 200.0);
+        let mut floored = GlobalTargets::new(GlobalConfig::new(Duration::from_secs(1)));
+        assert_eq!(floored.update(s), Some(200.0));
+        let mut cfg = GlobalConfig::new(Duration::from_secs(1));
+        cfg.arrival_floor = false;
+        let t = GlobalTargets::new(cfg).update(s).unwrap();
+        assert!((t - 100.0).abs() < 1e-9, "{t}");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! | `/_seda/stats` | the front end's, the runtime's and the service's figures (JSON) |
 //! | `/_seda/graph` | the stage graph (DOT); `/_seda/graph.json` as JSON |
 //! | `/_seda/live?since=T` | the dashboard's feed: the newest view and the history after `T` |
+//! | `POST /_seda/target?p90_ms=N` | changes global control's p90 target ([`target`]) |
 //!
 //! Once a second it samples the runtime into [`history`]'s rings (an hour, bounded).
 
@@ -19,6 +20,7 @@ mod dashboard;
 pub mod history;
 pub mod metrics;
 pub mod process;
+mod target;
 
 use std::convert::Infallible;
 use std::io;
@@ -296,6 +298,9 @@ fn since(query: Option<&str>) -> Option<u32> {
 }
 
 fn route<B>(state: &State, req: &hyper::Request<B>) -> Response<Body> {
+    if req.method() == Method::POST && req.uri().path() == target::PATH {
+        return target::set(&state.sources, req.uri().query());
+    }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut r = respond(
             StatusCode::METHOD_NOT_ALLOWED,

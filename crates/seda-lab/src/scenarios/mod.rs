@@ -7,6 +7,7 @@ mod cluster;
 mod controllers;
 mod degrade;
 mod dynamic_groups;
+mod follow_target;
 mod goodput;
 pub(crate) mod mail_spike;
 mod mail_users;
@@ -37,4 +38,5 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &pool_control::PoolControl,
     &thesis_open::ThesisOpen,
     &dynamic_groups::DynamicGroups,
+    &follow_target::FollowTarget,
 ];

@@ -27,9 +27,9 @@ use crate::scenario::Scenario;
 pub(crate) struct ThesisOpen;
 
 /// The emulated backend's latency, ms.
-const BACKEND_MS: u64 = 40;
+pub(super) const BACKEND_MS: u64 = 40;
 /// Requests it serves at once before it thrashes.
-const KNEE: usize = 12;
+pub(super) const KNEE: usize = 12;
 /// The plant's designed capacity, pages/s (`KNEE / BACKEND_MS`).
 pub(super) const CAPACITY: f64 = KNEE as f64 * 1000.0 / BACKEND_MS as f64;
 /// Arrivals before and after the two-thirds point, as shares of the capacity.

@@ -357,4 +357,27 @@ mod tests {
         assert!(rep.summary.latency.max_ms >= 49.0);
         assert_eq!(rep.series.len(), 1);
     }
+
+    #[test]
+    fn completions_within_a_limit_are_counted_per_span_of_intervals() {
+        let mut r = Recorder::new(vec!["a".into()], Duration::from_millis(10))
+            .keep_interval_histograms(true);
+        let ok = || Outcome::Response {
+            status: 200,
+            bytes: 1,
+        };
+        let ms = Duration::from_millis;
+        for latency in [ms(5), ms(20), ms(40)] {
+            r.sent(0, 0);
+            r.done(0, 0, ok(), latency);
+        }
+        r.close_interval(Duration::from_secs(1));
+        r.sent(0, 0);
+        r.done(0, 0, ok(), ms(5));
+        let rep = r.report("t".into(), Duration::from_secs(2));
+        assert_eq!(rep.series.len(), 2);
+        assert_eq!(rep.completed_within_between(0.0, 1.0, ms(25)), 2);
+        assert_eq!(rep.completed_within_between(0.0, 9.0, ms(25)), 3);
+        assert_eq!(rep.completed_within_between(0.0, 9.0, ms(1)), 0);
+    }
 }

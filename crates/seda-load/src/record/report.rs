@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -184,6 +185,19 @@ impl Report {
             }
         }
         merged.filter(|h| !h.is_empty()).map(|h| Latency::of(&h))
+    }
+
+    /// Requests completed within `limit` in the intervals that start in `[from_s, to_s)` (to
+    /// the histogram's precision): the goodput against a target other than the run's, such as
+    /// one that changed while the run went on. 0 when the histograms were not kept.
+    pub fn completed_within_between(&self, from_s: f64, to_s: f64, limit: Duration) -> u64 {
+        let us = u64::try_from(limit.as_micros()).unwrap_or(u64::MAX);
+        self.series
+            .iter()
+            .zip(&self.interval_histograms)
+            .filter(|(i, _)| i.t_s >= from_s && i.t_s < to_s)
+            .map(|(_, h)| h.count_between(0, us))
+            .sum()
     }
 }
 

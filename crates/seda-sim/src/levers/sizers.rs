@@ -75,6 +75,9 @@ pub enum TargetPlan {
     /// The global controller (FAIR07 Section 4.2.1): the percentile target mapped to a
     /// throughput target by Little's law, with the fast path on arrival jumps.
     Global(GlobalTargets),
+    /// Global control whose percentile target the operator changes while it runs: from each
+    /// `(time_s, target_s)` on (FAIR07 Figure 5-7), the first in force from the start.
+    GlobalSteps(GlobalTargets, Vec<(f64, f64)>),
 }
 
 /// Mean relative one-step prediction error of an ARX model: `|predicted - measured| /
@@ -118,26 +121,33 @@ impl SelfTunedPool {
 
     fn next_target(&mut self, p: &PoolPeriod) -> f64 {
         let y = p.throughput_per_s();
-        match &mut self.plan {
-            TargetPlan::Steps(steps) => steps
-                .iter()
-                .rev()
-                .find(|(t, _)| *t <= p.now_s)
-                .or(steps.first())
-                .map_or(y, |s| s.1),
-            TargetPlan::Global(g) => {
-                let sample = ServiceSample {
-                    mean_response: Duration::from_secs_f64(p.mean_response_s.max(0.0)),
-                    percentile_response: Duration::from_secs_f64(
-                        p.p90_response_s.unwrap_or(0.0).max(0.0),
-                    ),
-                    throughput_per_s: y,
-                    arrivals_per_s: p.arrivals_per_s(),
-                };
-                g.update(sample).unwrap_or(p.arrivals_per_s())
+        let g = match &mut self.plan {
+            TargetPlan::Steps(steps) => return step_at(steps, p.now_s).map_or(y, |s| s.1),
+            TargetPlan::Global(g) => g,
+            TargetPlan::GlobalSteps(g, steps) => {
+                if let Some(&(_, target_s)) = step_at(steps, p.now_s) {
+                    g.set_target(Duration::from_secs_f64(target_s.max(0.0)));
+                }
+                g
             }
-        }
+        };
+        let sample = ServiceSample {
+            mean_response: Duration::from_secs_f64(p.mean_response_s.max(0.0)),
+            percentile_response: Duration::from_secs_f64(p.p90_response_s.unwrap_or(0.0).max(0.0)),
+            throughput_per_s: y,
+            arrivals_per_s: p.arrivals_per_s(),
+        };
+        g.update(sample).unwrap_or(p.arrivals_per_s())
     }
+}
+
+/// The step of `(time_s, value)` steps in force at `now_s` (the first one before it starts).
+fn step_at(steps: &[(f64, f64)], now_s: f64) -> Option<&(f64, f64)> {
+    steps
+        .iter()
+        .rev()
+        .find(|(t, _)| *t <= now_s)
+        .or(steps.first())
 }
 
 impl PoolSizer for SelfTunedPool {

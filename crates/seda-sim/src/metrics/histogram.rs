@@ -76,6 +76,13 @@ impl LogHistogram {
         self.count += other.count;
     }
 
+    /// Samples of at most `x_s`, to the bin (within 2%): what share of a window met a target
+    /// other than the run's (a target that changes while the run goes on).
+    pub fn count_at_most(&self, x_s: f64) -> u64 {
+        let last = bin_of(x_s);
+        self.bins.iter().take(last + 1).sum()
+    }
+
     /// The `p`-quantile (p in [0, 1]), or `None` when empty.
     pub fn quantile(&self, p: f64) -> Option<f64> {
         if self.count == 0 {
@@ -128,6 +135,18 @@ mod tests {
         m.merge(&h);
         assert_eq!(m.count(), 2000);
         assert_eq!(m.quantile(0.9), h.quantile(0.9));
+    }
+
+    #[test]
+    fn counts_at_most_a_value_within_two_percent() {
+        let mut h = LogHistogram::default();
+        for i in 1..=1000 {
+            h.record(i as f64 * 0.001);
+        }
+        let n = h.count_at_most(0.5);
+        assert!((490..=510).contains(&n), "{n}");
+        assert_eq!(h.count_at_most(10.0), 1000);
+        assert_eq!(LogHistogram::default().count_at_most(1.0), 0);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod classes;
 mod common;
 mod degrade;
 pub mod dynamic_groups;
+pub mod follow_target;
 mod goodput;
 pub mod pool_control;
 pub mod sert;
@@ -74,7 +75,7 @@ pub struct Scenario {
 }
 
 /// Every scenario.
-pub const ALL: [Scenario; 11] = [
+pub const ALL: [Scenario; 12] = [
     spike::SCENARIO,
     users::SCENARIO,
     classes::SCENARIO,
@@ -86,6 +87,7 @@ pub const ALL: [Scenario; 11] = [
     sert::SHIFT,
     sert::THRESHOLD,
     dynamic_groups::SCENARIO,
+    follow_target::SCENARIO,
 ];
 
 /// Runs the scenario called `name`.

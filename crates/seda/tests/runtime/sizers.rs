@@ -96,6 +96,7 @@ fn sizers_parse_from_toml_and_bad_settings_are_named() {
         [runtime.global]
         target_p90_ms = 100
         entry = "io"
+        arrival_floor = false
         [stages.io]
         sizer = { kind = "self_tuning", law = "pi", period_ms = 500, target_per_s = 300.0 }
         [stages.other]
@@ -108,6 +109,10 @@ fn sizers_parse_from_toml_and_bad_settings_are_named() {
     assert_eq!(sizer.kind, SizerKind::SelfTuning);
     assert_eq!(sizer.period(), Duration::from_millis(500));
     assert_eq!(config.runtime.global.as_ref().unwrap().entry, "io");
+    assert_eq!(
+        config.runtime.global.as_ref().unwrap().arrival_floor,
+        Some(false)
+    );
     assert!(Config::from_toml("[stages.io]\nsizer = { kind = \"magic\" }\n").is_err());
 
     let rt = runtime();
