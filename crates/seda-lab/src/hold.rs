@@ -16,7 +16,6 @@ use seda_http::bottleneck::STAGE;
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
 use seda_sim::summary::{RunSummary, fraction, per_s};
-use serde_json::Value;
 
 use crate::child::Child;
 use crate::lab::Lab;
@@ -101,16 +100,7 @@ pub fn open_load(
 
 /// The hold stage's value at `pointer` (e.g. `/totals/counters/terminated`) in each sample.
 pub fn stage_series(samples: &[Sample], pointer: &str) -> Vec<(f64, f64)> {
-    samples
-        .iter()
-        .filter_map(|s| {
-            let stages = s.stats.pointer("/runtime/stages")?.as_array()?;
-            let st = stages
-                .iter()
-                .find(|x| x.get("name").and_then(Value::as_str) == Some(STAGE))?;
-            Some((s.t_s, st.pointer(pointer)?.as_f64()?))
-        })
-        .collect()
+    crate::poll::stage_series(samples, STAGE, pointer)
 }
 
 /// The increase of a cumulative `series` between `from_s` and `to_s` (the samples nearest

@@ -8,6 +8,7 @@ mod controllers;
 mod degrade;
 mod dynamic_groups;
 mod goodput;
+mod mail_search;
 pub(crate) mod mail_spike;
 mod mail_users;
 mod per_stage;
@@ -34,6 +35,7 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &proxy_spike::ProxySpike,
     &sert_shift::SertShift,
     &sert_motivation::SertMotivation,
+    &mail_search::MailSearch,
     &pool_control::PoolControl,
     &thesis_open::ThesisOpen,
     &dynamic_groups::DynamicGroups,
