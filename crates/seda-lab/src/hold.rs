@@ -70,13 +70,14 @@ impl HoldServer {
     }
 }
 
-/// Open Poisson arrivals at `rate_per_s` for `run_s` to `server`, requests from `mix`; 1 s
-/// intervals with their histograms, goodput within 1 s (the slides' limit), a 30 s deadline.
+/// Open Poisson arrivals at `rate_per_s` for `run_s` to `server`, requests from `workload`
+/// (a [`ShiftMix`]...); 1 s intervals with their histograms, goodput within 1 s (the slides'
+/// limit), a 30 s deadline.
 pub fn open_load(
     server: &HoldServer,
     rate_per_s: f64,
     run_s: f64,
-    mix: &ShiftMix,
+    workload: impl Workload + 'static,
 ) -> Result<LoadConfig> {
     let target = Target::parse(&format!("http://{}/hold", server.addr))?;
     let model = Model::Open(Open {
@@ -87,7 +88,7 @@ pub fn open_load(
     });
     let mut cfg = LoadConfig::new(target, model)?;
     cfg.duration = Duration::from_secs_f64(run_s);
-    cfg.workload = Arc::new(mix.clone());
+    cfg.workload = Arc::new(workload);
     cfg.goodput_target = Duration::from_secs(1);
     cfg.keep_interval_histograms = true;
     cfg.precise_pacing = true;

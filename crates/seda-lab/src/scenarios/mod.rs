@@ -16,6 +16,7 @@ mod pool_control;
 mod proxy_spike;
 mod sert_motivation;
 mod sert_shift;
+mod sert_threshold;
 mod static_sweep;
 mod thesis_open;
 mod tower_spike;
@@ -36,6 +37,7 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &sert_shift::SertShift,
     &sert_motivation::SertMotivation,
     &mail_search::MailSearch,
+    &sert_threshold::SertThreshold,
     &pool_control::PoolControl,
     &thesis_open::ThesisOpen,
     &dynamic_groups::DynamicGroups,
