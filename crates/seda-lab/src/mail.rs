@@ -104,7 +104,11 @@ const SHARED_DOMAIN: &str = "mail";
 fn stage_config(control: &Control, options: &ServeOptions) -> String {
     let mut toml = String::new();
     if let Some(n) = options.shared_pool {
-        let _ = writeln!(toml, "[domains.{SHARED_DOMAIN}]\nthreads = {n}\n");
+        // A fixed size: the runtime's pool sizer would otherwise grow and shrink it.
+        let _ = writeln!(
+            toml,
+            "[domains.{SHARED_DOMAIN}]\nthreads = {n}\nmin_threads = {n}\nmax_threads = {n}\n"
+        );
     }
     for kind in RequestKind::ALL {
         let _ = writeln!(
@@ -186,8 +190,8 @@ pub struct ServeOptions {
     pub agent: Option<SocketAddr>,
     /// `--slowdown-on-usr1`: the slowdown [`MailServer::slow_down`] switches to.
     pub slowdown_on_usr1: Option<u32>,
-    /// Run every request-type stage on one shared pool of this many workers (a runtime
-    /// domain) instead of a pool each: a thread-pool server such as SERT06's, where a long
+    /// Run every request-type stage on one shared pool of exactly this many workers (a
+    /// runtime domain) instead of a pool each: a thread-pool server such as SERT06's, where a long
     /// request holds a worker every request type needs.
     pub shared_pool: Option<usize>,
     /// Make the search stage terminable (SERT06) with this terminator, the body of its
