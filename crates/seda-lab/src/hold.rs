@@ -16,7 +16,6 @@ use seda_http::bottleneck::STAGE;
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
 use seda_sim::summary::{RunSummary, fraction, per_s};
-use serde_json::Value;
 
 use crate::child::Child;
 use crate::lab::Lab;
@@ -71,13 +70,14 @@ impl HoldServer {
     }
 }
 
-/// Open Poisson arrivals at `rate_per_s` for `run_s` to `server`, requests from `mix`; 1 s
-/// intervals with their histograms, goodput within 1 s (the slides' limit), a 30 s deadline.
+/// Open Poisson arrivals at `rate_per_s` for `run_s` to `server`, requests from `workload`
+/// (a [`ShiftMix`]...); 1 s intervals with their histograms, goodput within 1 s (the slides'
+/// limit), a 30 s deadline.
 pub fn open_load(
     server: &HoldServer,
     rate_per_s: f64,
     run_s: f64,
-    mix: &ShiftMix,
+    workload: impl Workload + 'static,
 ) -> Result<LoadConfig> {
     let target = Target::parse(&format!("http://{}/hold", server.addr))?;
     let model = Model::Open(Open {
@@ -88,7 +88,7 @@ pub fn open_load(
     });
     let mut cfg = LoadConfig::new(target, model)?;
     cfg.duration = Duration::from_secs_f64(run_s);
-    cfg.workload = Arc::new(mix.clone());
+    cfg.workload = Arc::new(workload);
     cfg.goodput_target = Duration::from_secs(1);
     cfg.keep_interval_histograms = true;
     cfg.precise_pacing = true;
@@ -101,16 +101,7 @@ pub fn open_load(
 
 /// The hold stage's value at `pointer` (e.g. `/totals/counters/terminated`) in each sample.
 pub fn stage_series(samples: &[Sample], pointer: &str) -> Vec<(f64, f64)> {
-    samples
-        .iter()
-        .filter_map(|s| {
-            let stages = s.stats.pointer("/runtime/stages")?.as_array()?;
-            let st = stages
-                .iter()
-                .find(|x| x.get("name").and_then(Value::as_str) == Some(STAGE))?;
-            Some((s.t_s, st.pointer(pointer)?.as_f64()?))
-        })
-        .collect()
+    crate::poll::stage_series(samples, STAGE, pointer)
 }
 
 /// The increase of a cumulative `series` between `from_s` and `to_s` (the samples nearest

@@ -28,6 +28,7 @@ pub mod health;
 pub mod hold;
 pub mod index;
 mod lab;
+pub mod long_search;
 mod machine;
 pub mod mail;
 mod outcome;

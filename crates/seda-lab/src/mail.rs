@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
 use seda_mail::RequestKind;
+use seda_mail::store::Audit;
 use seda_mail::workload::MailWorkload;
 use serde_json::{Value, json};
 
@@ -94,22 +95,41 @@ impl Control {
     }
 }
 
-/// The runtime configuration for `control`: per-stage admission, and queues left unbounded
-/// so the controller (or nothing) is what limits them.
-fn stage_config(control: &Control) -> String {
+/// The domain (shared pool) of [`ServeOptions::shared_pool`].
+const SHARED_DOMAIN: &str = "mail";
+
+/// The runtime configuration for `control` and `options`: per-stage admission, queues left
+/// unbounded so the controller (or nothing) is what limits them, and the shared pool and the
+/// search stage's terminator if asked for.
+fn stage_config(control: &Control, options: &ServeOptions) -> String {
     let mut toml = String::new();
+    if let Some(n) = options.shared_pool {
+        // A fixed size: the runtime's pool sizer would otherwise grow and shrink it.
+        let _ = writeln!(
+            toml,
+            "[domains.{SHARED_DOMAIN}]\nthreads = {n}\nmin_threads = {n}\nmax_threads = {n}\n"
+        );
+    }
     for kind in RequestKind::ALL {
         let _ = writeln!(
             toml,
             "[stages.\"{}\"]\nthreshold = 1000000",
             kind.stage_name()
         );
+        if options.shared_pool.is_some() {
+            let _ = writeln!(toml, "domain = \"{SHARED_DOMAIN}\"");
+        }
         if let Control::PerStage { kind: k, params } = control {
             let _ = write!(toml, "admission = {{ kind = \"{k}\"");
             for (name, v) in params {
                 let _ = write!(toml, ", {name} = {v:?}");
             }
             toml += " }\n";
+        }
+        if kind == RequestKind::Search
+            && let Some(t) = &options.terminate_search
+        {
+            let _ = writeln!(toml, "[stages.\"{}\".terminate]\n{t}", kind.stage_name());
         }
     }
     toml
@@ -170,6 +190,13 @@ pub struct ServeOptions {
     pub agent: Option<SocketAddr>,
     /// `--slowdown-on-usr1`: the slowdown [`MailServer::slow_down`] switches to.
     pub slowdown_on_usr1: Option<u32>,
+    /// Run every request-type stage on one shared pool of exactly this many workers (a
+    /// runtime domain) instead of a pool each: a thread-pool server such as SERT06's, where a long
+    /// request holds a worker every request type needs.
+    pub shared_pool: Option<usize>,
+    /// Make the search stage terminable (SERT06) with this terminator, the body of its
+    /// `[stages."mail.search".terminate]` table (e.g. `kind = "sert"\nlower_s = 0.1\n...`).
+    pub terminate_search: Option<String>,
 }
 
 impl Default for ServeOptions {
@@ -182,6 +209,8 @@ impl Default for ServeOptions {
             shared_db: None,
             agent: None,
             slowdown_on_usr1: None,
+            shared_pool: None,
+            terminate_search: None,
         }
     }
 }
@@ -210,7 +239,7 @@ impl MailServer {
         options: &ServeOptions,
     ) -> Result<MailServer> {
         let config = lab.file(&format!("{name}.toml"));
-        std::fs::write(&config, stage_config(control))?;
+        std::fs::write(&config, stage_config(control, options))?;
         let (addr, admin) = crate::child::two_free_addrs()?;
         let mut cmd = lab.seda(&[
             "serve",
@@ -294,6 +323,31 @@ impl MailServer {
         self.child.stop();
         remove_db(&lab.file(&format!("{name}.db")));
     }
+
+    /// Stops the server like [`stop`](Self::stop), auditing its SQLite copy of the corpus
+    /// first (the server has exited, so nothing writes to it): what the run left in the store.
+    pub fn stop_audited(self, lab: &Lab, name: &str) -> Result<Audit> {
+        self.child.stop();
+        let db = lab.file(&format!("{name}.db"));
+        let audit = audit_db(&db);
+        remove_db(&db);
+        audit
+    }
+}
+
+/// The audit of the lab's corpus as seeded: what every server's copy starts from.
+pub fn corpus_audit(lab: &Lab) -> Result<Audit> {
+    audit_db(&corpus(lab)?)
+}
+
+/// The store's audit of the SQLite database at `db`.
+fn audit_db(db: &std::path::Path) -> Result<Audit> {
+    let url = db.to_str().context("the database path is not UTF-8")?;
+    let store = seda_mail::store::open(url, "")
+        .map_err(|e| anyhow::anyhow!("cannot open {url} to audit it: {e}"))?;
+    store
+        .audit()
+        .map_err(|e| anyhow::anyhow!("audit of {url} failed: {e}"))
 }
 
 /// Removes a SQLite database with its write-ahead log: a stale log left beside a fresh copy

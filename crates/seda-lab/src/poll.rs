@@ -93,6 +93,25 @@ pub fn controller_series(samples: &[Sample], stage: &str, key: &str) -> Vec<(f64
         .collect()
 }
 
+/// The value at `pointer` (e.g. `/totals/counters/terminated`) of the stage named `stage` in
+/// each sample: `(t_s, value)`.
+pub fn stage_series(samples: &[Sample], stage: &str, pointer: &str) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|s| {
+            let stages = s
+                .stats
+                .pointer("/runtime/stages")
+                .or(s.stats.get("stages"))?
+                .as_array()?;
+            let st = stages
+                .iter()
+                .find(|x| x.get("name").and_then(Value::as_str) == Some(stage))?;
+            Some((s.t_s, st.pointer(pointer)?.as_f64()?))
+        })
+        .collect()
+}
+
 /// A counter of the stats' `totals` (`arrivals`, `admitted`, `completed`...) of the stage
 /// named `stage`, or with `None` summed over the stages that have a queue (an inline stage,
 /// such as the e-mail service's route, only passes requests on to them), as a rate per second

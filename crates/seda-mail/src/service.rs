@@ -174,19 +174,30 @@ impl MailService {
                     .handler(handler::each(move |ev: MailEvent, _cx| {
                         let start = thread_cpu();
                         let mut response = c.respond(kind, &ev.request);
-                        // The store gave the request up (503): if the terminator cut it, say so
-                        // and let the stage count it terminated.
-                        if response.status == 503
-                            && ev.request.meta.cancel.checkpoint() == Err(CancelReason::Terminated)
-                        {
-                            response = MailResponse::terminated(RETRY_AFTER_S);
-                        }
+                        let cancel = &ev.request.meta.cancel;
                         let slowdown = slow.load(Ordering::Relaxed);
+                        let mut cut_while_slowed = false;
                         if slowdown > 1 {
+                            // The emulated slower machine: the rest of the handler's time. A
+                            // terminator's cut ends it, as it would have ended the slower
+                            // handler at the same moment (the request has had the running
+                            // time it is allowed; spinning on would charge a cut request
+                            // `slowdown` times the work it did before the cut).
                             let until = start + thread_cpu().saturating_sub(start) * slowdown;
-                            while thread_cpu() < until {
+                            while thread_cpu() < until
+                                && cancel.reason() != Some(CancelReason::Terminated)
+                            {
                                 std::hint::spin_loop();
                             }
+                            cut_while_slowed = thread_cpu() < until;
+                        }
+                        // The store gave the request up (503), or the cut came while the
+                        // slowdown ran: if the terminator cut it, say so and let the stage count
+                        // it terminated.
+                        if (response.status == 503 || cut_while_slowed)
+                            && cancel.checkpoint() == Err(CancelReason::Terminated)
+                        {
+                            response = MailResponse::terminated(RETRY_AFTER_S);
                         }
                         ev.respond(response);
                     }))

@@ -14,8 +14,9 @@
 //! section of the configuration file overrides it, as for any stage.
 //!
 //! `GET /hold?ms=N` is the synthetic sized request of the early-termination experiments
-//! ([`hold`]): it holds a worker for N ms; a `[stages.bottleneck.terminate]` section makes the
-//! stage terminable.
+//! ([`hold`]): it holds a worker for N ms (`&cores=C`: N ms of work on C emulated cores shared
+//! by the holds running at once); a `[stages.bottleneck.terminate]` section makes the stage
+//! terminable.
 //!
 //! `GET /` or `GET /page` answers a page; `?size=F` (F in [`SIZE_RANGE`]) fixes the request's
 //! share of the mean amount of data, otherwise it is drawn from a seeded sequence, uniform in
@@ -224,6 +225,8 @@ struct Service {
     quality_micros: AtomicU64,
     /// The emulated backend in front of the page, if any.
     backend: EmulatedBackend,
+    /// Holds on emulated cores running now (`/hold?...&cores=C`).
+    holding: std::sync::atomic::AtomicUsize,
 }
 
 impl Service {
@@ -241,7 +244,7 @@ impl Service {
             match hold::parse(head.uri.query()) {
                 Err(e) => reply.send(page::error(StatusCode::BAD_REQUEST, &e)),
                 // Cut or abandoned: dropped unanswered, the front end says why.
-                Ok(time) => hold::hold(&meta, time).is_some_and(|r| reply.send(r)),
+                Ok(h) => hold::hold(&meta, h, &self.holding).is_some_and(|r| reply.send(r)),
             };
             return;
         }
@@ -387,6 +390,7 @@ pub fn build(
             config.backend_knee,
         )
         .with_channels(config.backend_channels),
+        holding: std::sync::atomic::AtomicUsize::new(0),
     });
     // A fixed pool: more threads than cores only time-share a CPU-bound stage.
     let mut stage_config = seda::StageConfig {

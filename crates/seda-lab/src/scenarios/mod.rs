@@ -9,6 +9,7 @@ mod degrade;
 mod dynamic_groups;
 mod follow_target;
 mod goodput;
+mod mail_search;
 pub(crate) mod mail_spike;
 mod mail_users;
 mod per_stage;
@@ -16,6 +17,7 @@ mod pool_control;
 mod proxy_spike;
 mod sert_motivation;
 mod sert_shift;
+mod sert_threshold;
 mod static_sweep;
 mod thesis_open;
 mod tower_spike;
@@ -35,6 +37,8 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &proxy_spike::ProxySpike,
     &sert_shift::SertShift,
     &sert_motivation::SertMotivation,
+    &mail_search::MailSearch,
+    &sert_threshold::SertThreshold,
     &pool_control::PoolControl,
     &thesis_open::ThesisOpen,
     &dynamic_groups::DynamicGroups,

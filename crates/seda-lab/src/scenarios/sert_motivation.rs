@@ -74,7 +74,7 @@ impl Scenario for SertMotivation {
                     shift_to_s: 0.0,
                 };
                 let server = HoldServer::start(lab, &name, &setup)?;
-                let cfg = hold::open_load(&server, RATE_PER_S, run_s, &mix)?;
+                let cfg = hold::open_load(&server, RATE_PER_S, run_s, mix.clone())?;
                 let poller =
                     StatsPoller::start(server.admin, std::time::Duration::from_millis(500));
                 let report = lab.load(cfg);

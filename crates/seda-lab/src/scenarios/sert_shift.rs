@@ -185,7 +185,7 @@ fn run_variant(
     run_s: f64,
 ) -> Result<Run> {
     let server = HoldServer::start(lab, name, setup)?;
-    let cfg = hold::open_load(&server, RATE_PER_S, run_s, mix)?;
+    let cfg = hold::open_load(&server, RATE_PER_S, run_s, mix.clone())?;
     let poller = StatsPoller::start(server.admin, Duration::from_millis(500));
     let report = lab.load(cfg);
     let samples = poller.stop();

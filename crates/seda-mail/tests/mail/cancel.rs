@@ -143,3 +143,45 @@ fn a_write_stage_cannot_be_made_terminable() {
     assert!(err.to_string().contains("terminate"), "{err}");
     rt.shutdown();
 }
+
+/// A search whose handler is cut while the emulated slowdown runs (`--slowdown`: the handler
+/// keeps its core busy for that many times its own CPU time) stops there and is answered as
+/// terminated, as a slower machine's handler would have been cut at the same moment; the lab's
+/// `mail-search` relies on it. The search itself takes a few milliseconds (a scan of one small
+/// mailbox's bodies), so the cut lands in the slowdown, not in SQLite: before the slowdown
+/// looked at the cut, this search was answered 200 after seconds of spinning.
+#[test]
+fn a_search_cut_during_the_slowdown_is_terminated() {
+    let corpus = small_corpus();
+    let user = corpus
+        .users()
+        .iter()
+        .max_by_key(|u| u.folders.iter().map(|f| f.count).sum::<i64>())
+        .expect("a user")
+        .id as u64;
+    let store = backends("cancel_slowdown", &corpus).remove(0);
+    let options = ServiceOptions {
+        slowdown: 1000,
+        terminate: Some(seda::TerminateConfig {
+            kind: "fixed".into(),
+            params: [("threshold_s".to_string(), 0.01)].into(),
+        }),
+        ..ServiceOptions::default()
+    };
+    let (rt, svc) = service(store, options);
+    let sid = login(&svc, user);
+    let r = call(
+        &svc,
+        req("GET", "/search?q=zqxjnosuchphrase&in=body", Some(&sid), ""),
+    );
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.header("x-seda-reject"), Some("terminated"));
+    rt.shutdown();
+    let search = rt
+        .stats()
+        .stages
+        .into_iter()
+        .find(|s| s.name == "mail.search")
+        .expect("search stage");
+    assert_eq!(search.totals.counters.terminated, 1);
+}
