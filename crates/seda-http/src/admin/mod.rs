@@ -299,6 +299,15 @@ fn since(query: Option<&str>) -> Option<u32> {
 
 fn route<B>(state: &State, req: &hyper::Request<B>) -> Response<Body> {
     if req.method() == Method::POST && req.uri().path() == target::PATH {
+        // A browser sends `Origin` with every cross-site POST: a page the operator happens to
+        // open must not be able to retarget the service through the loopback admin address.
+        if req.headers().contains_key(http::header::ORIGIN) {
+            return respond(
+                StatusCode::FORBIDDEN,
+                "text/plain; charset=utf-8",
+                "403 Forbidden: the admin address takes no requests from web pages\n",
+            );
+        }
         return target::set(&state.sources, req.uri().query());
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {

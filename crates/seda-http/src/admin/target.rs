@@ -4,7 +4,8 @@
 //! On the admin address, like Envoy's `POST /runtime_modify`: loopback by default, so only the
 //! operator reaches it. The answer is global control's state after the change (JSON); `400` for
 //! a missing or non-positive `p90_ms`, `409` when the runtime has no global control
-//! (`[runtime.global]`), `404` when the admin address shows no runtime.
+//! (`[runtime.global]`), `404` when the admin address shows no runtime, `403` for a request
+//! carrying `Origin` (a web page's cross-site POST: the admin address takes none).
 
 use std::time::Duration;
 

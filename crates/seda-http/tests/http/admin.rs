@@ -61,6 +61,17 @@ fn introspection_metrics_and_dashboard_are_on_the_admin_address_only() {
         404,
         "the admin port serves no files"
     );
+    // Retargeting: refused from a web page (a cross-site POST carries Origin); a static
+    // server has no global control to retarget.
+    let post = |extra: &str| {
+        let mut c = Conn::open(admin);
+        c.request("POST", "/_seda/target?p90_ms=100", extra).status
+    };
+    assert_eq!(
+        post("Content-Length: 0\r\nOrigin: http://evil.example\r\n"),
+        403
+    );
+    assert_eq!(post("Content-Length: 0\r\n"), 409);
     server.shutdown(Duration::from_secs(5));
 
     let server = static_server(dir.path(), |c| c.http.admin_addr = None);
