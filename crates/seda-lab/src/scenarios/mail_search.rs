@@ -20,10 +20,12 @@
 //! 20 s, 120 s of 400 users, 20 s. A cut search stops the emulated slowdown too (a slower
 //! machine's handler would have been cut at the same moment).
 //!
-//! The quick form checks what it can decide: more requests complete within 1 s with
-//! termination than without (65.2% against 50.8% in a quick run on a loaded machine), the
-//! terminator cut searches (1.9% of requests), and the store's audit is clean after each
-//! variant. Throughput and mean response time are observed: in that run termination raised the
+//! The quick form checks what it can decide: the terminator cut searches (1.9% of requests),
+//! and the store's audit is clean after each variant. Whether more requests complete within
+//! 1 s with termination is observed: 65.2% against 50.8% in a quick run on a loaded machine,
+//! but 64.9% against 66.2% in another on a quiet one (admission alone already rejects a third
+//! of the spike, so both are near one ceiling). Throughput and mean response time are
+//! observed too: in the first run termination raised the
 //! throughput from 128/s to 209/s (fewer users waiting out a rejection: 320/s sent against
 //! 249/s) and the mean response time of completed requests went from 0.275 s to 0.267 s; in
 //! two earlier runs, whose shared pool the runtime's sizer could still resize, it rose (0.27 s
@@ -243,7 +245,11 @@ fn audit_clean(a: &Audit, before: &Audit) -> bool {
 fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
     let (ac, term) = (&runs[0], &runs[1]);
     let mut out = vec![
-        Check::new(
+        // Observed: four quick runs gave 65.2/50.8, 62.9/53.4, 68.1/58.6 and 64.9/66.2 (%,
+        // with/without termination; the last on a quiet machine, in `cargo test`). Admission
+        // control alone already rejects a third of the spike, so both sit near the same
+        // ceiling and a short run cannot decide which is higher.
+        Check::observed(
             "with termination of searches, more requests complete within 1 s during the spike \
              than with admission control alone",
             g(term, "within_1s_fraction") > g(ac, "within_1s_fraction"),
