@@ -9,7 +9,7 @@ use seda_sim::scenarios::{self, Options};
 #[derive(Args, Debug, Clone)]
 pub struct SimArgs {
     /// Scenario: spike, users, classes, goodput, degrade, stages, pool-control, thesis-open,
-    /// sert-shift, sert-threshold, dynamic-groups or follow-target.
+    /// sert-shift, sert-threshold, sert-motivation, dynamic-groups or follow-target.
     pub scenario: String,
     /// Run only this controller (default: every controller of the scenario).
     #[arg(long, long_help = controller_help())]

@@ -130,6 +130,26 @@ fn the_levers_scenarios_print_the_summary_keys_the_issues_name() {
             assert!(s[key].is_number(), "sert-shift {key}: {s}");
         }
     }
+    let v = json(&["sim", "sert-motivation", "--json"]);
+    let points = v["points"].as_array().expect("points");
+    // Each variant at each long share.
+    assert_eq!(points.len(), 10, "{v}");
+    for p in points {
+        let s = &p["summary"];
+        for key in [
+            "throughput_per_s",
+            "mean_response_s",
+            "within_1s_fraction",
+            "terminated_fraction",
+            "throughput_loss",
+        ] {
+            assert!(s[key].is_number(), "sert-motivation {key}: {s}");
+        }
+        assert!(
+            p["variant"].is_string() && p["long_share"].is_number(),
+            "{p}"
+        );
+    }
     let out = seda(&["sim", "pool-control", "--controller", "nope"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("hill_climbing"));

@@ -11,6 +11,7 @@ pub mod follow_target;
 mod goodput;
 pub mod pool_control;
 pub mod sert;
+pub mod sert_motivation;
 mod spike;
 mod stages;
 pub mod thesis_open;
@@ -75,7 +76,7 @@ pub struct Scenario {
 }
 
 /// Every scenario.
-pub const ALL: [Scenario; 12] = [
+pub const ALL: [Scenario; 13] = [
     spike::SCENARIO,
     users::SCENARIO,
     classes::SCENARIO,
@@ -86,6 +87,7 @@ pub const ALL: [Scenario; 12] = [
     thesis_open::SCENARIO,
     sert::SHIFT,
     sert::THRESHOLD,
+    sert_motivation::SCENARIO,
     dynamic_groups::SCENARIO,
     follow_target::SCENARIO,
 ];

@@ -1,6 +1,7 @@
 //! SERT's experiments (SERT06): `sert-shift` and `sert-threshold`, on synthetic services with the
 //! slides' shapes (named as such; times as in the slides, not scaled: the simulator runs in
-//! virtual time).
+//! virtual time). `sert-motivation` ([`super::sert_motivation`]) sweeps the long share on the
+//! shift's service ([`hold_config`]).
 //!
 //! - `sert-shift`: 8 workers each serving one request at a time (service time independent of
 //!   load: an I/O-bound worker pool), open Poisson 400/s of two types, 5 ms and 500 ms; the long
@@ -51,9 +52,12 @@ pub const SHIFT_RUN_S: f64 = 60.0;
 pub const SHIFT_FROM_S: f64 = 10.0;
 /// End of the shift.
 pub const SHIFT_TO_S: f64 = 50.0;
-const SHIFT_RATE: f64 = 400.0;
-const SHIFT_WORKERS: u32 = 8;
-const SHIFT_QUEUE: usize = 100;
+/// Arrivals per second, in and out of the shift.
+pub const SHIFT_RATE: f64 = 400.0;
+/// Workers, each serving one request at a time.
+pub const SHIFT_WORKERS: u32 = 8;
+/// Admission control's queue bound: a quarter second of arrivals.
+pub const SHIFT_QUEUE: usize = 100;
 /// SERT's high water in the shift. The threshold settles where the load it leaves fits the
 /// workers, and the loss that sets it counts the terminations themselves: with a high water of
 /// 20% that equilibrium is near 15% loss (81.9% within 1 s, measured), with 12% it sits just
@@ -92,17 +96,23 @@ pub fn shift_sert() -> SertThreshold {
     SertThreshold::new(c)
 }
 
-/// Runs one variant of the shift.
-pub fn run_shift_variant(name: &str, seed: u64) -> Result<SimResult> {
-    let sert = match name {
-        "admission" => false,
-        "admission+sert" => true,
-        _ => bail!("sert-shift compares: {}", SHIFT_VARIANTS.join(", ")),
-    };
-    // The mix shifts through stage 0's service phases.
+/// Whether a variant of `sert-shift` or `sert-motivation` runs SERT's threshold.
+pub fn variant_has_sert(scenario: &str, name: &str) -> Result<bool> {
+    match name {
+        "admission" => Ok(false),
+        "admission+sert" => Ok(true),
+        _ => bail!("{scenario} compares: {}", SHIFT_VARIANTS.join(", ")),
+    }
+}
+
+/// The shift's service for `run_s`: [`SHIFT_WORKERS`] workers serving [`two_types`] with
+/// `long` the long share, open Poisson [`SHIFT_RATE`]/s, the queue bound of admission control,
+/// and SERT's threshold ([`shift_sert`]) if `sert`. `sert-motivation` runs it as it is, one
+/// share per run; `sert-shift` adds the shift as service phases.
+pub fn hold_config(run_s: f64, long: f64, sert: bool, seed: u64) -> SimConfig {
     let mut cfg = SimConfig::new(
-        SHIFT_RUN_S,
-        stage(SHIFT_WORKERS, two_types(0.01)),
+        run_s,
+        stage(SHIFT_WORKERS, two_types(long)),
         vec![SourceConfig::new(Population::Open {
             rate_per_s: SHIFT_RATE,
             poisson: true,
@@ -118,22 +128,35 @@ pub fn run_shift_variant(name: &str, seed: u64) -> Result<SimResult> {
     // slowly after the shift's first burst that it, not the long requests, set the throughput.
     cfg.stage.queue_cap = Some(SHIFT_QUEUE);
     cfg.levers = Levers::new();
-    cfg.levers.phases = vec![
-        (SHIFT_FROM_S, two_types(0.1)),
-        (SHIFT_TO_S, two_types(0.01)),
-    ];
     if sert {
         cfg.levers.termination = Some(Termination {
             terminator: Box::new(shift_sert()),
         });
     }
+    cfg
+}
+
+/// Runs one variant of the shift.
+pub fn run_shift_variant(name: &str, seed: u64) -> Result<SimResult> {
+    let sert = variant_has_sert("sert-shift", name)?;
+    let mut cfg = hold_config(SHIFT_RUN_S, 0.01, sert, seed);
+    // The mix shifts through stage 0's service phases.
+    cfg.levers.phases = vec![
+        (SHIFT_FROM_S, two_types(0.1)),
+        (SHIFT_TO_S, two_types(0.01)),
+    ];
     sim(cfg)
 }
 
-/// The shift's figures: over the shift, and over the whole run.
+/// The shift's figures: over the shift.
 pub fn shift_summary(name: &str, r: &SimResult) -> RunSummary {
-    let w = r.metrics.window(SHIFT_FROM_S, SHIFT_TO_S);
-    let secs = SHIFT_TO_S - SHIFT_FROM_S;
+    window_summary(name, r, SHIFT_FROM_S, SHIFT_TO_S)
+}
+
+/// The figures of SERT's experiments (issue 14's keys) over `from_s..to_s` of a run.
+pub fn window_summary(name: &str, r: &SimResult, from_s: f64, to_s: f64) -> RunSummary {
+    let w = r.metrics.window(from_s, to_s);
+    let secs = to_s - from_s;
     let mut s = RunSummary::new(1.0);
     s.controller = Some(name.to_string());
     s.throughput_per_s = Some(per_s(w.completed, secs));
