@@ -80,8 +80,8 @@ fn proxies_a_static_server_and_forwards_its_answers() {
 }
 
 /// `--admin` (on by default, loopback): each route's admission in `/metrics`, which promtool
-/// accepts (where Debian's `prometheus` is installed), and in `/_seda/stats`; never on the
-/// proxy's own port.
+/// accepts (where Debian's `prometheus` is installed), in `/_seda/stats`, and drawn as a stage
+/// in the dashboard's feed; never on the proxy's own port.
 #[test]
 fn the_admin_address_serves_each_routes_metrics() {
     let root = temp_root("proxy-admin", &[("a.txt", b"a\n")]);
@@ -102,6 +102,15 @@ fn the_admin_address_serves_each_routes_metrics() {
     }
     let metrics = get(&admin, "/metrics");
     let stats = get(&admin, "/_seda/stats");
+    // The dashboard's feed draws the route as a stage fed from outside (sampled once a second).
+    let mut live = String::new();
+    for _ in 0..50 {
+        live = get(&admin, "/_seda/live");
+        if live.contains("\"name\":\"/\"") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let on_service_port = get(&proxy.addr, "/metrics");
     for child in [&mut proxy.child, &mut upstream.child] {
         child.kill().unwrap();
@@ -122,6 +131,8 @@ fn the_admin_address_serves_each_routes_metrics() {
         "{metrics}"
     );
     assert!(stats.contains("\"layers\""), "{stats}");
+    assert!(live.contains("\"name\":\"/\""), "{live}");
+    assert!(live.contains("\"from\":\"outside\""), "{live}");
     // The upstream has no /metrics: the proxy forwarded the request there.
     assert!(
         on_service_port.starts_with("HTTP/1.1 404"),

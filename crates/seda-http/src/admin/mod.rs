@@ -14,10 +14,12 @@
 //! | `/_seda/live?since=T` | the dashboard's feed: the newest view and the history after `T` |
 //! | `POST /_seda/target?p90_ms=N` | changes global control's p90 target ([`target`]) |
 //!
-//! Once a second it samples the runtime into [`history`]'s rings (an hour, bounded).
+//! Once a second it samples the runtime (or, for `seda proxy`, its admission layers drawn as
+//! stages) into [`history`]'s rings (an hour, bounded).
 
 mod dashboard;
 pub mod history;
+mod layers;
 pub mod metrics;
 pub mod process;
 mod target;
@@ -163,9 +165,10 @@ impl Drop for AdminServer {
 }
 
 async fn sampler(state: Arc<State>, mut stop: watch::Receiver<bool>) {
-    let Some(rt) = state.sources.runtime.clone() else {
+    let (rt, layers) = (state.sources.runtime.clone(), state.sources.layers.clone());
+    if rt.is_none() && layers.is_none() {
         return;
-    };
+    }
     let mut tick = tokio::time::interval(SAMPLE_PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -173,9 +176,12 @@ async fn sampler(state: Arc<State>, mut stop: watch::Receiver<bool>) {
             _ = stop.wait_for(|s| *s) => return,
             _ = tick.tick() => {}
         }
-        let stats = rt.stats();
-        let graph = rt.graph();
         let t = state.started.elapsed().as_secs_f64();
+        let (stats, graph) = match (&rt, &layers) {
+            (Some(rt), _) => (rt.stats(), rt.graph()),
+            (None, Some(layers)) => layers::snapshot(&layers(), t),
+            (None, None) => return,
+        };
         state.history.lock().sample(t, &stats, &graph);
     }
 }
