@@ -25,12 +25,14 @@ pub struct ProxyArgs {
     /// `crates/seda-proxy/src/config.rs`.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Answer HAProxy's agent-check on this address: a weight from the share of requests
-    /// admitted, `drain` while shedding nearly all.
+    /// Answer HAProxy's agent-check on this address: a weight steered by the share of arriving
+    /// requests the routes serve, `drain` while they serve almost none, and `maxconn:N` when
+    /// every route's controller keeps a concurrency limit.
     #[arg(long)]
     agent: Option<SocketAddr>,
-    /// The admin address (loopback by default, `off` for none): `/metrics` with each route's
-    /// admission (`seda_layer_*`), and `/_seda/stats` (JSON, the routes under `layers`).
+    /// The admin address (loopback by default, `off` for none): the live dashboard (each route
+    /// drawn as a stage), `/metrics` with each route's admission (`seda_layer_*`), and
+    /// `/_seda/stats` (JSON, the routes under `layers`).
     #[arg(long, default_value = crate::admin::DEFAULT)]
     admin: crate::admin::AdminAddr,
     /// Print each route's admitted and rejected counts every this many seconds (0: never).
