@@ -162,6 +162,16 @@ impl Workload for ShiftMix {
     }
 }
 
+/// A uniform draw in [0, 1) from a splitmix64 `state`: the sessions' own small generator, so
+/// a seed gives the same request sequence everywhere.
+pub(crate) fn uniform(state: &mut u64) -> f64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as f64 / (u64::MAX as f64 + 1.0)
+}
+
 struct ShiftSession {
     mix: ShiftMix,
     paths: [Arc<str>; 2],
@@ -170,13 +180,9 @@ struct ShiftSession {
 }
 
 impl ShiftSession {
-    /// A uniform draw in [0, 1) (splitmix64).
+    /// A uniform draw in [0, 1).
     fn uniform(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) as f64 / (u64::MAX as f64 + 1.0)
+        crate::hold::uniform(&mut self.state)
     }
 }
 

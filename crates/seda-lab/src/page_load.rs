@@ -76,11 +76,7 @@ fn measure(report: &Report, spike: &Spike, capacity: f64) -> PageRun {
     summary.unanswered_clients_fraction = Some(spike::unanswered_clients(report));
     summary.error_kinds = Some(report.summary.error_kinds.clone());
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
-        report
-            .series
-            .iter()
-            .filter_map(|i| f(i).map(|v| (i.t_s, v)))
-            .collect::<Vec<_>>()
+        crate::plot::points_over(report, f)
     };
     PageRun {
         summary,

@@ -7,6 +7,19 @@ use std::sync::Once;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
+/// `(t, f(interval))` over a load report's intervals, leaving out those `f` has no value for
+/// (a percentile of an interval with no completions).
+pub fn points_over(
+    report: &seda_load::Report,
+    f: impl Fn(&seda_load::record::IntervalStats) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    report
+        .series
+        .iter()
+        .filter_map(|i| f(i).map(|v| (i.t_s, v)))
+        .collect()
+}
+
 /// One named line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {

@@ -76,21 +76,7 @@ pub fn fetch(addr: SocketAddr) -> Option<Value> {
 
 /// The value `key` of the controller on stage `stage` in each sample: `(t_s, value)`.
 pub fn controller_series(samples: &[Sample], stage: &str, key: &str) -> Vec<(f64, f64)> {
-    samples
-        .iter()
-        .filter_map(|s| {
-            let stages = s
-                .stats
-                .pointer("/runtime/stages")
-                .or(s.stats.get("stages"))?;
-            let st = stages
-                .as_array()?
-                .iter()
-                .find(|x| x.get("name").and_then(Value::as_str) == Some(stage))?;
-            let v = st.pointer(&format!("/controller/state/{key}"))?.as_f64()?;
-            Some((s.t_s, v))
-        })
-        .collect()
+    stage_series(samples, stage, &format!("/controller/state/{key}"))
 }
 
 /// The value at `pointer` (e.g. `/totals/counters/terminated`) of the stage named `stage` in

@@ -266,11 +266,7 @@ fn measure(
     summary.unanswered_clients_fraction = Some(unanswered_clients(report));
     summary.jain_completed = report.summary.jain_completed;
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
-        report
-            .series
-            .iter()
-            .filter_map(|i| f(i).map(|v| (i.t_s, v)))
-            .collect::<Vec<_>>()
+        crate::plot::points_over(report, f)
     };
     let p90 = pick(&|i| (i.counts.completed > 0).then_some(i.latency.p90_ms / 1000.0));
     let rejected_series = pick(&|i| {

@@ -69,11 +69,7 @@ impl Scenario for DynamicGroups {
         let p90_s = report.summary.latency.p90_ms / 1e3;
         t["p90_x_target"] = json!(p90_s / TARGET.as_secs_f64());
         let series = |pick: &dyn Fn(&seda_load::record::IntervalStats) -> f64| {
-            report
-                .series
-                .iter()
-                .map(|i| (i.t_s, pick(i)))
-                .collect::<Vec<_>>()
+            crate::plot::points_over(&report, |i| Some(pick(i)))
         };
         lab.plot(
             "p90",

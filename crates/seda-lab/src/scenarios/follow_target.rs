@@ -235,11 +235,7 @@ impl Scenario for FollowTarget {
         )?;
         let step_at = |t: f64| TARGETS[((t / phase.as_secs_f64()) as usize).min(TARGETS.len() - 1)];
         let points = |pick: &dyn Fn(&seda_load::record::IntervalStats) -> f64| {
-            report
-                .series
-                .iter()
-                .map(|i| (i.t_s, pick(i)))
-                .collect::<Vec<_>>()
+            crate::plot::points_over(&report, |i| Some(pick(i)))
         };
         lab.plot(
             "p90",

@@ -316,12 +316,7 @@ fn audit_json(a: &Audit) -> Value {
 fn plots(lab: &Lab, runs: &[Run]) -> Result<()> {
     let line = |r: &Run, f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| Series {
         name: r.name.to_string(),
-        points: r
-            .report
-            .series
-            .iter()
-            .filter_map(|i| f(i).map(|v| (i.t_s, v)))
-            .collect(),
+        points: crate::plot::points_over(&r.report, f),
     };
     lab.plot(
         "throughput",

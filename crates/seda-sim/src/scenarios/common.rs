@@ -91,3 +91,40 @@ pub fn spike_sources(
         closed(users.saturating_sub(base), onset_s, end_s),
     ]
 }
+
+/// Global control's periods as a table, header first: the end of each period, the pool's
+/// threads, arrivals and completions per second, the throughput target and the period's p90.
+pub fn period_table(periods: &[crate::levers::Period]) -> String {
+    let mut text = format!(
+        "{:>6} {:>8} {:>10} {:>10} {:>9} {:>8}\n",
+        "t_s", "threads", "arrivals", "served", "target", "p90_s"
+    );
+    for p in periods {
+        text += &format!(
+            "{:>6.0} {:>8} {:>10.1} {:>10.1} {:>9.1} {:>8.3}\n",
+            p.end_s,
+            p.servers,
+            p.arrivals_per_s,
+            p.throughput_per_s,
+            p.target_per_s.unwrap_or(f64::NAN),
+            p.p90_s.unwrap_or(f64::NAN)
+        );
+    }
+    text
+}
+
+/// The same periods as JSON rows `[end_s, threads, arrivals/s, served/s, p90_s]`.
+pub fn period_series(periods: &[crate::levers::Period]) -> Vec<serde_json::Value> {
+    periods
+        .iter()
+        .map(|p| {
+            serde_json::json!([
+                p.end_s,
+                p.servers,
+                p.arrivals_per_s,
+                p.throughput_per_s,
+                p.p90_s
+            ])
+        })
+        .collect()
+}

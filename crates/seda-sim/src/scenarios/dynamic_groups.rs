@@ -9,7 +9,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use super::common::{sim, stage};
+use super::common::{period_series, period_table, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::levers::{Contention, Levers};
 use crate::summary::{RunSummary, fraction, per_s};
@@ -83,8 +83,7 @@ fn run(args: &Options) -> Result<Output> {
     let mut text = format!(
         "dynamic-groups: partly-open clients (think 1 s, patience 1.5 s) in groups {:?} \
          (clients, join s); emulated backend of 64, 50 ms service; p90 target {TARGET_S} s; seed {}\n\
-         p90 {:.3} s ({:.2} x target), within target {:.3} of all, rejected {:.3}, offered {:.0}/s\n\
-         {:>6} {:>8} {:>10} {:>10} {:>9} {:>8}\n",
+         p90 {:.3} s ({:.2} x target), within target {:.3} of all, rejected {:.3}, offered {:.0}/s\n",
         GROUPS,
         args.seed,
         s.p90_completed_s.unwrap_or(f64::NAN),
@@ -92,37 +91,9 @@ fn run(args: &Options) -> Result<Output> {
         s.extra_f64("within_target_of_all").unwrap_or(f64::NAN),
         s.rejected_fraction,
         s.offered_per_s.unwrap_or(0.0),
-        "t_s",
-        "threads",
-        "arrivals",
-        "served",
-        "target",
-        "p90_s"
     );
-    for p in &r.periods {
-        text += &format!(
-            "{:>6.0} {:>8} {:>10.1} {:>10.1} {:>9.1} {:>8.3}\n",
-            p.end_s,
-            p.servers,
-            p.arrivals_per_s,
-            p.throughput_per_s,
-            p.target_per_s.unwrap_or(f64::NAN),
-            p.p90_s.unwrap_or(f64::NAN)
-        );
-    }
-    let series: Vec<_> = r
-        .periods
-        .iter()
-        .map(|p| {
-            json!([
-                p.end_s,
-                p.servers,
-                p.arrivals_per_s,
-                p.throughput_per_s,
-                p.p90_s
-            ])
-        })
-        .collect();
+    text += &period_table(&r.periods);
+    let series = period_series(&r.periods);
     Ok(Output {
         json: json!({
             "scenario": "dynamic-groups",

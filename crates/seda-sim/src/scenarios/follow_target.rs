@@ -21,10 +21,10 @@
 
 use anyhow::Result;
 use seda_control::selftune::{GlobalConfig, GlobalTargets, Law, SelfTuningConfig};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 
-use super::common::{sim, stage};
+use super::common::{period_series, period_table, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::levers::{Contention, Levers, PoolControl, SelfTunedPool, TargetPlan};
 use crate::summary::{RunSummary, fraction, per_s};
@@ -186,35 +186,9 @@ fn run(args: &Options) -> Result<Output> {
         s.rejected_fraction
     );
     if args.series {
-        text += &format!(
-            "{:>6} {:>8} {:>10} {:>10} {:>9} {:>8}\n",
-            "t_s", "threads", "arrivals", "served", "target", "p90_s"
-        );
-        for p in &r.periods {
-            text += &format!(
-                "{:>6.0} {:>8} {:>10.1} {:>10.1} {:>9.1} {:>8.3}\n",
-                p.end_s,
-                p.servers,
-                p.arrivals_per_s,
-                p.throughput_per_s,
-                p.target_per_s.unwrap_or(f64::NAN),
-                p.p90_s.unwrap_or(f64::NAN)
-            );
-        }
+        text += &period_table(&r.periods);
     }
-    let series: Vec<Value> = r
-        .periods
-        .iter()
-        .map(|p| {
-            json!([
-                p.end_s,
-                p.servers,
-                p.arrivals_per_s,
-                p.throughput_per_s,
-                p.p90_s
-            ])
-        })
-        .collect();
+    let series = period_series(&r.periods);
     Ok(Output {
         json: json!({
             "scenario": "follow-target",

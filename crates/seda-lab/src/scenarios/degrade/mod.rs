@@ -382,11 +382,7 @@ fn measure(
         ..Figures::default()
     };
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
-        report
-            .series
-            .iter()
-            .filter_map(|i| f(i).map(|v| (i.t_s, v)))
-            .collect::<Vec<_>>()
+        crate::plot::points_over(report, f)
     };
     Run {
         name,

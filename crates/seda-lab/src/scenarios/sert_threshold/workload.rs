@@ -89,13 +89,9 @@ struct SizesSession {
 }
 
 impl SizesSession {
-    /// A uniform draw in [0, 1) (splitmix64).
+    /// A uniform draw in [0, 1).
     fn uniform(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) as f64 / (u64::MAX as f64 + 1.0)
+        crate::hold::uniform(&mut self.state)
     }
 }
 
