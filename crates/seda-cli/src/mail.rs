@@ -323,6 +323,14 @@ fn agent_sample(stats: &seda::RuntimeSnapshot) -> seda_control::AgentSample {
             .map(|s| s.totals.counters.rejected_total)
             .sum(),
         completed: stages.iter().map(|s| s.totals.counters.completed).sum(),
+        outstanding: stages
+            .iter()
+            .map(|s| {
+                let c = &s.totals.counters;
+                c.admitted
+                    .saturating_sub(c.completed + c.terminated + c.failed + c.dropped_total)
+            })
+            .sum(),
         limit: limits
             .filter(|l| !l.is_empty())
             .map(|l| l.iter().sum::<f64>().round().max(0.0) as u64),

@@ -18,6 +18,14 @@
 //! share, a healthy one adds [`AgentPolicy::increase_pct`]. The weight then settles where the
 //! replica serves what it is sent, and a slowed replica sheds most of its weight within a few
 //! polls, where HAProxy's round robin or least-connections would keep sending it its share.
+//!
+//! A replica that stalls is judged on its backlog too. Its clients wait for their replies, so
+//! once it slows, few new requests arrive at all (the lab's `cluster`: from 25 per 250 ms poll
+//! to 2-4) and a window counted in arrivals would take seconds to fill. The requests already
+//! waiting in it are demand it is not serving: a window whose completions are under
+//! [`AgentPolicy::fast_below`] of its arrivals plus the backlog it started with decides at once.
+//! A healthy replica completes its backlog within a response time, so this needs the poll
+//! interval (`agent-inter`) to exceed a quarter of the service's normal response time.
 
 /// Cumulative counts a replica's agent reads at each poll.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,6 +36,8 @@ pub struct AgentSample {
     pub rejected: u64,
     /// Admitted requests completed so far (not dropped, failed or terminated).
     pub completed: u64,
+    /// Admitted requests not yet settled (queued or in service), now.
+    pub outstanding: u64,
     /// The controller's current concurrency limit (`maxconn:N` in the reply), if it has one.
     pub limit: Option<u64>,
 }
@@ -45,15 +55,15 @@ pub struct AgentPolicy {
     /// requests still in service at its end weigh too much. A smaller window is extended to
     /// the next poll.
     pub min_arrivals: u64,
-    /// Arrivals after which a window whose served share is under
-    /// [`fast_below`](Self::fast_below) decides at once (10). A replica that has nearly
-    /// stopped completing is unmistakable in fewer arrivals: a healthy one completes about as
-    /// many as arrive, and with 10 expected, 2 or fewer happen 0.3% of the time (Poisson).
-    /// Waiting for `min_arrivals` would leave a slowed replica its full weight for a second
-    /// more (the lab's `cluster`: a decision every ~0.75 s at 26 arrivals/s).
+    /// Demand (arrivals plus the backlog the window started with) after which a window whose
+    /// share served is under [`fast_below`](Self::fast_below) decides at once (10). A replica
+    /// that has nearly stopped completing is unmistakable in fewer requests: a healthy one
+    /// completes about as many as it is asked, and with 10 expected, 2 or fewer happen 0.3%
+    /// of the time (Poisson). Waiting for `min_arrivals` would leave a slowed replica its full
+    /// weight for a second more.
     pub fast_arrivals: u64,
-    /// Served share under which a window of [`fast_arrivals`](Self::fast_arrivals) decides
-    /// (0.25).
+    /// Share of the demand served under which a window of [`fast_arrivals`](Self::fast_arrivals)
+    /// decides (0.25).
     pub fast_below: f64,
     /// Lowest weight reported while not drained, in percent (1).
     pub min_weight_pct: u32,
@@ -92,11 +102,16 @@ impl AgentPolicy {
         let delta = |a: u64, b: u64| a.saturating_sub(b);
         let arrived = delta(now.admitted, before.admitted) + delta(now.rejected, before.rejected);
         let probe = self.probe_weight_pct.clamp(1, 100);
+        let completed = delta(now.completed, before.completed) as f64;
         // Completions can lead arrivals in a window (requests queued in the last one).
-        let served =
-            (delta(now.completed, before.completed) as f64 / arrived.max(1) as f64).min(1.0);
-        let fast = arrived >= self.fast_arrivals.max(1) && served < self.fast_below;
-        if arrived >= self.min_arrivals.max(1) || fast {
+        let mut served = (completed / arrived.max(1) as f64).min(1.0);
+        let demand = arrived + before.outstanding;
+        let stalled =
+            demand >= self.fast_arrivals.max(1) && completed < self.fast_below * demand as f64;
+        if stalled {
+            served = served.min(completed / demand as f64);
+        }
+        if arrived >= self.min_arrivals.max(1) || stalled {
             self.last = Some(now);
             self.weight_pct = if served < self.drain_below {
                 0
@@ -136,7 +151,7 @@ mod tests {
             admitted,
             rejected,
             completed,
-            limit: None,
+            ..AgentSample::default()
         }
     }
 
@@ -199,6 +214,25 @@ mod tests {
         assert_eq!(p.reply(sample(36, 0, 14)), "ready,8%\n");
         // 10 more, 0 served: drained.
         assert_eq!(p.reply(sample(46, 0, 14)), "drain\n");
+    }
+
+    #[test]
+    fn a_replica_whose_backlog_stops_moving_is_cut_on_few_arrivals() {
+        let at = |admitted, completed, outstanding| AgentSample {
+            outstanding,
+            ..sample(admitted, 0, completed)
+        };
+        let mut p = AgentPolicy::default();
+        p.reply(at(100, 100, 0));
+        // 40 arrive, 10 complete, 30 left waiting: the weight falls to 25%.
+        assert_eq!(p.reply(at(140, 110, 30)), "ready,25%\n");
+        // Then 5 arrive and the backlog moves (20 complete): too few arrivals to decide.
+        let mut moving = p.clone();
+        assert_eq!(moving.reply(at(145, 130, 15)), "ready,25%\n");
+        // Or 3 arrive and 5 complete of the 33 asked: stalled, cut by that share at once.
+        assert_eq!(p.reply(at(143, 115, 28)), "ready,4%\n");
+        // Then nothing completes: drained.
+        assert_eq!(p.reply(at(145, 115, 30)), "drain\n");
     }
 
     #[test]

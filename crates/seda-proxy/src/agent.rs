@@ -31,6 +31,10 @@ pub fn routes_sample(routes: &[RouteStats]) -> AgentSample {
             .flat_map(|s| s.rejected.iter().map(|(_, n)| n))
             .sum(),
         completed: layers.iter().map(|s| s.completed).sum(),
+        outstanding: layers
+            .iter()
+            .map(|s| s.admitted.saturating_sub(s.completed + s.dropped))
+            .sum(),
         limit: limits
             .filter(|l| !l.is_empty())
             .map(|l| l.iter().sum::<f64>().round().max(0.0) as u64),

@@ -18,7 +18,10 @@ fn fmt(x: Option<f64>) -> String {
 }
 
 /// What a quick run decides: agent weights move load off the slowed replica and round robin
-/// does not. The issue's numeric goals are observed.
+/// does not. The issue's numeric goals are observed: the share moved within 2 s counts a few
+/// dozen logins, and it met the goal in 5 of 5 release runs (0.91-1.02) but in 3 of 5 runs
+/// of the debug build `cargo test` uses (0.19-0.86), where the slowed replica's spinning
+/// starves its own front end and logins placed before the cut reach its stages late.
 pub(super) fn checks(runs: &[Run], t: &Timing) -> Vec<Check> {
     let mut out = Vec::new();
     let agent = find(runs, Balance::AgentWeights);
@@ -35,11 +38,9 @@ pub(super) fn checks(runs: &[Run], t: &Timing) -> Vec<Check> {
             fmt(served.and_then(|r| r.1))
         ),
     ));
-    out.push(Check::observed(
+    out.push(Check::new(
         "with agent-check weights, the slowed replica gets a smaller share of the new \
-         sessions after the slowdown than with round robin (observed: a quick run places a few \
-         dozen sessions, and the two shares came out either way in four runs on a loaded \
-         machine)",
+         sessions after the slowdown than with round robin",
         after(agent).zip(after(rr)).is_some_and(|(a, r)| a < r),
         format!(
             "slowed replica's share of new sessions after the slowdown: agent weights {}, round robin {}",
@@ -85,7 +86,10 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
          replica's agent every 250 ms; the agent steers its weight by the share of the \
          requests reaching its stages since the last poll that they served (completed, not \
          rejected or dropped): multiplied by that share when it is under 0.9, plus 10 points \
-         when it is not, `drain` under 0.1.\n\n",
+         when it is not, `drain` under 0.1. A replica whose backlog stops moving is judged at \
+         once: when it completes under a quarter of its arrivals plus the requests already \
+         waiting in it, its weight is multiplied by that share (its sessions wait for their \
+         replies, so once it slows few new requests arrive to fill a window).\n\n",
         t.target_s, t.slow_at_s
     );
     s += "r1's share of the new sessions (logins) HAProxy placed, before the slowdown, in the \
