@@ -143,8 +143,8 @@ pub fn serve(args: &TowerDemoArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.addr)
-            .await
+        // The proxy's listen backlog: a spike of new connections waits to be accepted.
+        let listener = seda_proxy::listen(args.addr)
             .with_context(|| format!("cannot listen on {}", args.addr))?;
         println!(
             "seda serve tower-demo: {:?}, {} KiB x {} passes per page, on http://{}/",

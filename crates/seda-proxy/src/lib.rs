@@ -44,4 +44,4 @@ pub use config::{
     ProxyConfig, RouteConfig,
 };
 pub use forward::ClientAddr;
-pub use server::{Proxy, RouteStats};
+pub use server::{LISTEN_BACKLOG, Proxy, RouteStats, listen};
