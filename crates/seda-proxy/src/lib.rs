@@ -35,6 +35,7 @@ mod agent;
 mod body;
 mod config;
 mod forward;
+mod lag;
 mod server;
 
 pub use agent::{routes_sample, serve_agent};

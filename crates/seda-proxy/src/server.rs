@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -11,7 +12,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use seda_tower::{HttpSeda, SedaLayer, SingleClass, StatsHandle};
+use seda_tower::{ArrivalLag, HttpSeda, SedaLayer, SingleClass, StatsHandle};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 use tower_layer::Layer;
@@ -20,6 +21,7 @@ use tower_service::Service;
 use crate::body::ProxyBody;
 use crate::config::{ProxyConfig, RouteConfig};
 use crate::forward::{ClientAddr, Forward, local};
+use crate::lag::LagMeter;
 
 /// One route, ready to serve.
 #[derive(Clone)]
@@ -32,6 +34,8 @@ struct Route {
     prefix: String,
     service: RouteService,
     stats: Option<StatsHandle>,
+    /// Where the proxy reports how late requests reach the route's layer.
+    lag: Option<ArrivalLag>,
 }
 
 /// A running proxy's routes, for lookup and stats.
@@ -106,6 +110,8 @@ impl Proxy {
 
     /// Serves until the task is dropped. A connection error ends that connection only.
     pub async fn serve(self) -> std::io::Result<()> {
+        let lag = LagMeter::new(self.routes.iter().filter_map(|r| r.lag.clone()).collect());
+        tokio::spawn(lag.clone().tick());
         let routes: Arc<Vec<Route>> = Arc::new(self.routes);
         let permits = Arc::new(Semaphore::new(self.config.max_connections));
         let header_timeout = self.config.header_read_timeout;
@@ -124,7 +130,10 @@ impl Proxy {
             };
             let _ = stream.set_nodelay(true);
             let routes = Arc::clone(&routes);
+            let accepted = Instant::now();
+            let lag = lag.clone();
             tokio::spawn(async move {
+                lag.connection_started(accepted);
                 let service = service_fn(move |mut req: Request<Incoming>| {
                     req.extensions_mut().insert(ClientAddr(peer));
                     let routes = Arc::clone(&routes);
@@ -152,6 +161,7 @@ fn build_route(
             prefix: r.prefix.clone(),
             service: RouteService::Open(forward),
             stats: None,
+            lag: None,
         },
         Some(target) => {
             let layer = SedaLayer::response_time(target)
@@ -161,6 +171,7 @@ fn build_route(
             Route {
                 prefix: r.prefix.clone(),
                 stats: Some(layer.stats()),
+                lag: Some(layer.arrival_lag()),
                 service: RouteService::Controlled(layer.layer(forward)),
             }
         }

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use seda_control::{AdmissionController, RejectReason, SharedController};
 
+use crate::ArrivalLag;
+
 /// How often the controller's periodic `tick` runs (the runtime's default control tick).
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
 
@@ -37,6 +39,8 @@ pub(crate) struct Admission {
     rejected: [AtomicU64; RejectReason::ALL.len()],
     completed: AtomicU64,
     dropped: AtomicU64,
+    /// Added to each response time the controller learns.
+    pub(crate) lag: ArrivalLag,
 }
 
 impl Admission {
@@ -55,6 +59,7 @@ impl Admission {
             rejected: Default::default(),
             completed: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            lag: ArrivalLag::default(),
         }
     }
 
@@ -150,7 +155,7 @@ impl Ticket {
         let now = a.now();
         let took = now.saturating_sub(self.start);
         let mut c = a.leave_queue(now, took);
-        c.on_complete(now, self.class, took, took);
+        c.on_complete(now, self.class, took + a.lag.get(), took);
         a.completed.fetch_add(1, Ordering::Relaxed);
         self.done = true;
     }

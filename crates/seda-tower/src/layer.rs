@@ -7,6 +7,7 @@ use std::time::Duration;
 use seda_control::{AdmissionController, InvalidConfig, TunedConfig, TunedResponseTimeController};
 use tower_layer::Layer;
 
+use crate::ArrivalLag;
 use crate::admission::{Admission, DEFAULT_TICK, QueueModel, StatsHandle};
 use crate::classify::SingleClass;
 use crate::http::HttpSeda;
@@ -81,6 +82,12 @@ impl<C> SedaLayer<C> {
         StatsHandle(Arc::clone(&self.admission))
     }
 
+    /// The delay requests meet before the layer sees them, for the server to set when it can
+    /// measure it (see [`ArrivalLag`]); the layer adds it to every response time.
+    pub fn arrival_lag(&self) -> ArrivalLag {
+        self.admission.lag.clone()
+    }
+
     /// The same layer answering rejected HTTP requests with `503` and `Retry-After:
     /// DEFAULT_RETRY_AFTER_S` instead of an error.
     pub fn http(self) -> HttpSedaLayer<C> {
@@ -121,6 +128,11 @@ impl<C> HttpSedaLayer<C> {
     /// A handle to read the layer's counters and controller state.
     pub fn stats(&self) -> StatsHandle {
         self.inner.stats()
+    }
+
+    /// See [`SedaLayer::arrival_lag`].
+    pub fn arrival_lag(&self) -> ArrivalLag {
+        self.inner.arrival_lag()
     }
 }
 

@@ -47,6 +47,7 @@ mod admission;
 mod classify;
 mod error;
 mod http;
+mod lag;
 mod layer;
 mod service;
 
@@ -54,6 +55,7 @@ pub use admission::{DEFAULT_TICK, LayerStats, QueueModel, StatsHandle};
 pub use classify::{Classify, SingleClass};
 pub use error::Overloaded;
 pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER};
+pub use lag::ArrivalLag;
 pub use layer::{DEFAULT_RETRY_AFTER_S, HttpSedaLayer, SedaLayer};
 pub use seda_control::RejectReason;
 pub use service::{BoxError, ResponseFuture, Seda};
