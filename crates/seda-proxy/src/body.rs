@@ -1,4 +1,5 @@
-//! The proxy's response body: the upstream's, streamed, or a short one the proxy writes itself.
+//! The proxy's response body: the upstream's, streamed, or one held whole (written by the
+//! proxy, or a short upstream body read whole).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -27,9 +28,14 @@ pin_project! {
 impl ProxyBody {
     /// A body with `text`.
     pub fn text(text: impl Into<Bytes>) -> Self {
+        ProxyBody::full(text.into())
+    }
+
+    /// A body held whole: one the proxy writes, or a short upstream one it read whole.
+    pub fn full(bytes: Bytes) -> Self {
         ProxyBody {
             inner: Inner::Local {
-                body: Full::new(text.into()),
+                body: Full::new(bytes),
             },
         }
     }

@@ -148,6 +148,31 @@ async fn upstream_failures_are_502_and_504_and_unknown_paths_404() {
     );
 }
 
+/// A short response is read whole before it is sent (one write): one the upstream cuts short
+/// is a 502, not a truncated 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_response_cut_short_upstream_is_a_502() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 1024];
+            let _ = s.read(&mut head).await;
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly ten b")
+                .await;
+        }
+    });
+    let base = proxy(&format!(
+        "listen = \"127.0.0.1:0\"\n[[route]]\nprefix = \"/\"\nupstream = \"http://{up}\"\n"
+    ))
+    .await;
+    let (status, body) = send(&format!("{base}/page"), "GET", Bytes::new()).await;
+    assert_eq!(status, 502, "{body:?}");
+}
+
 /// Only the bottleneck route sheds: 32 clients flood `/slow` (target 20 ms, one request at a
 /// time upstream) while two clients use `/fast` through its own route.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
