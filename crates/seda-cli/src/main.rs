@@ -17,6 +17,7 @@ mod serve;
 mod serve_bottleneck;
 mod serve_tower;
 mod sim;
+mod timed_listener;
 
 #[derive(Parser)]
 #[command(

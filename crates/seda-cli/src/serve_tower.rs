@@ -19,7 +19,10 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::routing::get;
 use clap::Args;
-use seda_tower::SedaLayer;
+use seda_proxy::LagMeter;
+use seda_tower::{ArrivalLag, SedaLayer};
+
+use crate::timed_listener::TimedListener;
 use tower::ServiceBuilder;
 
 /// What stands in front of the page.
@@ -97,29 +100,34 @@ async fn render(State(page): State<Arc<Page>>) -> Result<String, StatusCode> {
     Ok(format!("<html><body>checksum {sum:016x}</body></html>\n"))
 }
 
-/// The service for `mode`.
-fn app(mode: Mode, target: Duration, page: Arc<Page>) -> anyhow::Result<Router> {
+/// The service for `mode`, and the arrival lags its layer counts (with seda's layer).
+fn app(mode: Mode, target: Duration, page: Arc<Page>) -> anyhow::Result<(Router, Vec<ArrivalLag>)> {
     let app = Router::new().route("/", get(render)).with_state(page);
     Ok(match mode {
-        Mode::Bare => app,
+        Mode::Bare => (app, Vec::new()),
         // tower's idiom: LoadShed turns "not ready" (all N permits taken) into an error, which
         // HandleErrorLayer answers with 503 and Retry-After, as our layer does.
-        Mode::Limit(n) => app.layer(
-            ServiceBuilder::new()
-                .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
-                    (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        [(header::RETRY_AFTER, "1")],
-                    )
-                }))
-                .load_shed()
-                .concurrency_limit(n),
+        Mode::Limit(n) => (
+            app.layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
+                        (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            [(header::RETRY_AFTER, "1")],
+                        )
+                    }))
+                    .load_shed()
+                    .concurrency_limit(n),
+            ),
+            Vec::new(),
         ),
-        Mode::Seda => app.layer(
-            SedaLayer::response_time(target)
+        Mode::Seda => {
+            let layer = SedaLayer::response_time(target)
                 .map_err(|e| anyhow!("--target-ms: {e}"))?
-                .http(),
-        ),
+                .http();
+            let lag = layer.arrival_lag();
+            (app.layer(layer), vec![lag])
+        }
     })
 }
 
@@ -136,7 +144,7 @@ pub fn serve(args: &TowerDemoArgs) -> anyhow::Result<()> {
         data,
         rounds: args.rounds,
     });
-    let app = app(args.mode, target, page)?;
+    let (app, lags) = app(args.mode, target, page)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))
         .enable_all()
@@ -144,14 +152,17 @@ pub fn serve(args: &TowerDemoArgs) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     rt.block_on(async {
         // The proxy's listen backlog: a spike of new connections waits to be accepted.
-        let listener = seda_proxy::listen(args.addr)
+        let inner = seda_proxy::listen(args.addr)
             .with_context(|| format!("cannot listen on {}", args.addr))?;
+        let meter = LagMeter::new(lags);
+        tokio::spawn(meter.clone().tick());
+        let listener = TimedListener { inner, meter };
         println!(
             "seda serve tower-demo: {:?}, {} KiB x {} passes per page, on http://{}/",
             args.mode,
             args.work_kb,
             args.rounds,
-            listener.local_addr()?
+            listener.inner.local_addr()?
         );
         axum::serve(listener, app)
             .with_graceful_shutdown(async {

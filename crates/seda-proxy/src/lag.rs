@@ -20,15 +20,18 @@ const WEIGHT: f64 = 0.02;
 /// The timer's period.
 const EVERY: Duration = Duration::from_millis(10);
 
-/// The smoothed delay, published to every route's layer.
+/// The smoothed delay, published to every route's layer. A server other than the proxy feeds
+/// it the same way: [`connection_started`](Self::connection_started) as each connection's task
+/// first runs, and [`tick`](Self::tick) spawned once.
 #[derive(Clone)]
-pub(crate) struct LagMeter {
+pub struct LagMeter {
     lags: Arc<[ArrivalLag]>,
     smoothed_s: Arc<Mutex<f64>>,
 }
 
 impl LagMeter {
-    pub(crate) fn new(lags: Vec<ArrivalLag>) -> Self {
+    /// A meter publishing to `lags` (each route's layer's [`ArrivalLag`]).
+    pub fn new(lags: Vec<ArrivalLag>) -> Self {
         LagMeter {
             lags: lags.into(),
             smoothed_s: Arc::new(Mutex::new(0.0)),
@@ -36,7 +39,7 @@ impl LagMeter {
     }
 
     /// A request (or the timer) was handled `late` after it could have been.
-    pub(crate) fn sample(&self, late: Duration) {
+    pub fn sample(&self, late: Duration) {
         let mut s = self
             .smoothed_s
             .lock()
@@ -49,12 +52,12 @@ impl LagMeter {
     }
 
     /// A new connection accepted at `accepted` is being served now.
-    pub(crate) fn connection_started(&self, accepted: Instant) {
+    pub fn connection_started(&self, accepted: Instant) {
         self.sample(accepted.elapsed());
     }
 
     /// Samples how late a timer fires, every 10 ms, until the task is dropped.
-    pub(crate) async fn tick(self) {
+    pub async fn tick(self) {
         loop {
             let due = tokio::time::Instant::now() + EVERY;
             tokio::time::sleep_until(due).await;

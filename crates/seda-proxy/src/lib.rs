@@ -45,4 +45,5 @@ pub use config::{
     ProxyConfig, RouteConfig,
 };
 pub use forward::ClientAddr;
+pub use lag::LagMeter;
 pub use server::{LISTEN_BACKLOG, Proxy, RouteStats, listen};
