@@ -1,6 +1,7 @@
 //! The proxy's response body: the upstream's, streamed, or one held whole (written by the
 //! proxy, or a short upstream body read whole).
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -22,6 +23,7 @@ pin_project! {
     enum Inner {
         Upstream { #[pin] body: Incoming },
         Local { #[pin] body: Full<Bytes> },
+        Read { frames: VecDeque<Bytes>, len: u64 },
     }
 }
 
@@ -31,7 +33,16 @@ impl ProxyBody {
         ProxyBody::full(text.into())
     }
 
-    /// A body held whole: one the proxy writes, or a short upstream one it read whole.
+    /// An upstream body already read whole, as the frames it came in (not copied into one
+    /// buffer: the server writes them out together).
+    pub fn read(frames: VecDeque<Bytes>) -> Self {
+        let len = frames.iter().map(|b| b.len() as u64).sum();
+        ProxyBody {
+            inner: Inner::Read { frames, len },
+        }
+    }
+
+    /// A body held whole: one the proxy writes.
     pub fn full(bytes: Bytes) -> Self {
         ProxyBody {
             inner: Inner::Local {
@@ -66,6 +77,10 @@ impl Body for ProxyBody {
         match self.project().inner.project() {
             InnerProj::Upstream { body } => body.poll_frame(cx),
             InnerProj::Local { body } => body.poll_frame(cx).map_err(|never| match never {}),
+            InnerProj::Read { frames, len } => Poll::Ready(frames.pop_front().map(|b| {
+                *len -= b.len() as u64;
+                Ok(Frame::data(b))
+            })),
         }
     }
 
@@ -73,6 +88,7 @@ impl Body for ProxyBody {
         match &self.inner {
             Inner::Upstream { body } => body.is_end_stream(),
             Inner::Local { body } => body.is_end_stream(),
+            Inner::Read { frames, .. } => frames.is_empty(),
         }
     }
 
@@ -80,6 +96,7 @@ impl Body for ProxyBody {
         match &self.inner {
             Inner::Upstream { body } => body.size_hint(),
             Inner::Local { body } => body.size_hint(),
+            Inner::Read { len, .. } => SizeHint::with_exact(*len),
         }
     }
 }
@@ -89,6 +106,7 @@ impl std::fmt::Debug for ProxyBody {
         f.write_str(match self.inner {
             Inner::Upstream { .. } => "ProxyBody(upstream)",
             Inner::Local { .. } => "ProxyBody(local)",
+            Inner::Read { .. } => "ProxyBody(read whole)",
         })
     }
 }

@@ -8,6 +8,7 @@
 //! the receiver's wake-up on the proxy's core: the lab's `proxy-spike` measured 1.5 x
 //! HAProxy's CPU per request. Longer bodies, and bodies of unknown length, are streamed.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -15,6 +16,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
@@ -81,9 +83,9 @@ impl Service<Request<Incoming>> for Forward {
                             resp.map(ProxyBody::upstream)
                         } else {
                             let (parts, body) = resp.into_parts();
-                            match tokio::time::timeout(timeout, body.collect()).await {
-                                Ok(Ok(whole)) => {
-                                    Response::from_parts(parts, ProxyBody::full(whole.to_bytes()))
+                            match tokio::time::timeout(timeout, read_whole(body)).await {
+                                Ok(Ok(frames)) => {
+                                    Response::from_parts(parts, ProxyBody::read(frames))
                                 }
                                 Ok(Err(_)) | Err(_) => local(
                                     StatusCode::BAD_GATEWAY,
@@ -100,6 +102,17 @@ impl Service<Request<Incoming>> for Forward {
 }
 
 /// A response the proxy writes itself.
+/// Every data frame of `body`, in order.
+async fn read_whole(mut body: Incoming) -> Result<VecDeque<Bytes>, hyper::Error> {
+    let mut frames = VecDeque::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            frames.push_back(data);
+        }
+    }
+    Ok(frames)
+}
+
 /// Responses whose `Content-Length` is below this are sent in one piece.
 pub const BUFFER_BELOW: u64 = 64 * 1024;
 

@@ -131,6 +131,15 @@ impl Scenario for Cluster {
          least connections vs agent-check weights from each replica's admission state"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "agent_weights/excess_moved_by_goal",
+            "agent_weights/slowed_share_after",
+            "roundrobin/slowed_share_after",
+            "agent_weights/p90_after_goal_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         if let Some(why) = missing() {
             lab.log(format!("skipped: {why}"));

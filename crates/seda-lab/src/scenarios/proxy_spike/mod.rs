@@ -160,6 +160,16 @@ impl Scenario for ProxySpike {
          128, and through seda proxy: cost per proxied request, p90, goodput, users unanswered"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "seda_proxy/goodput_per_s",
+            "seda_proxy/p90_admitted_after_settle_s",
+            "seda_proxy/underload/cpu_ms_per_request/1/1",
+            "haproxy_maxconn_128/underload/cpu_ms_per_request/1/1",
+            "haproxy_maxconn_128/unanswered_clients_fraction",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         if let Some(why) = missing() {
             lab.log(format!("skipped: {why}"));

@@ -114,6 +114,15 @@ impl Scenario for TowerSpike {
          ConcurrencyLimit + LoadShed (swept over N) vs seda's tower layer"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "seda/goodput_fraction_of_capacity",
+            "seda/p90_admitted_after_settle_s",
+            "seda/underload/cpu_ms_per_request/0/1",
+            "bare/underload/cpu_ms_per_request/0/1",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let target_s = lab.pick(0.5, 1.0);
         let underload_for = lab.pick(Duration::from_secs(2), Duration::from_secs(10));
