@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use seda_tower::{ArrivalLag, HttpSeda, SedaLayer, SingleClass, StatsHandle};
 use tokio::net::{TcpListener, TcpSocket};
@@ -62,9 +63,16 @@ impl Proxy {
     pub async fn bind(
         config: ProxyConfig,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        // No TCP keep-alive probes on upstream connections (`build_http` turns them on at the
+        // pool's idle timeout): the pool drops an idle connection after 90 s anyway, and
+        // setting them cost two system calls per connection, one per request to an upstream
+        // that closes after each response (gunicorn's sync workers).
+        let mut connector = HttpConnector::new();
+        connector.set_keepalive(None);
+        connector.set_nodelay(true);
         let client: crate::forward::UpstreamClient = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
-            .build_http();
+            .build(connector);
         let mut routes = Vec::new();
         for r in &config.routes {
             routes.push(build_route(r, client.clone(), &config)?);
