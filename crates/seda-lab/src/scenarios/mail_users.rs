@@ -181,6 +181,15 @@ impl Scenario for MailUsers {
          (WC03 Figures 8, 9)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "ours/goodput_fraction_of_capacity",
+            "ours/p90_admitted_after_settle_s",
+            "ours/rejected_fraction",
+            "none/p90_admitted_after_settle_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let cap = measure_mail_capacity(lab)?;
         let capacity = cap.per_s;
