@@ -63,6 +63,13 @@ fn bad_names_give_clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("NAME=VALUE"));
 }
 
+/// Asserts that each of `keys` is a number in `s` (`label` names the scenario).
+fn assert_numbers(label: &str, s: &serde_json::Value, keys: &[&str]) {
+    for key in keys {
+        assert!(s[key].is_number(), "{label} {key}: {s}");
+    }
+}
+
 #[test]
 fn the_levers_scenarios_print_the_summary_keys_the_issues_name() {
     let json = |args: &[&str]| -> serde_json::Value {
@@ -74,77 +81,52 @@ fn the_levers_scenarios_print_the_summary_keys_the_issues_name() {
         );
         serde_json::from_slice(&out.stdout).expect("JSON")
     };
-    let v = json(&["sim", "pool-control", "--controller", "p", "--json"]);
-    for plant in v["plants"].as_array().expect("plants") {
-        let s = &plant["runs"][0]["summary"];
-        for key in [
-            "steady_error",
-            "settle_periods",
-            "thread_overshoot",
-            "fraction_of_best_fixed",
-            "arx_error",
-        ] {
-            assert!(s[key].is_number(), "pool-control {key}: {s}");
-        }
-    }
-    let v = json(&["sim", "thesis-open", "--json"]);
-    for (_, run) in v["runs"].as_object().expect("runs") {
-        let s = &run["summary"];
-        for key in [
-            "within_target_of_all",
-            "within_target_of_processed",
-            "rejected_fraction",
-        ] {
-            assert!(s[key].is_number(), "thesis-open {key}: {s}");
-        }
-    }
-    let v = json(&["sim", "follow-target", "--json"]);
-    for phase in v["phases"].as_array().expect("phases") {
-        for key in [
-            "p90_over_target",
-            "within_target_of_all",
-            "within_target_of_processed",
-            "rejected_fraction",
-        ] {
-            assert!(phase[key].is_number(), "follow-target {key}: {phase}");
-        }
-    }
-    let s = &v["summary"];
-    for key in [
+    let within = [
         "within_target_of_all",
         "within_target_of_processed",
         "rejected_fraction",
-    ] {
-        assert!(s[key].is_number(), "follow-target {key}: {s}");
+    ];
+    let sert = [
+        "throughput_per_s",
+        "mean_response_s",
+        "within_1s_fraction",
+        "terminated_fraction",
+        "throughput_loss",
+    ];
+    let v = json(&["sim", "pool-control", "--controller", "p", "--json"]);
+    for plant in v["plants"].as_array().expect("plants") {
+        assert_numbers(
+            "pool-control",
+            &plant["runs"][0]["summary"],
+            &[
+                "steady_error",
+                "settle_periods",
+                "thread_overshoot",
+                "fraction_of_best_fixed",
+                "arx_error",
+            ],
+        );
     }
+    let v = json(&["sim", "thesis-open", "--json"]);
+    for (_, run) in v["runs"].as_object().expect("runs") {
+        assert_numbers("thesis-open", &run["summary"], &within);
+    }
+    let v = json(&["sim", "follow-target", "--json"]);
+    for phase in v["phases"].as_array().expect("phases") {
+        assert_numbers("follow-target", phase, &["p90_over_target"]);
+        assert_numbers("follow-target", phase, &within);
+    }
+    assert_numbers("follow-target", &v["summary"], &within);
     let v = json(&["sim", "sert-shift", "--json"]);
     for (_, run) in v["runs"].as_object().expect("runs") {
-        let s = &run["summary"];
-        for key in [
-            "throughput_per_s",
-            "mean_response_s",
-            "within_1s_fraction",
-            "terminated_fraction",
-            "throughput_loss",
-        ] {
-            assert!(s[key].is_number(), "sert-shift {key}: {s}");
-        }
+        assert_numbers("sert-shift", &run["summary"], &sert);
     }
     let v = json(&["sim", "sert-motivation", "--json"]);
     let points = v["points"].as_array().expect("points");
     // Each variant at each long share.
     assert_eq!(points.len(), 10, "{v}");
     for p in points {
-        let s = &p["summary"];
-        for key in [
-            "throughput_per_s",
-            "mean_response_s",
-            "within_1s_fraction",
-            "terminated_fraction",
-            "throughput_loss",
-        ] {
-            assert!(s[key].is_number(), "sert-motivation {key}: {s}");
-        }
+        assert_numbers("sert-motivation", &p["summary"], &sert);
         assert!(
             p["variant"].is_string() && p["long_share"].is_number(),
             "{p}"

@@ -23,7 +23,7 @@ pin_project! {
     enum Inner {
         Upstream { #[pin] body: Incoming },
         Local { #[pin] body: Full<Bytes> },
-        Read { frames: VecDeque<Bytes>, len: u64 },
+        Read { frames: VecDeque<Bytes> },
     }
 }
 
@@ -36,9 +36,8 @@ impl ProxyBody {
     /// An upstream body already read whole, as the frames it came in (not copied into one
     /// buffer: the server writes them out together).
     pub fn read(frames: VecDeque<Bytes>) -> Self {
-        let len = frames.iter().map(|b| b.len() as u64).sum();
         ProxyBody {
-            inner: Inner::Read { frames, len },
+            inner: Inner::Read { frames },
         }
     }
 
@@ -77,10 +76,9 @@ impl Body for ProxyBody {
         match self.project().inner.project() {
             InnerProj::Upstream { body } => body.poll_frame(cx),
             InnerProj::Local { body } => body.poll_frame(cx).map_err(|never| match never {}),
-            InnerProj::Read { frames, len } => Poll::Ready(frames.pop_front().map(|b| {
-                *len -= b.len() as u64;
-                Ok(Frame::data(b))
-            })),
+            InnerProj::Read { frames } => {
+                Poll::Ready(frames.pop_front().map(|b| Ok(Frame::data(b))))
+            }
         }
     }
 
@@ -88,7 +86,7 @@ impl Body for ProxyBody {
         match &self.inner {
             Inner::Upstream { body } => body.is_end_stream(),
             Inner::Local { body } => body.is_end_stream(),
-            Inner::Read { frames, .. } => frames.is_empty(),
+            Inner::Read { frames } => frames.is_empty(),
         }
     }
 
@@ -96,7 +94,9 @@ impl Body for ProxyBody {
         match &self.inner {
             Inner::Upstream { body } => body.size_hint(),
             Inner::Local { body } => body.size_hint(),
-            Inner::Read { len, .. } => SizeHint::with_exact(*len),
+            Inner::Read { frames } => {
+                SizeHint::with_exact(frames.iter().map(|b| b.len() as u64).sum())
+            }
         }
     }
 }

@@ -79,9 +79,7 @@ impl Service<Request<Incoming>> for Forward {
                     ),
                     Ok(Ok(mut resp)) => {
                         strip_hop_by_hop(resp.headers_mut());
-                        if !is_short(resp.headers()) {
-                            resp.map(ProxyBody::upstream)
-                        } else {
+                        if is_short(resp.headers()) {
                             let (parts, body) = resp.into_parts();
                             match tokio::time::timeout(timeout, read_whole(body)).await {
                                 Ok(Ok(frames)) => {
@@ -92,6 +90,8 @@ impl Service<Request<Incoming>> for Forward {
                                     "the upstream's response was cut short\n",
                                 ),
                             }
+                        } else {
+                            resp.map(ProxyBody::upstream)
                         }
                     }
                 },

@@ -45,6 +45,9 @@ impl LagMeter {
     /// Something was handled `late` after it could have been; `weight` is its share in the
     /// new estimate.
     fn sample(&self, late: Duration, weight: f64) {
+        if self.lags.is_empty() {
+            return;
+        }
         let mut s = self
             .smoothed_s
             .lock()
@@ -61,9 +64,10 @@ impl LagMeter {
         self.sample(accepted.elapsed(), CONNECTION_WEIGHT);
     }
 
-    /// Samples how late a timer fires, every 100 ms, until the task is dropped.
+    /// Samples how late a timer fires, every 100 ms, until the task is dropped (at once, with
+    /// no layer to tell).
     pub async fn tick(self) {
-        loop {
+        while !self.lags.is_empty() {
             let due = tokio::time::Instant::now() + EVERY;
             tokio::time::sleep_until(due).await;
             let late = tokio::time::Instant::now().saturating_duration_since(due);

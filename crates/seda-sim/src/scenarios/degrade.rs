@@ -12,7 +12,7 @@ use anyhow::{Result, anyhow, bail};
 use seda_control::{AdmissionController, catalogue};
 use serde_json::{Value, json};
 
-use super::common::{measure_capacity, sim, spike_sources, stage};
+use super::common::{measure_capacity, selected, sim, spike_sources, stage};
 use super::{Options, Output, Scenario};
 use crate::summary::{RunSummary, Series, settle_time};
 use crate::{Dist, SimConfig};
@@ -54,10 +54,7 @@ pub const SCENARIO: Scenario = Scenario {
 };
 
 fn run(args: &Options) -> Result<Output> {
-    let modes: Vec<&str> = match &args.controller {
-        Some(c) => vec![c.as_str()],
-        None => MODES.to_vec(),
-    };
+    let modes = selected(&args.controller, &MODES);
     let stage = stage(4, Dist::exp(0.01));
     let capacity = measure_capacity(&stage, args.seed)?;
     let users = args.users.unwrap_or(3000).max(4);

@@ -26,7 +26,7 @@ use seda_control::terminate::{
 };
 use serde_json::json;
 
-use super::common::{sim, stage};
+use super::common::{selected, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::levers::{Contention, Levers, Termination};
 use crate::summary::{RunSummary, fraction, per_s};
@@ -175,10 +175,7 @@ pub fn window_summary(name: &str, r: &SimResult, from_s: f64, to_s: f64) -> RunS
 }
 
 fn run_shift(args: &Options) -> Result<Output> {
-    let names: Vec<&str> = match &args.controller {
-        None => SHIFT_VARIANTS.to_vec(),
-        Some(c) => vec![c.as_str()],
-    };
+    let names = selected(&args.controller, &SHIFT_VARIANTS);
     let mut text = format!(
         "sert-shift: {SHIFT_WORKERS} workers, open Poisson {SHIFT_RATE}/s of 5 ms and 500 ms \
          requests, long share 1% then 10% from {SHIFT_FROM_S} s to {SHIFT_TO_S} s of \

@@ -13,7 +13,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use super::common::sim;
+use super::common::{selected, sim};
 use super::sert::{self, SHIFT_QUEUE, SHIFT_RATE, SHIFT_VARIANTS, SHIFT_WORKERS};
 use super::{Options, Output, Scenario};
 use crate::summary::RunSummary;
@@ -44,10 +44,7 @@ pub fn run_point(variant: &str, long_share: f64, seed: u64) -> Result<RunSummary
 }
 
 fn run(args: &Options) -> Result<Output> {
-    let variants: Vec<&str> = match &args.controller {
-        None => VARIANTS.to_vec(),
-        Some(c) => vec![c.as_str()],
-    };
+    let variants = selected(&args.controller, &VARIANTS);
     let mut text = format!(
         "sert-motivation: {SHIFT_WORKERS} workers, queue bound {SHIFT_QUEUE}, open Poisson \
          {SHIFT_RATE}/s of 5 ms and 500 ms requests, one run per long share, figures over \

@@ -16,7 +16,7 @@ use seda_control::selftune::{GlobalConfig, GlobalTargets, Law, SelfTuningConfig}
 use serde_json::json;
 use std::time::Duration;
 
-use super::common::{controller, sim, stage};
+use super::common::{controller, selected, sim, stage};
 use super::{Options, Output, Scenario};
 use crate::levers::{Contention, Levers, PoolControl, SelfTunedPool, TargetPlan};
 use crate::summary::{RunSummary, fraction, per_s};
@@ -107,10 +107,7 @@ pub fn summary(name: &str, r: &SimResult) -> RunSummary {
 }
 
 fn run(args: &Options) -> Result<Output> {
-    let names: Vec<&str> = match &args.controller {
-        None => VARIANTS.to_vec(),
-        Some(c) => vec![c.as_str()],
-    };
+    let names = selected(&args.controller, &VARIANTS);
     let mut text = format!(
         "thesis-open: open Poisson 500/s (200 clients every 200-600 ms), 1000/s from {:.0} s \
          (400 clients); emulated plant 20 ms exp service slowing past 32 busy threads; p90 target \
