@@ -201,7 +201,7 @@ impl History {
             .iter()
             .map(|(s, p, ..)| (s.name.as_str(), *p))
             .collect();
-        let origin = backpressure_origin(&named, &edges);
+        let origins = backpressure_origins(&named, &edges);
         let stages: Vec<Value> = rows
             .iter()
             .map(|(s, p, rejected_by, keys, values, terminated)| {
@@ -230,7 +230,7 @@ impl History {
             "stages": stages,
             "edges": edges.iter().map(|(f, to, r)| json!({"from": f, "to": to, "rate": r}))
                 .collect::<Vec<_>>(),
-            "backpressure_origin": origin,
+            "backpressure_origins": origins,
             "history_bytes_max": Self::bytes_for(self.stages.len()),
         });
         self.newest_t = Some(t);
@@ -269,31 +269,34 @@ fn pressed(p: &Point) -> bool {
         || (p.threshold > 0 && f64::from(p.queue) >= PRESSED_FILL * f64::from(p.threshold))
 }
 
-/// Where backpressure starts: a pressed stage none of whose downstream stages (edges carrying
-/// events now) is pressed. Upstream stages fill *because* of it; it is the one to look at.
-/// Among several, the fullest queue (then the most rejections) wins.
-fn backpressure_origin(rows: &[(&str, Point)], edges: &[(String, String, f32)]) -> Option<String> {
+/// Where backpressure starts: every pressed stage none of whose downstream stages (edges
+/// carrying events now) is pressed. Upstream stages fill *because* of one; these are the ones to
+/// look at. Independent branches can each have one (a crowd of logins and a crowd of searches),
+/// so all are named, the fullest queue (then the most rejections) first.
+fn backpressure_origins(rows: &[(&str, Point)], edges: &[(String, String, f32)]) -> Vec<String> {
     let is_pressed = |name: &str| rows.iter().any(|(s, p)| *s == name && pressed(p));
-    rows.iter()
+    let fill = |p: &Point| {
+        if p.threshold == 0 {
+            0.0
+        } else {
+            f64::from(p.queue) / f64::from(p.threshold)
+        }
+    };
+    let mut origins: Vec<&(&str, Point)> = rows
+        .iter()
         .filter(|(_, p)| pressed(p))
         .filter(|(s, _)| {
             !edges
                 .iter()
                 .any(|(from, to, r)| from == s && *r > 0.0 && is_pressed(to))
         })
-        .max_by(|(_, a), (_, b)| {
-            let fill = |p: &Point| {
-                if p.threshold == 0 {
-                    0.0
-                } else {
-                    f64::from(p.queue) / f64::from(p.threshold)
-                }
-            };
-            fill(a)
-                .total_cmp(&fill(b))
-                .then(a.rejected.total_cmp(&b.rejected))
-        })
-        .map(|(s, _)| s.to_string())
+        .collect();
+    origins.sort_by(|(_, a), (_, b)| {
+        fill(b)
+            .total_cmp(&fill(a))
+            .then(b.rejected.total_cmp(&a.rejected))
+    });
+    origins.iter().map(|(s, _)| s.to_string()).collect()
 }
 
 #[cfg(test)]
@@ -329,14 +332,14 @@ mod tests {
             ("b", point(60, 100, 0.0)),
             ("c", point(0, 100, 0.0)),
         ];
-        assert_eq!(backpressure_origin(&rows, &edges).as_deref(), Some("b"));
+        assert_eq!(backpressure_origins(&rows, &edges), ["b"]);
         // Nothing pressed: no origin.
         let calm = [("a", point(1, 100, 0.0)), ("b", point(0, 100, 0.0))];
-        assert_eq!(backpressure_origin(&calm, &edges), None);
-        // Two independent branches: the fuller queue wins.
+        assert!(backpressure_origins(&calm, &edges).is_empty());
+        // Two independent branches, both pressed: both are origins, the fuller queue first.
         let edges = [edge("outside", "x"), edge("outside", "y")];
         let rows = [("x", point(50, 100, 0.0)), ("y", point(8, 8, 1.0))];
-        assert_eq!(backpressure_origin(&rows, &edges).as_deref(), Some("y"));
+        assert_eq!(backpressure_origins(&rows, &edges), ["y", "x"]);
     }
 
     #[test]

@@ -52,17 +52,17 @@ function merge(live) {
 
 function draw(now) {
   $("uptime").textContent = "up " + Math.round(now.uptime_s) + " s";
-  const origin = now.backpressure_origin;
+  const origins = now.backpressure_origins || [];
   const o = $("origin");
-  o.textContent = origin ? "backpressure starts at " + origin : "no backpressure";
-  o.className = origin ? "origin-some" : "origin-none";
+  o.textContent = origins.length ? "backpressure starts at " + origins.join(", ") : "no backpressure";
+  o.className = origins.length ? "origin-some" : "origin-none";
   $("history-bytes").textContent = "at most " + (now.history_bytes_max / 1e6).toFixed(1) + " MB on the server";
-  drawGraph(now, origin);
-  drawStages(now, origin);
+  drawGraph(now, origins);
+  drawStages(now, origins);
   drawTimeline();
 }
 
-function drawGraph(now, origin) {
+function drawGraph(now, origins) {
   const svg = $("graph");
   svg.replaceChildren();
   const names = ["outside", ...now.stages.map((s) => s.name)];
@@ -97,7 +97,7 @@ function drawGraph(now, origin) {
   const byName = new Map(now.stages.map((s) => [s.name, s]));
   for (const n of names) {
     const p = pos.get(n), s = byName.get(n);
-    const fill = n === origin ? "#b00020" : s && s.pressed ? "#e0a000" : "#2a7a2a";
+    const fill = origins.includes(n) ? "#b00020" : s && s.pressed ? "#e0a000" : "#2a7a2a";
     svg.appendChild(el("svg:circle", { cx: p.x, cy: p.y, r: 7, fill, "data-stage": n }));
     svg.appendChild(el("svg:text", { x: p.x, y: p.y + 19, "text-anchor": "middle" }, n));
   }
@@ -116,14 +116,14 @@ function spark(points, pick, color) {
   return svg;
 }
 
-function drawStages(now, origin) {
+function drawStages(now, origins) {
   const box = $("stages");
   box.replaceChildren();
   for (const s of now.stages) {
     const p = s.point;
-    const card = el("div", { class: "stage" + (s.pressed ? " pressed" : "") + (s.name === origin ? " bottleneck" : ""), "data-stage": s.name });
+    const card = el("div", { class: "stage" + (s.pressed ? " pressed" : "") + (origins.includes(s.name) ? " bottleneck" : ""), "data-stage": s.name });
     const h = el("h3", {}, s.name);
-    if (s.name === origin) h.appendChild(el("span", { class: "badge" }, "backpressure starts here"));
+    if (origins.includes(s.name)) h.appendChild(el("span", { class: "badge" }, "backpressure starts here"));
     card.appendChild(h);
     const fill = p.threshold > 0 ? Math.min(1, p.queue / p.threshold) : 0;
     const bar = el("div", { class: "bar" + (fill >= 0.5 ? " hot" : ""), title: "queue / threshold" });
