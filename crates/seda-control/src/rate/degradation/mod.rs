@@ -9,22 +9,26 @@
 //! continue to exceed the target"); it is switched off again once the quality has recovered to
 //! full (our choice; WC03 does not say when).
 //!
-//! [`DegradingAdmission`] packages the knob with a response-time controller: admission passes
-//! everything until the knob re-enables it. While admission is off the response-time
-//! controller is left alone (it would otherwise keep dividing a rate nobody enforces, and start
-//! enforcing a rate wound down to a trickle: issue 15 saw 15-45/s against a capacity of
-//! hundreds); when the knob switches it on, it starts from the rate the stage was sustaining
-//! (completions per second, smoothed over measurement periods) and adapts from there. (It
-//! learns from every completion, the backlog admitted while admission was off included: a rate
-//! equal to what the stage sustains keeps that backlog, and so the response time, where it is;
-//! only a cut drains it. Learning only from requests admitted after the switch was tried and
-//! left the p90 at 3 to 6 targets in the lab's `degrade`.)
+//! [`DegradingAdmission`] packages the knob with admission control: it passes everything until
+//! the knob re-enables admission, which is then our tuned controller
+//! ([`TunedResponseTimeController`]: the queue bounded at the length that, at the measured
+//! departure rate, waits a budget steered to the target). Why not WC03's token bucket: its rate
+//! has to be guessed when the knob switches it on, and its AIMD then moves by +1.8/s or /1.2 per
+//! run. Started from the completions the stage sustained, it still had to cut the rate while the
+//! backlog built without admission control drained, and then took tens of seconds to climb
+//! back: issue 15 measured 0.09 x capacity served during the lab's `degrade` spike, the server's
+//! core two-thirds idle. The queue limit needs no guess: while admission is off the controller
+//! keeps counting the queue and the departures (and does not adapt its budget, since nothing is
+//! turned away), so at the switch it knows both the backlog and what the stage sustains, and
+//! the dropper sheds what waited past the target.
 
 use crate::InvalidConfig;
 use std::time::Duration;
 
 use crate::catalogue::{self, Entry, Params, Role};
-use crate::response_time::{ResponseTimeConfig, ResponseTimeController, SampleWindow};
+use crate::response_time::{
+    ResponseTimeConfig, SampleWindow, TunedConfig, TunedResponseTimeController,
+};
 use crate::{AdmissionController, Controller, KnobCell, KnobKind, Quality, RejectReason, Time};
 
 /// The catalogue entry of [`DegradingAdmission`].
@@ -173,53 +177,6 @@ impl Controller for Degradation {
     }
 }
 
-/// Completions per second over consecutive periods, smoothed: the rate a stage is sustaining.
-#[derive(Debug, Clone)]
-struct Departures {
-    period: Duration,
-    alpha: f64,
-    start: Option<Time>,
-    count: u64,
-    /// The closed periods' rate, smoothed (`alpha` of the previous value).
-    per_s: Option<f64>,
-}
-
-impl Departures {
-    fn new(period: Duration, alpha: f64) -> Self {
-        Departures {
-            period: period.max(Duration::from_millis(1)),
-            alpha,
-            start: None,
-            count: 0,
-            per_s: None,
-        }
-    }
-
-    fn roll(&mut self, now: Time) {
-        let start = *self.start.get_or_insert(now);
-        let elapsed = now.saturating_sub(start);
-        if elapsed >= self.period {
-            let d = self.count as f64 / elapsed.as_secs_f64();
-            self.per_s = Some(crate::rate::response_time::ewma(self.per_s, self.alpha, d));
-            self.count = 0;
-            self.start = Some(now);
-        }
-    }
-
-    fn complete(&mut self, now: Time) {
-        self.roll(now);
-        self.count += 1;
-    }
-
-    /// The smoothed rate, or the open period's when none has closed yet.
-    fn rate(&self, now: Time) -> Option<f64> {
-        self.per_s.or_else(|| {
-            let elapsed = now.saturating_sub(self.start?).as_secs_f64();
-            (elapsed > 0.0 && self.count > 0).then(|| self.count as f64 / elapsed)
-        })
-    }
-}
-
 /// Degradation first, admission control as the last resort (WC03 Figure 13's configuration).
 #[derive(Debug, Clone)]
 pub struct DegradingAdmission {
@@ -227,20 +184,22 @@ pub struct DegradingAdmission {
     /// The quality, published for the stage's handler.
     quality: KnobCell,
     window: SampleWindow,
-    inner: ResponseTimeController,
-    departures: Departures,
+    inner: TunedResponseTimeController,
 }
 
 impl DegradingAdmission {
-    /// A knob with `cfg`, measuring with `rt`'s window, falling back on `rt`'s controller.
+    /// A knob with `cfg`, run on `rt`'s window (`nreq` samples or `timeout`, its percentile);
+    /// admission control, once on, is [`TunedResponseTimeController`] for `rt`'s target and
+    /// percentile.
     pub fn new(cfg: DegradationConfig, rt: ResponseTimeConfig) -> Result<Self, InvalidConfig> {
         let window = SampleWindow::new(rt.nreq, rt.timeout, rt.percentile);
+        let mut tuned = TunedConfig::new(rt.target);
+        tuned.base.percentile = rt.percentile;
         Ok(DegradingAdmission {
             knob: Degradation::new(cfg)?,
             quality: KnobCell::new::<Quality>(),
             window,
-            departures: Departures::new(rt.timeout, rt.alpha),
-            inner: ResponseTimeController::new(rt)?,
+            inner: TunedResponseTimeController::new(tuned)?,
         })
     }
 
@@ -249,9 +208,9 @@ impl DegradingAdmission {
         self.knob.state().quality
     }
 
-    /// The admission rate in force (or, while admission is off, the one it would start from).
-    pub fn rate_per_s(&self) -> f64 {
-        self.inner.rate_per_s()
+    /// The queue limit in force (or, while admission is off, the one it would enforce).
+    pub fn queue_limit(&self) -> f64 {
+        self.inner.queue_limit()
     }
 
     fn enabled(&self) -> bool {
@@ -260,16 +219,8 @@ impl DegradingAdmission {
 
     fn run(&mut self, now: Time, p: Option<f64>) {
         if let Some(p) = p {
-            let was = self.enabled();
             let s = self.knob.update(now, &Duration::from_secs_f64(p));
             self.quality.set(s.quality);
-            if s.admission_enabled && !was {
-                // Start from what the stage sustains, not from a rate adapted (or never
-                // adapted) while nothing enforced it.
-                let sustained = self.departures.rate(now);
-                let rate = sustained.unwrap_or_else(|| self.inner.rate_per_s());
-                self.inner.restart(now, rate);
-            }
         }
     }
 }
@@ -285,32 +236,34 @@ impl AdmissionController for DegradingAdmission {
         if self.enabled() {
             self.inner.admit(now, class)
         } else {
+            self.inner.admit_anyway(now);
             Ok(())
         }
     }
 
     fn undo_admit(&mut self, now: Time, class: u8) {
+        self.inner.undo_admit(now, class);
+    }
+
+    fn on_dequeue(&mut self, now: Time, queued: Duration) -> bool {
         if self.enabled() {
-            self.inner.undo_admit(now, class);
+            self.inner.on_dequeue(now, queued)
+        } else {
+            self.inner.dequeued(now);
+            false
         }
     }
 
     fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration) {
-        self.departures.complete(now);
         let p = self.window.push(now, response.as_secs_f64());
         self.run(now, p);
-        if self.enabled() {
-            self.inner.on_complete(now, class, response, sojourn);
-        }
+        self.inner.on_complete(now, class, response, sojourn);
     }
 
     fn tick(&mut self, now: Time) {
-        self.departures.roll(now);
         let p = self.window.poll(now);
         self.run(now, p);
-        if self.enabled() {
-            self.inner.tick(now);
-        }
+        self.inner.tick(now);
     }
 
     fn state(&self) -> Vec<(&'static str, f64)> {
@@ -377,60 +330,90 @@ mod tests {
             a.on_complete(s(i as f64 * 0.01), 0, s(5.0), s(5.0));
         }
         assert_eq!(a.quality(), 0.01);
-        let t = s(3.0);
-        assert!((0..1000).filter(|_| a.admit(t, 0).is_ok()).count() < 100);
+        // On now, with the 1000 admitted still queued: the queue is over its limit.
+        assert!(enabled(&a));
+        assert_eq!(a.admit(s(3.0), 0), Err(RejectReason::QueueFull));
     }
 
-    /// Completions at `per_s` for `secs` seconds from `from`, each `response` long.
-    fn complete_at(a: &mut DegradingAdmission, from: f64, secs: f64, per_s: f64, response: f64) {
-        let n = (secs * per_s) as usize;
-        for i in 0..n {
-            a.on_complete(s(from + i as f64 / per_s), 0, s(response), s(response));
+    fn enabled(a: &DegradingAdmission) -> bool {
+        a.state().contains(&("admission_enabled", 1.0))
+    }
+
+    /// A stage serving `per_s` events a second for `secs` from `from`, each `response` old
+    /// when done, and admitting (or offering) one new event per event served, so the backlog
+    /// stays where it was. Returns how many of those arrivals were admitted.
+    fn serve(a: &mut DegradingAdmission, from: f64, secs: f64, per_s: f64, response: f64) -> usize {
+        let mut admitted = 0;
+        for i in 0..(secs * per_s) as usize {
+            let t = s(from + i as f64 / per_s);
+            a.on_dequeue(t, s(response));
+            a.on_complete(t, 0, s(response), s(response));
+            admitted += usize::from(a.admit(t, 0).is_ok());
         }
+        admitted
     }
 
     #[test]
-    fn the_rate_does_not_wind_down_while_admission_is_off() {
-        let rt = ResponseTimeConfig::new(s(1.0));
-        let initial = rt.initial_rate_per_s;
+    fn the_limit_does_not_wind_down_while_admission_is_off() {
         let cfg = DegradationConfig {
             reenable_admission: false,
             ..DegradationConfig::new(s(1.0))
         };
-        let mut a = DegradingAdmission::new(cfg, rt).unwrap();
-        // Thirty seconds over target at 300 completions/s: the knob is at q_min, admission
-        // stays off, and the rate it would enforce has not moved.
-        complete_at(&mut a, 0.0, 30.0, 300.0, 5.0);
-        assert_eq!(a.quality(), 0.01);
-        assert_eq!(a.rate_per_s(), initial);
+        let mut a = DegradingAdmission::new(cfg, ResponseTimeConfig::new(s(1.0))).unwrap();
+        let budget = a.inner.wait_budget();
+        // Thirty seconds over target at 300 completions/s with a backlog of 1000: the knob is
+        // at q_min, admission stays off, and the limit it would enforce has not adapted.
         assert_eq!(
-            (0..1000).filter(|_| a.admit(s(30.0), 0).is_ok()).count(),
+            (0..1000).filter(|_| a.admit(s(0.0), 0).is_ok()).count(),
             1000
         );
+        assert_eq!(serve(&mut a, 0.0, 30.0, 300.0, 5.0), 9000);
+        assert_eq!(a.quality(), 0.01);
+        assert!(!enabled(&a));
+        assert_eq!(a.inner.wait_budget(), budget);
+        assert_eq!(a.inner.queued(), 1000);
     }
 
     #[test]
-    fn admission_starts_from_the_rate_the_stage_sustains() {
-        let rt = ResponseTimeConfig::new(s(1.0));
-        let mut a = DegradingAdmission::new(DegradationConfig::new(s(1.0)), rt).unwrap();
-        // Over target at 400 completions/s until the knob re-enables admission control.
+    fn admission_knows_the_backlog_and_what_the_stage_sustains_when_it_starts() {
+        let mut a = DegradingAdmission::new(
+            DegradationConfig::new(s(1.0)),
+            ResponseTimeConfig::new(s(1.0)),
+        )
+        .unwrap();
+        // A backlog of 1000 built while admission was off, served at 400/s over target until
+        // the knob re-enables admission control.
+        assert_eq!(
+            (0..1000).filter(|_| a.admit(s(0.0), 0).is_ok()).count(),
+            1000
+        );
         let mut t = 0.0;
-        while a
-            .state()
-            .iter()
-            .all(|(k, v)| *k != "admission_enabled" || *v == 0.0)
-        {
+        while !enabled(&a) {
             assert!(t < 60.0, "admission never re-enabled");
-            complete_at(&mut a, t, 0.05, 400.0, 5.0);
+            serve(&mut a, t, 0.05, 400.0, 5.0);
             t += 0.05;
         }
-        let rate = a.rate_per_s();
-        assert!((rate - 400.0).abs() < 0.05 * 400.0, "starts at {rate}/s");
-        // And it enforces that rate: about 400 admitted over the next second, not 1000.
-        let admitted = (0..1000)
-            .filter(|i| a.admit(s(t + *i as f64 / 1000.0), 0).is_ok())
-            .count();
-        assert!((380..=420).contains(&admitted), "{admitted} admitted");
+        let d = a.inner.departures_per_s();
+        assert!((d - 400.0).abs() < 0.05 * 400.0, "departures {d}/s");
+        // The limit (400/s x a 0.5 s budget) is far under the backlog: nothing more is
+        // admitted, and what waited past the target is dropped as it leaves the queue.
+        assert!(
+            (a.queue_limit() - 200.0).abs() < 20.0,
+            "{}",
+            a.queue_limit()
+        );
+        assert_eq!(serve(&mut a, t, 0.5, 400.0, 5.0), 0);
+        assert!(a.on_dequeue(s(t + 0.5), s(5.0)));
+        // Once the backlog is under the limit, arrivals are admitted up to it.
+        while a.inner.queued() > 100 {
+            a.on_dequeue(s(t + 0.6), s(0.1));
+        }
+        let admitted = (0..1000).filter(|_| a.admit(s(t + 0.6), 0).is_ok()).count();
+        let (queued, limit) = (a.inner.queued() as f64, a.queue_limit());
+        assert!(
+            admitted > 0 && (queued - limit).abs() <= 1.0,
+            "{queued} queued, limit {limit}"
+        );
     }
 
     #[test]

@@ -213,6 +213,24 @@ impl TunedResponseTimeController {
         self.rejections += 1;
     }
 
+    /// Counts an event that a rule in front of this controller admitted without asking it
+    /// (a wrapper's that switches the limit off, as degradation's does), so that the queue the
+    /// limit sees includes it once the limit is back on.
+    pub fn admit_anyway(&mut self, now: Time) {
+        self.roll(now);
+        self.queued += 1;
+    }
+
+    /// An admitted event left the queue: the departure rate and the queue length learn it, but
+    /// no drop is decided (for a wrapper whose limit is off; `on_dequeue` is this plus the
+    /// selective dropper).
+    pub fn dequeued(&mut self, now: Time) {
+        self.roll(now);
+        self.queued = self.queued.saturating_sub(1);
+        self.min_queued = self.min_queued.min(self.queued);
+        self.period_dequeues += 1;
+    }
+
     /// The queueing-time budget.
     pub fn wait_budget(&self) -> Duration {
         Duration::from_secs_f64(self.wait_s)
@@ -285,10 +303,7 @@ impl AdmissionController for TunedResponseTimeController {
     }
 
     fn on_dequeue(&mut self, now: Time, queued: Duration) -> bool {
-        self.roll(now);
-        self.queued = self.queued.saturating_sub(1);
-        self.min_queued = self.min_queued.min(self.queued);
-        self.period_dequeues += 1;
+        self.dequeued(now);
         let drop = self.cfg.drop_queued.is_some_and(|limit| queued > limit);
         self.dropped += u64::from(drop);
         drop

@@ -34,6 +34,9 @@ pub struct Degrade;
 /// control, in targets.
 pub const SPIKE_X: f64 = 3.0;
 
+/// How often the server's stats are polled.
+const POLL: Duration = Duration::from_millis(500);
+
 /// WC03's p90 target for the spike.
 const PAPER_TARGET_S: f64 = 5.0;
 
@@ -64,8 +67,8 @@ pub(crate) struct Run {
     pub quality: Vec<(f64, f64)>,
     /// Whether the knob had re-enabled admission control (1) or not (0).
     pub admission: Vec<(f64, f64)>,
-    /// The rate of the token bucket behind the knob (enforced only while admission is on).
-    pub rate: Vec<(f64, f64)>,
+    /// The queue limit of the admission control behind the knob (enforced only while it is on).
+    pub queue_limit: Vec<(f64, f64)>,
     /// Pages served in each 1 s interval.
     pub served: Vec<(f64, f64)>,
     /// The load generator's per-interval series.
@@ -87,10 +90,13 @@ pub(crate) struct Figures {
     pub quality_min: Option<f64>,
     /// Share of the polls with admission control re-enabled.
     pub admission_enabled_fraction: Option<f64>,
-    /// The token bucket's rate when the knob first re-enabled admission control.
-    pub admission_rate_at_enable_per_s: Option<f64>,
+    /// The departure rate the admission control behind the knob had measured when the knob
+    /// first re-enabled it.
+    pub admission_departures_at_enable_per_s: Option<f64>,
+    /// Its queue limit then.
+    pub admission_queue_limit_at_enable: Option<f64>,
     /// The mean cost of a page served within the target during the spike, relative to a page
-    /// at full quality (the quality polled in its second; [`page_cost`]).
+    /// at full quality (priced at the mean quality of the pages the server computed in its second; [`page_cost`]).
     pub served_cost_x_full_quality: Option<f64>,
     /// The capacity at full quality, pages per CPU-second of the server.
     pub capacity_full_quality_per_cpu_s: f64,
@@ -182,7 +188,7 @@ impl Scenario for Degrade {
                 "target_s": spike.target_s,
                 "target_scaled_down": lab.quick,
                 "capacity_per_s": runs.iter().map(|r| (r.name.to_string(), json!(r.capacity))).collect::<Map<_, _>>(),
-                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike. Goodput is compared with the capacity on the pages served: full-quality capacity over the mean cost of a page served within the target (cost at quality q: base + (1 - base) q, base the quality-independent share of a full page's work)",
+                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike. Goodput is compared with the capacity on the pages served: full-quality capacity over the mean cost of a page served within the target (cost at quality q: the quality-independent base plus q x work_kb read and checksummed ceil(q x rounds) times, over a full page's work)",
                 "page_cost_base_share": base_share(&service),
                 "service": {
                     "work_kb": service.work_kb,
@@ -210,7 +216,7 @@ impl Scenario for Degrade {
                                 "series": r.series,
                                 "quality": r.quality,
                                 "admission_enabled": r.admission,
-                                "admission_rate_per_s": r.rate,
+                                "admission_queue_limit": r.queue_limit,
                             }),
                         )
                     })
@@ -258,7 +264,7 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
         spike.onset_s(),
         spike.target_s
     ));
-    let poller = StatsPoller::start(server.admin, Duration::from_millis(500));
+    let poller = StatsPoller::start(server.admin, POLL);
     let core = |c: Option<usize>| c.and_then(bottleneck::core_busy_seconds);
     let me = || bottleneck::process_cpu_seconds(std::process::id());
     let (cpu_before, core_before) = (server.cpu_seconds(), core(lab.server_cpu));
@@ -295,24 +301,67 @@ fn base_share(c: &BottleneckConfig) -> f64 {
     c.base_kb / (c.base_kb + scaled).max(1e-9)
 }
 
-/// The cost of a page at `quality`, relative to one at full quality.
-pub(crate) fn page_cost(base: f64, quality: f64) -> f64 {
-    base + (1.0 - base) * quality.clamp(0.0, 1.0)
+/// The cost of a page at `quality`, relative to one at full quality, in KiB checksummed: the
+/// base, plus `quality x work_kb` read and checksummed `ceil(quality x rounds)` times (the
+/// service's plan: the scaled work falls with the square of the quality, not linearly, which
+/// priced degraded pages too dear and put goodput at 1.07 x capacity).
+pub(crate) fn page_cost(c: &BottleneckConfig, quality: f64) -> f64 {
+    let q = quality.clamp(0.0, 1.0);
+    let passes = (f64::from(c.rounds) * q).ceil().max(1.0);
+    let full = c.base_kb + c.work_kb * f64::from(c.rounds);
+    (c.base_kb + c.work_kb * q * passes) / full.max(1e-9)
+}
+
+/// The mean quality of the pages the server computed between consecutive polls, from its own
+/// counters (`service.bottleneck.pages` and `mean_quality`, cumulative): `(t_s, quality)` at
+/// each poll that saw pages computed since the previous one.
+fn computed_quality(samples: &[Sample]) -> Vec<(f64, f64)> {
+    let totals = |s: &Sample| {
+        let b = &s.stats["service"][STAGE];
+        let pages = b["pages"].as_f64()?;
+        Some((pages, pages * b["mean_quality"].as_f64().unwrap_or(0.0)))
+    };
+    let mut out = Vec::new();
+    let mut last: Option<(f64, f64)> = None;
+    for s in samples {
+        let Some((pages, quality_sum)) = totals(s) else {
+            continue;
+        };
+        if let Some((p0, q0)) = last
+            && pages > p0
+        {
+            out.push((s.t_s, ((quality_sum - q0) / (pages - p0)).clamp(0.0, 1.0)));
+        }
+        last = Some((pages, quality_sum));
+    }
+    out
 }
 
 /// The mean relative cost of the pages completed within the target in the spike's intervals,
-/// each priced at the quality last polled before the interval's end (1 before any poll).
-fn served_cost(report: &Report, spike: &Spike, quality: &[(f64, f64)], base: f64) -> Option<f64> {
+/// each priced at the mean quality of the pages the server computed over the interval
+/// (`quality` from [`computed_quality`]; 1 where none was polled).
+fn served_cost(
+    report: &Report,
+    spike: &Spike,
+    quality: &[(f64, f64)],
+    service: &BottleneckConfig,
+) -> Option<f64> {
     let (mut pages, mut work) = (0.0, 0.0);
     for i in spike::intervals(report, spike) {
-        let end = i.t_s + i.duration_s;
-        let q = quality
+        let (start, end) = (i.t_s, i.t_s + i.duration_s);
+        // Polls closing a span that overlaps the interval (each covers the poll period before it).
+        let q: Vec<f64> = quality
             .iter()
-            .take_while(|(t, _)| *t < end)
-            .last()
-            .map_or(1.0, |(_, q)| *q);
+            .filter(|(t, _)| *t > start && *t <= end + POLL.as_secs_f64())
+            .map(|(_, q)| *q)
+            .collect();
+        let q = if q.is_empty() {
+            1.0
+        } else {
+            q.iter().sum::<f64>() / q.len() as f64
+        };
         pages += i.counts.good as f64;
-        work += i.counts.good as f64 * page_cost(base, q);
+        work += i.counts.good as f64 * page_cost(service, q);
     }
     (pages > 0.0).then(|| work / pages)
 }
@@ -343,13 +392,14 @@ fn measure(
     let p90_of = |from: f64| report.latency_between(from, end).map(|l| l.p90_ms / 1000.0);
     let quality = controller_series(samples, STAGE, "quality");
     let admission = controller_series(samples, STAGE, "admission_enabled");
-    let rate = controller_series(samples, STAGE, "rate_per_s");
-    // The bucket's rate when the knob first switched admission control on.
-    let rate_at_enable = admission
-        .iter()
-        .find(|(_, a)| *a > 0.0)
-        .and_then(|(t, _)| rate.iter().find(|(u, _)| u >= t))
-        .map(|(_, r)| *r);
+    let queue_limit = controller_series(samples, STAGE, "queue_limit");
+    // The admission controller's view when the knob first switched it on.
+    let enabled_at = admission.iter().find(|(_, a)| *a > 0.0).map(|(t, _)| *t);
+    let at_enable = |series: &[(f64, f64)]| {
+        enabled_at.and_then(|t| series.iter().find(|(u, _)| *u >= t).map(|(_, v)| *v))
+    };
+    let departures_at_enable = at_enable(&controller_series(samples, STAGE, "departures_per_s"));
+    let queue_limit_at_enable = at_enable(&queue_limit);
     let (q_mean, q_min) = mean_min(&quality, on, end);
     let (adm_on, _) = mean_min(&admission, on, end);
     let mut late: Vec<f64> = spike::intervals(report, spike)
@@ -361,8 +411,8 @@ fn measure(
     let cost = served_cost(
         report,
         spike,
-        &quality,
-        base_share(&BottleneckConfig::default()),
+        &computed_quality(samples),
+        &BottleneckConfig::default(),
     );
     // Goodput against the capacity on the pages served: degraded pages are cheaper.
     let summary = spike::summary(report, spike, capacity / cost.unwrap_or(1.0));
@@ -378,7 +428,8 @@ fn measure(
         quality_mean: q_mean,
         quality_min: q_min,
         admission_enabled_fraction: adm_on,
-        admission_rate_at_enable_per_s: rate_at_enable,
+        admission_departures_at_enable_per_s: departures_at_enable,
+        admission_queue_limit_at_enable: queue_limit_at_enable,
         ..Figures::default()
     };
     let pick = |f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| {
@@ -399,7 +450,7 @@ fn measure(
         served: pick(&|i| Some(i.counts.completed as f64 / i.duration_s.max(1e-9))),
         quality,
         admission,
-        rate,
+        queue_limit,
         series: serde_json::to_value(&report.series).unwrap_or(Value::Null),
     }
 }
