@@ -135,7 +135,8 @@ pub struct LoadArgs {
     /// Per-request deadline from the intended send time (a timeout past it).
     #[arg(long, value_parser = dur, default_value = "10s")]
     deadline: Duration,
-    /// After a 503: wait this long, reconnect and start over (the e-mail experiments use 5s).
+    /// After a 503: wait this long and start over, on the same connection if the server kept
+    /// it open (the e-mail experiments use 5s).
     #[arg(long, value_parser = dur)]
     backoff: Option<Duration>,
     /// Bound outstanding requests with SSM's AIMD window.

@@ -106,8 +106,10 @@ pub struct ClientConfig {
     /// Per-request deadline, from the intended send time; past it the request counts as a
     /// timeout and its connection is closed.
     pub deadline: Duration,
-    /// After a `503`, wait this long, drop the connection and start over (the session's
-    /// `restart`). `None`: carry on at once. Closed and partly-open models only.
+    /// After a `503`, wait this long and start over (the session's `restart`), on the same
+    /// connection if the server kept it open, as a browser does. (Reconnecting after every 503
+    /// made each rejection cost the server a TCP accept and close as well: at 1024 mail users,
+    /// 51,532 connections for 56,595 requests.) `None`: carry on at once.
     pub backoff_on_503: Option<Duration>,
     /// Pause after a connection or protocol error before trying again (so a dead server is not
     /// hammered in a tight loop). Closed model only.

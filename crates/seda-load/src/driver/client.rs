@@ -97,11 +97,6 @@ impl Client {
         self.capture.headers_on = headers;
     }
 
-    /// Closes the connection (the next request opens a new one).
-    pub fn disconnect(&mut self) {
-        self.conn = None;
-    }
-
     /// Sends `req` and waits for its end; records it with latency measured from `intended`.
     pub async fn send(&mut self, ctx: &Ctx, req: &Request, intended: Instant) -> Outcome {
         let measured = ctx.measured(intended);

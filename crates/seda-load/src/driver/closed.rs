@@ -98,8 +98,8 @@ async fn user(
         match outcome {
             Outcome::Response { status: 503, .. } => {
                 if let Some(backoff) = ctx.cfg.client.backoff_on_503 {
-                    // "Wait, then start over": a new connection and a fresh session.
-                    client.disconnect();
+                    // "Wait, then start over", on the connection the server kept open (as a
+                    // browser does: a 503 does not close an HTTP/1.1 connection).
                     tokio::time::sleep(backoff).await;
                     session.restart();
                     last = None;

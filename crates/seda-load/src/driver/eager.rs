@@ -75,12 +75,11 @@ pub(crate) async fn user(
                 () = tokio::time::sleep(patience) => None,
             }
         };
-        let Some((mut client, outcome)) = replied else {
+        let Some((client, outcome)) = replied else {
             continue; // the expected time passed: send again at once
         };
         match outcome {
             Outcome::Response { status: 503, .. } if ctx.cfg.client.backoff_on_503.is_some() => {
-                client.disconnect();
                 idle.borrow_mut().push(client);
                 tokio::time::sleep(ctx.cfg.client.backoff_on_503.unwrap_or_default()).await;
                 session.restart();

@@ -67,7 +67,6 @@ async fn session(
         match outcome {
             Outcome::Response { status: 503, .. } if ctx.cfg.client.backoff_on_503.is_some() => {
                 let backoff = ctx.cfg.client.backoff_on_503.unwrap_or_default();
-                client.disconnect();
                 tokio::time::sleep(backoff).await;
                 session.restart();
                 last = None;
