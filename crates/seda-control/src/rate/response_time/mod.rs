@@ -102,17 +102,6 @@ impl ResponseTimeController {
         self.estimate_s.map(Duration::from_secs_f64)
     }
 
-    /// Starts over at `rate_per_s` (clamped to the configured bounds): the token bucket takes
-    /// that rate, the smoothed estimate and the half-filled window are forgotten. For a caller
-    /// that switches this controller on and off and knows, when switching it on, what the
-    /// stage is sustaining (see [`DegradingAdmission`](crate::DegradingAdmission)).
-    pub fn restart(&mut self, now: Time, rate_per_s: f64) {
-        let rate = rate_per_s.clamp(self.cfg.min_rate_per_s, self.cfg.max_rate_per_s);
-        self.bucket.set_rate(now, rate);
-        self.estimate_s = None;
-        self.window = SampleWindow::new(self.cfg.nreq, self.cfg.timeout, self.cfg.percentile);
-    }
-
     /// Runs the controller on one window's percentile `sample_s` (what a closing window does);
     /// public so tests and callers with their own measurement can drive it.
     pub fn observe(&mut self, now: Time, sample_s: f64) {
