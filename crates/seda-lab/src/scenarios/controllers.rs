@@ -281,7 +281,8 @@ fn why_peer_wins(name: &str, peer: &RunSummary, ours: &RunSummary) -> String {
     if why.is_empty() {
         format!(
             "{gap}; their p90s ({:.2} s, {:.2} s), rejected shares and settle times do not \
-             explain the gap, so it is within run-to-run noise.",
+             explain the gap, and one run cannot tell it from noise (`seda lab repeat \
+             controllers` gives each controller's spread over runs).",
             p90(peer),
             p90(ours)
         )
