@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 
 /// How soon the page must mark the stage that became the bottleneck (issue 18).
 const MARK_WITHIN: Duration = Duration::from_secs(5);
+/// The stage cards the page marks as where backpressure starts.
+const MARKED: &str = "#stages .stage.bottleneck";
 
 struct Killed(Child);
 
@@ -133,14 +135,10 @@ fn mail_load(addr: &str, users: u32, think_ms: u32, only: Option<&str>) -> Kille
     )
 }
 
-/// The stages the page marks as where backpressure starts.
-async fn marked(c: &Client) -> Vec<String> {
+/// The names (`data-stage`) of the stage cards `css` selects on the page.
+async fn stage_cards(c: &Client, css: &str) -> Vec<String> {
     let mut names = Vec::new();
-    for e in c
-        .find_all(Locator::Css("#stages .stage.bottleneck"))
-        .await
-        .unwrap_or_default()
-    {
+    for e in c.find_all(Locator::Css(css)).await.unwrap_or_default() {
         if let Ok(Some(name)) = e.attr("data-stage").await {
             names.push(name);
         }
@@ -249,16 +247,7 @@ async fn the_dashboard_shows_the_mail_service_live_and_marks_its_bottleneck() {
     // Every stage gets its card once the first sample arrives.
     let mut shown = Vec::new();
     for _ in 0..100 {
-        shown = Vec::new();
-        for e in c
-            .find_all(Locator::Css("#stages .stage"))
-            .await
-            .unwrap_or_default()
-        {
-            if let Ok(Some(name)) = e.attr("data-stage").await {
-                shown.push(name);
-            }
-        }
+        shown = stage_cards(&c, "#stages .stage").await;
         if stages.iter().all(|s| shown.contains(s)) {
             break;
         }
@@ -280,7 +269,10 @@ async fn the_dashboard_shows_the_mail_service_live_and_marks_its_bottleneck() {
     }
     assert_ne!(before, after, "the rates did not change under load");
     assert!(
-        !marked(&c).await.iter().any(|s| s == "mail.search"),
+        !stage_cards(&c, MARKED)
+            .await
+            .iter()
+            .any(|s| s == "mail.search"),
         "search was the bottleneck before the crowd came"
     );
 
@@ -319,7 +311,11 @@ async fn the_dashboard_shows_the_mail_service_live_and_marks_its_bottleneck() {
     );
     let mut search_marked = None;
     while pressed_at.elapsed() < MARK_WITHIN * 4 {
-        if marked(&c).await.iter().any(|s| s == "mail.search") {
+        if stage_cards(&c, MARKED)
+            .await
+            .iter()
+            .any(|s| s == "mail.search")
+        {
             search_marked = Some(pressed_at.elapsed());
             break;
         }

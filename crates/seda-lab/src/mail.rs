@@ -398,17 +398,23 @@ pub fn users(
 /// were served 15-30% slower in their first seconds than afterwards, and the first load of a
 /// scenario ran on a different service from the rest.
 fn warm(lab: &Lab, addr: SocketAddr) -> Result<()> {
-    let mut cfg = users(
+    let cfg = busy_users(
         addr,
         8,
         lab.pick(Duration::from_secs(1), Duration::from_secs(3)),
-        1.0,
     )?;
+    lab.load(cfg).context("warming the server up")?;
+    Ok(())
+}
+
+/// [`users`] without think time (at WC03's time scale): as many requests as the service
+/// answers, for warming it up and calibrating it.
+fn busy_users(addr: SocketAddr, n: usize, duration: Duration) -> Result<LoadConfig> {
+    let mut cfg = users(addr, n, duration, 1.0)?;
     if let Model::Closed(c) = &mut cfg.model {
         c.think = Duration::ZERO;
     }
-    lab.load(cfg).context("warming the server up")?;
-    Ok(())
+    Ok(cfg)
 }
 
 /// Users that saturate the service when calibrating. More users lower the measured figure
@@ -521,25 +527,26 @@ fn stage_costs(stats: &Value) -> BTreeMap<String, f64> {
 /// time, after a warm-up: for a service with no one server whose CPU time the requests could be
 /// divided by (replicas behind a balancer, which `cluster` calibrates through HAProxy).
 pub fn wall_capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
-    let mut cfg = users(
+    let mut cfg = busy_users(
         addr,
         CALIBRATION_USERS,
         lab.pick(Duration::from_secs(3), Duration::from_secs(10)),
-        1.0,
     )?;
-    if let Model::Closed(c) = &mut cfg.model {
-        c.think = Duration::ZERO;
-    }
     cfg.warmup = lab.pick(Duration::from_secs(1), Duration::from_secs(3));
-    let c = lab.load(cfg)?.summary.throughput_per_s;
-    if c.is_nan() || c <= 1.0 {
-        bail!("the mail service completed {c:.1} requests/s while calibrating: is it working?");
-    }
+    let c = working(lab.load(cfg)?.summary.throughput_per_s)?;
     lab.log(format!("capacity {c:.0} requests/s of wall time"));
     Ok(c)
 }
 
-/// The capacity of `server` (fresh, uncontrolled) with each request type's cost
+/// `per_s`, the rate a calibration measured, or an error when the service hardly answered.
+fn working(per_s: f64) -> Result<f64> {
+    if per_s.is_nan() || per_s <= 1.0 {
+        bail!("the mail service completed {per_s:.1} requests/s while calibrating: is it working?");
+    }
+    Ok(per_s)
+}
+
+/// The capacity of `server` (uncontrolled, warmed up by [`MailServer::start`]) with each request type's cost
 /// ([`MailCapacity`]): closed users with no think time (the best of
 /// [`CALIBRATION_POPULATIONS`]), their completed requests over the CPU
 /// time the server used meanwhile (requests per CPU-second: another process taking part of the
@@ -550,24 +557,15 @@ pub fn wall_capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
 pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
     let mut best: Option<(f64, f64, BTreeMap<String, u64>)> = None;
     for users_n in CALIBRATION_POPULATIONS {
-        let mut cfg = users(
+        let cfg = busy_users(
             server.addr,
             users_n,
             lab.pick(Duration::from_secs(2), Duration::from_secs(6)),
-            1.0,
         )?;
-        if let Model::Closed(c) = &mut cfg.model {
-            c.think = Duration::ZERO;
-        }
         let before = server.cpu_seconds();
         let r = lab.load(cfg)?;
         let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
-        let wall = r.summary.throughput_per_s;
-        if wall.is_nan() || wall <= 1.0 {
-            bail!(
-                "the mail service completed {wall:.1} requests/s while calibrating: is it working?"
-            );
-        }
+        let wall = working(r.summary.throughput_per_s)?;
         let c = match cpu {
             // Without /proc (not Linux), or with too little CPU to divide by, wall time is all
             // there is.
@@ -585,7 +583,7 @@ pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
     let Some((c, wall, mix)) = best else {
         bail!("no calibration population");
     };
-    // Each type's mean service time over all the populations: relative costs.
+    // Each type's mean service time over the warm-up and all the populations: relative costs.
     let cost_s = crate::poll::fetch(server.admin)
         .map(|s| stage_costs(&s))
         .unwrap_or_default();
