@@ -129,17 +129,22 @@ impl SelfTuningPool {
         };
         self.prev_y = Some(y);
         let max_step = self.config.max_step as f64;
+        // A step the law wanted but may not take (past `max_step`, or overruled by the seek)
+        // is not integrated (anti-windup): while a large step climbs a few threads at a time,
+        // PI would otherwise store the whole climb's error and overshoot by it.
+        let wanted = step.round() as i64;
         let mut step = step.clamp(-max_step, max_step).round() as i64;
         if y < (1.0 - SEEK_BAND) * target {
             step = self.seek(step, threads, y, last_move);
         }
+        let clamped = step != wanted;
         let next = (threads as i64 + step).clamp(
             self.config.min_threads as i64,
             self.config.max_threads as i64,
         );
         let next = next as usize;
-        if next == threads && step != 0 {
-            // Saturated at a bound: stop integrating (anti-windup).
+        if clamped || (next == threads && step != 0) {
+            // Saturated at the step or at a bound: stop integrating (anti-windup).
             self.integral -= self.gains.map_or(0.0, |g| g.ki) * self.prev_error;
         }
         next

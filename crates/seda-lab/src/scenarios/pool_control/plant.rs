@@ -1,14 +1,17 @@
 //! One run of a pool sizer on a plant: the real runtime, in this process, pinned to the
-//! server core, with one stage whose handler calls an [`EmulatedBackend`] and a producer that
-//! keeps its queue from running dry (so throughput is what the pool can do).
+//! server core, with one stage whose handler calls the plant's backend (an
+//! [`EmulatedBackend`] or the e-mail store on PostgreSQL) and a producer that keeps its queue
+//! from running dry (so throughput is what the pool can do).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use seda::{Config, PoolControllerConfig, Runtime, SizerConfig, Stage, StageConfig, handler};
 use seda_http::bottleneck::EmulatedBackend;
+use seda_mail::Corpus;
+use seda_mail::store::{Moved, Store};
 use serde::Serialize;
 
 /// The stage (and pool) name.
@@ -23,31 +26,194 @@ pub(crate) const MAX_THREADS: usize = 48;
 pub(crate) struct Plant {
     /// Its name in the summary.
     pub name: &'static str,
-    /// The emulated backend's latency, ms.
-    pub latency_ms: u64,
-    /// Callers the backend serves before it thrashes (0: never).
-    pub knee: usize,
-    /// Calls the backend serves at once, the rest waiting (0: no limit).
-    pub channels: usize,
+    /// What each event waits on.
+    pub backend: Backend,
+    /// The fixed pools the sweep tries: quick form, full form.
+    pub sizes: (&'static [usize], &'static [usize]),
+    /// Threads every sizer starts with.
+    pub initial_threads: usize,
+    /// Whether one thread is a small step of its throughput, so that every target of the
+    /// phases has a pool that meets it (false: the steady error says how far apart the pool
+    /// sizes are, not how well a sizer follows).
+    pub fine_grained: bool,
 }
 
-/// The plants, 25 events/s per thread (a thread is a small step of the throughput, as on the
-/// thesis's larger pools): a backend with 24 channels (throughput grows with threads up to 24,
-/// then stays flat), and one that thrashes past 12 callers (an interior optimum at 12).
-pub(crate) const PLANTS: [Plant; 2] = [
+/// What a plant's handler calls.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Backend {
+    /// An [`EmulatedBackend`] (a sleep, stated as such).
+    Emulated {
+        /// Latency of a call, ms.
+        latency_ms: u64,
+        /// Callers served before it thrashes (0: never).
+        knee: usize,
+        /// Calls served at once, the rest waiting (0: no limit).
+        channels: usize,
+    },
+    /// The e-mail store on PostgreSQL ([`PG_URL`]): each event refiles a message between the
+    /// inbox and the archive of one of `users` users, the service's own transaction (the
+    /// message row and both folders' counts locked, then a commit that waits for the WAL
+    /// flush). Threads overlap their commits (group commit) until the few users' folder rows
+    /// serialize them: a real database plant whose throughput depends on the pool.
+    Postgres {
+        /// Users whose folders the events share.
+        users: usize,
+    },
+}
+
+/// The database of the `postgres` plant, and the plant's table prefix in it.
+pub(crate) const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+const PG_ADDR: &str = "127.0.0.1:5432";
+const PG_PREFIX: &str = "seda_lab_pool_";
+/// The `postgres` plant's corpus: users, its seed and its largest folder.
+const PG_CORPUS: (u64, u64, i64) = (50, 7, 2000);
+/// Messages of each user's inbox the `postgres` plant moves back and forth.
+const PG_MESSAGES_PER_USER: i64 = 16;
+
+/// The plants. Two emulated ones at 25 events/s per thread (a thread is a small step of the
+/// throughput, as on the thesis's larger pools): a backend with 24 channels (throughput grows
+/// with threads up to 24, then stays flat), and one that thrashes past 12 callers (an interior
+/// optimum at 12). And the e-mail store on PostgreSQL, which on this two-core machine
+/// saturates at two or three threads.
+pub(crate) const PLANTS: [Plant; 3] = [
     Plant {
         name: "io",
-        latency_ms: 40,
-        knee: 0,
-        channels: 24,
+        backend: Backend::Emulated {
+            latency_ms: 40,
+            knee: 0,
+            channels: 24,
+        },
+        sizes: (&[8, 16, 24], &[4, 8, 10, 12, 14, 16, 20, 24, 32, 48]),
+        initial_threads: 8,
+        fine_grained: true,
     },
     Plant {
         name: "contended",
-        latency_ms: 40,
-        knee: 12,
-        channels: 0,
+        backend: Backend::Emulated {
+            latency_ms: 40,
+            knee: 12,
+            channels: 0,
+        },
+        sizes: (&[8, 12, 16], &[4, 8, 10, 12, 14, 16, 20, 24, 32, 48]),
+        initial_threads: 8,
+        fine_grained: true,
+    },
+    Plant {
+        name: "postgres",
+        backend: Backend::Postgres { users: 8 },
+        sizes: (&[1, 2, 4, 8, 16], &[1, 2, 3, 4, 6, 8, 12, 16, 24, 32]),
+        initial_threads: 8,
+        // On two cores the database saturates at two or three threads: one thread is about
+        // 0.55 of the best pool's throughput, two about 0.9.
+        fine_grained: false,
     },
 ];
+
+impl Plant {
+    /// Why this plant cannot run here, if it cannot.
+    pub(crate) fn missing(&self) -> Option<String> {
+        match self.backend {
+            Backend::Emulated { .. } => None,
+            Backend::Postgres { .. } => {
+                let addr: std::net::SocketAddr = PG_ADDR.parse().ok()?;
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+                    .is_err()
+                    .then(|| format!("no PostgreSQL listening on {PG_ADDR}"))
+            }
+        }
+    }
+
+    /// Opens what the handler calls (for PostgreSQL: seeds the plant's tables the first time).
+    pub(crate) fn open(&self) -> Result<Work> {
+        match self.backend {
+            Backend::Emulated {
+                latency_ms,
+                knee,
+                channels,
+            } => Ok(Work::Emulated(Arc::new(
+                EmulatedBackend::new(Duration::from_millis(latency_ms), knee)
+                    .with_channels(channels),
+            ))),
+            Backend::Postgres { users } => open_postgres(users),
+        }
+    }
+}
+
+/// One message the `postgres` plant moves: `(user, message, inbox, archive)`.
+type Refile = (i64, i64, i64, i64);
+
+/// What a plant's handler calls, opened once per plant and shared by its runs.
+#[derive(Clone)]
+pub(crate) enum Work {
+    Emulated(Arc<EmulatedBackend>),
+    /// The store and the messages events move, in turn.
+    Mail(Arc<dyn Store>, Arc<Vec<Refile>>),
+}
+
+impl Work {
+    /// Serves event `n`: event `n` moves message `n mod len` to the archive in even rounds
+    /// through the list and back to the inbox in odd ones.
+    fn call(&self, n: u64) -> Result<(), String> {
+        match self {
+            Work::Emulated(backend) => {
+                backend.call();
+                Ok(())
+            }
+            Work::Mail(store, messages) => {
+                let len = messages.len() as u64;
+                let (user, id, inbox, archive) = messages[(n % len) as usize];
+                let to = if (n / len).is_multiple_of(2) {
+                    archive
+                } else {
+                    inbox
+                };
+                match store.refile(user, id, to, &seda::Meta::new()) {
+                    Ok(Moved::Moved { .. }) => Ok(()),
+                    Ok(other) => Err(format!("refiling message {id} of user {user}: {other:?}")),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        }
+    }
+}
+
+/// The `postgres` plant's store: its tables, created and loaded with [`PG_CORPUS`] the first
+/// time (a failed load leaves them empty and the next run loads again), and the messages of
+/// `users` users' inboxes it moves.
+fn open_postgres(users: usize) -> Result<Work> {
+    let (corpus_users, seed, max_folder) = PG_CORPUS;
+    let corpus = Corpus::with_max_folder(corpus_users, seed, max_folder);
+    let store = seda_mail::store::open(PG_URL, PG_PREFIX)
+        .with_context(|| format!("opening {}", seda_mail::store::redact(PG_URL)))?;
+    match store.tables()? {
+        0 => store.create()?,
+        3 => {}
+        n => bail!(
+            "the database holds {n} of the 3 tables with prefix `{PG_PREFIX}`: drop them and \
+             run again"
+        ),
+    }
+    if store.audit()?.users == 0 {
+        store.load(&corpus)?;
+    }
+    let meta = seda::Meta::new();
+    let mut messages = Vec::new();
+    for u in corpus.users().iter().take(users) {
+        let folders = store.folders(u.id, &meta)?;
+        let id_of = |name: &str| folders.iter().find(|f| f.name == name).map(|f| f.id);
+        let (Some(inbox), Some(archive)) = (id_of("Inbox"), id_of("Archive")) else {
+            bail!("user {} has no Inbox or Archive", u.name);
+        };
+        // Whatever an earlier run left in the archive starts back in the inbox.
+        let plan = &u.folders[0];
+        for id in plan.first_message..plan.first_message + plan.count.min(PG_MESSAGES_PER_USER) {
+            store.refile(u.id, id, inbox, &meta)?;
+            messages.push((u.id, id, inbox, archive));
+        }
+    }
+    Ok(Work::Mail(store, Arc::new(messages)))
+}
 
 /// One control period as seen from outside the sizer.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -77,7 +243,7 @@ pub(crate) struct Run {
 /// throughput target given at its start, if any), sampling every `period`. Runs on a thread
 /// pinned to `cpu`, so the runtime's threads are pinned there too.
 pub(crate) fn run(
-    plant: Plant,
+    work: &Work,
     sizer: SizerConfig,
     threads: usize,
     phases: &[(Duration, Option<f64>)],
@@ -85,18 +251,19 @@ pub(crate) fn run(
     cpu: Option<usize>,
 ) -> Result<Run> {
     let phases = phases.to_vec();
+    let work = work.clone();
     std::thread::spawn(move || {
         if let Some(cpu) = cpu {
             seda_load::pin_to_cpu(cpu).map_err(|e| anyhow!("pinning to CPU {cpu}: {e}"))?;
         }
-        run_here(plant, sizer, threads, &phases, period)
+        run_here(work, sizer, threads, &phases, period)
     })
     .join()
     .map_err(|_| anyhow!("the pool-control run panicked"))?
 }
 
 fn run_here(
-    plant: Plant,
+    work: Work,
     sizer: SizerConfig,
     threads: usize,
     phases: &[(Duration, Option<f64>)],
@@ -104,10 +271,7 @@ fn run_here(
 ) -> Result<Run> {
     let config = Config::from_toml("[runtime]\ntick_ms = 10\nstats_period_ms = 1000\n")?;
     let rt = Runtime::builder().config(config).start()?;
-    let backend = Arc::new(
-        EmulatedBackend::new(Duration::from_millis(plant.latency_ms), plant.knee)
-            .with_channels(plant.channels),
-    );
+    let failure = Arc::new(Mutex::new(None));
     // SEDA's heuristic at one thread per control period when the queue is long (Sandstorm's
     // 2 s delay, 4 samples per thread and threshold of 1000 would add one thread in 8 s).
     let heuristic = sizer.is_seda().then(|| PoolControllerConfig {
@@ -127,7 +291,16 @@ fn run_here(
                 ..StageConfig::default()
             })
             .sizer(sizer)
-            .handler(handler::each(move |_: u64, _| backend.call())),
+            .handler(handler::each({
+                let failure = failure.clone();
+                move |n: u64, _| {
+                    if let Err(e) = work.call(n)
+                        && let Ok(mut first) = failure.lock()
+                    {
+                        first.get_or_insert(e);
+                    }
+                }
+            })),
     )?;
     let stop = Arc::new(AtomicBool::new(false));
     let producer = {
@@ -181,5 +354,8 @@ fn run_here(
     let _ = producer.join();
     // The backlog is the producer's, not work anyone waits for: drop it rather than drain it.
     rt.shutdown_timeout(Duration::from_millis(100));
+    if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
+        bail!("the plant's backend failed: {e}");
+    }
     Ok(Run { samples, arx_error })
 }

@@ -3,6 +3,32 @@
 use std::time::Duration;
 
 use super::Results;
+use super::plant::Backend;
+
+fn describe(backend: Backend) -> String {
+    match backend {
+        Backend::Emulated {
+            latency_ms,
+            knee,
+            channels,
+        } => {
+            let mut s = format!("emulated backend, {latency_ms} ms");
+            if channels > 0 {
+                s += &format!(", {channels} channels");
+            }
+            if knee > 0 {
+                s += &format!(", thrashing past {knee} callers (interior optimum)");
+            }
+            s
+        }
+        Backend::Postgres { users } => format!(
+            "the e-mail store on PostgreSQL ({}): each event refiles a message between the \
+             inbox and the archive of one of {users} users (a transaction that locks the \
+             message and both folders' counts, and a commit)",
+            seda_mail::store::redact(super::plant::PG_URL)
+        ),
+    }
+}
 
 pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration]) -> String {
     let phases: Vec<String> = phases
@@ -11,8 +37,9 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
         .collect();
     let mut s = String::new();
     s += &format!(
-        "Each plant is one stage of the real runtime whose handler waits on an *emulated* \
-         backend (a sleep, not real I/O), kept busy by a producer. A sweep of fixed pools finds \
+        "Each plant is one stage of the real runtime whose handler waits on a backend, kept busy \
+         by a producer: an *emulated* backend (a sleep, not real I/O), or the e-mail store on \
+         PostgreSQL (a real database transaction per event). A sweep of fixed pools finds \
          the best fixed size; then each sizer starts from eight threads and runs three phases of \
          {} s with a {:.1} s control period: throughput targets of 0.4 and 0.8 x the best \
          fixed throughput (the step), then 1.5 x (more than any pool gives: the most it can find). \
@@ -24,21 +51,11 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
     );
     for (plant, best, rows) in all {
         s += &format!(
-            "## Plant `{}`: backend {} ms{}{}\n\nBest fixed pool: {} threads, {:.0} events/s.\n\n\
+            "## Plant `{}`: {}\n\nBest fixed pool: {} threads, {:.0} events/s.\n\n\
              | sizer | share of best fixed | events/s | threads | steady error | settle periods \
              | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|\n",
             plant.name,
-            plant.latency_ms,
-            if plant.channels > 0 {
-                format!(", {} channels", plant.channels)
-            } else {
-                String::new()
-            },
-            if plant.knee > 0 {
-                format!(", thrashing past {} callers (interior optimum)", plant.knee)
-            } else {
-                String::new()
-            },
+            describe(plant.backend),
             best.0,
             best.1
         );
