@@ -431,45 +431,57 @@ const CALIBRATION_POPULATIONS: [usize; 3] = [8, 16, 32];
 /// mix of requests the run served.
 ///
 /// Request types cost very different amounts (a login checks a password hash; a folder list
-/// reads an index), and admission control changes the mix a run serves (per-stage control
-/// turns the expensive types away first), so requests per second of the calibration's mix
-/// are not the unit of a run's goodput (issue 15 saw goodput at 1.48 x such a capacity). The
-/// calibration therefore also measures what each type costs the server (its stage's mean
-/// service time), and [`on_mix`](Self::on_mix) gives the capacity in requests per second of
-/// any mix: the server's work per second at saturation over the mix's mean cost. Goodput over
-/// that capacity is the server's work on requests completed within the target over the work it
-/// can do: at most 1, up to measurement noise.
+/// reads an index), and the same type costs more or less from run to run (a search of a large
+/// mailbox costs ten times one of a small one, and a short run completes a few dozen). So
+/// goodput is measured in the server's work, as CPU-seconds of requests completed within the
+/// target per CPU-second of the server: the service counts the CPU time of each request type's
+/// handlers (`handler_cpu_s` in its stats), and a run's requests of each type are priced at
+/// what that type cost in the same run ([`Work`]). [`on_mix`](Self::on_mix) turns one
+/// CPU-second into requests per second of a run's mix, so goodput / capacity is at most 1 by
+/// construction; the front end's parsing and answering is part of what keeps it under 1 (a
+/// saturated uncontrolled server reaches [`handler_share`](Self::handler_share)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MailCapacity {
-    /// Requests per CPU-second of the server, of the calibration's own mix.
+    /// Requests per CPU-second of the server, of the calibration's own mix (the best of the
+    /// populations): the scale scenarios size their loads by.
     pub per_s: f64,
-    /// Each request type's mean service time in the calibration (seconds; relative costs).
+    /// Handler CPU over the server's CPU while the calibration saturated it: the most goodput
+    /// / capacity an uncontrolled server reaches (the rest is the front end's).
+    pub handler_share: f64,
+    /// Each request type's handler CPU per request in the calibration, seconds (the price of a
+    /// type a run served within the target but whose cost it did not measure).
     pub cost_s: BTreeMap<String, f64>,
     /// The calibration's mix: requests completed per type.
     pub mix: BTreeMap<String, u64>,
 }
 
 impl MailCapacity {
-    /// The mean cost of a request of `mix` (requests per type); `None` when the mix is empty
-    /// or has a type the calibration did not price.
-    pub fn mean_cost(&self, mix: &BTreeMap<String, u64>) -> Option<f64> {
+    /// The mean handler CPU of a request of `mix`, each type priced by `run` (a run's own
+    /// costs) or else by the calibration's; `None` when the mix is empty or has a type neither
+    /// prices.
+    pub fn mean_cost(
+        &self,
+        mix: &BTreeMap<String, u64>,
+        run: &BTreeMap<String, f64>,
+    ) -> Option<f64> {
         let n: u64 = mix.values().sum();
         if n == 0 {
             return None;
         }
         let mut work = 0.0;
         for (kind, &count) in mix.iter().filter(|(_, c)| **c > 0) {
-            work += count as f64 * self.cost_s.get(kind)?;
+            let cost = run.get(kind).or_else(|| self.cost_s.get(kind))?;
+            work += count as f64 * cost;
         }
         Some(work / n as f64)
     }
 
-    /// Capacity in requests per second of `mix`: the calibration's rate scaled by how much
-    /// cheaper or dearer a request of `mix` is than one of the calibration's. Falls back on
-    /// the calibration's rate when either mix cannot be priced.
-    pub fn on_mix(&self, mix: &BTreeMap<String, u64>) -> f64 {
-        match (self.mean_cost(&self.mix), self.mean_cost(mix)) {
-            (Some(cal), Some(run)) if run > 0.0 => self.per_s * cal / run,
+    /// Capacity in requests per second of `mix` priced by `run`: the requests of the mix one
+    /// CPU-second of handler work completes. Falls back on the calibration's rate when the mix
+    /// cannot be priced.
+    pub fn on_mix(&self, mix: &BTreeMap<String, u64>, run: &BTreeMap<String, f64>) -> f64 {
+        match self.mean_cost(mix, run) {
+            Some(cost) if cost > 0.0 => 1.0 / cost,
             _ => self.per_s,
         }
     }
@@ -478,6 +490,7 @@ impl MailCapacity {
     pub fn describe(&self) -> Value {
         json!({
             "calibration_mix_per_s": self.per_s,
+            "handler_share": self.handler_share,
             "cost_s_per_type": self.cost_s,
             "calibration_mix": self.mix,
             "how": HOW,
@@ -486,11 +499,83 @@ impl MailCapacity {
 }
 
 /// One sentence for reports: how the mail service's capacity is measured.
-pub const HOW: &str = "capacity is on the mix served within the target: 8, 16 and 32 closed \
-    users without think time against an uncontrolled server measure its peak rate (requests per CPU-second \
-    of the server) and each request type's mean service time; the capacity for a run's mix is \
-    that rate times the calibration mix's mean cost over the run's (so goodput / capacity is \
-    work done in time over work possible, <= 1 up to noise)";
+pub const HOW: &str = "goodput / capacity is CPU-seconds of requests completed within the \
+    target per CPU-second of the server: the service counts each request type's handler CPU \
+    time, and a run's requests of each type are priced at what the type cost in that run (<= 1 by \
+    construction; the front end's share of the CPU is part of the rest: a saturated uncontrolled \
+    server reached the handler share reported with the calibration, 8, 16 and 32 closed users \
+    without think time)";
+
+/// Handler CPU seconds and completed requests of each request type, from a stats snapshot of
+/// the mail service.
+fn handler_totals(stats: &Value) -> BTreeMap<String, (f64, u64)> {
+    let stages = stats
+        .pointer("/runtime/stages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    RequestKind::ALL
+        .iter()
+        .filter_map(|k| {
+            let cpu = stats
+                .pointer(&format!("/service/handler_cpu_s/{}", k.name()))?
+                .as_f64()?;
+            let st = stages
+                .iter()
+                .find(|s| s.get("name").and_then(Value::as_str) == Some(&k.stage_name()))?;
+            let done = st.pointer("/totals/counters/completed")?.as_u64()?;
+            Some((k.name().to_string(), (cpu, done)))
+        })
+        .collect()
+}
+
+/// What each request type cost the mail service between two stats snapshots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Work {
+    /// Per type: handler CPU seconds and requests completed.
+    pub per_type: BTreeMap<String, (f64, u64)>,
+}
+
+impl Work {
+    /// The difference between the snapshots `before` and `after` (`None`: a snapshot failed).
+    pub fn between(before: Option<&Value>, after: Option<&Value>) -> Work {
+        let (Some(before), Some(after)) = (before, after) else {
+            return Work::default();
+        };
+        let before = handler_totals(before);
+        let per_type = handler_totals(after)
+            .into_iter()
+            .map(|(k, (cpu, done))| {
+                let (c0, d0) = before.get(&k).copied().unwrap_or((0.0, 0));
+                (k, (cpu - c0, done.saturating_sub(d0)))
+            })
+            .collect();
+        Work { per_type }
+    }
+
+    /// Handler CPU per completed request of each type that completed any.
+    pub fn cost_s(&self) -> BTreeMap<String, f64> {
+        self.per_type
+            .iter()
+            .filter(|(_, (cpu, done))| *done > 0 && *cpu > 0.0)
+            .map(|(k, (cpu, done))| (k.clone(), cpu / *done as f64))
+            .collect()
+    }
+
+    /// Handler CPU seconds of every type.
+    pub fn cpu_s(&self) -> f64 {
+        self.per_type.values().map(|(cpu, _)| cpu).sum()
+    }
+
+    /// Adds `other`'s figures to these.
+    pub fn add(&mut self, other: &Work) {
+        for (k, (cpu, done)) in &other.per_type {
+            let e = self.per_type.entry(k.clone()).or_insert((0.0, 0));
+            e.0 += cpu;
+            e.1 += done;
+        }
+    }
+}
 
 /// The requests of each type in `classes` that `count` picks (the load generator's classes
 /// are the mail workload's request types).
@@ -501,25 +586,6 @@ pub fn mix(
     classes
         .iter()
         .map(|c| (c.name.clone(), count(&c.counts)))
-        .collect()
-}
-
-/// Each request type's mean service time on its stage, from a stats snapshot.
-fn stage_costs(stats: &Value) -> BTreeMap<String, f64> {
-    let stages = stats
-        .pointer("/runtime/stages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    RequestKind::ALL
-        .iter()
-        .filter_map(|k| {
-            let st = stages
-                .iter()
-                .find(|s| s.get("name").and_then(Value::as_str) == Some(&k.stage_name()))?;
-            let mean = st.pointer("/totals/service/mean_s")?.as_f64()?;
-            (mean > 0.0).then(|| (k.name().to_string(), mean))
-        })
         .collect()
 }
 
@@ -546,30 +612,35 @@ fn working(per_s: f64) -> Result<f64> {
     Ok(per_s)
 }
 
-/// The capacity of `server` (uncontrolled, warmed up by [`MailServer::start`]) with each request type's cost
-/// ([`MailCapacity`]): closed users with no think time (the best of
-/// [`CALIBRATION_POPULATIONS`]), their completed requests over the CPU
-/// time the server used meanwhile (requests per CPU-second: another process taking part of the
-/// server's core during the calibration does not shrink it), the costs from the server's
-/// stats. No warm-up: the CPU time read around the run must cover the same requests as the
-/// counts, and the sessions' first logins, which a warm-up used to leave out, are priced with
-/// the rest of the mix.
+/// The capacity of `server` (uncontrolled, warmed up by [`MailServer::start`]) ([`MailCapacity`]):
+/// closed users with no think time in each of [`CALIBRATION_POPULATIONS`], their completed
+/// requests over the CPU time the server used meanwhile (requests per CPU-second: another
+/// process taking part of the server's core does not shrink it; the best population gives
+/// `per_s`), and over all of them the handlers' share of that CPU and each type's handler CPU
+/// per request. No warm-up: the CPU time read around each run must cover the same requests
+/// as the counts.
 pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
     let mut best: Option<(f64, f64, BTreeMap<String, u64>)> = None;
+    let (mut work, mut server_cpu) = (Work::default(), 0.0);
     for users_n in CALIBRATION_POPULATIONS {
         let cfg = busy_users(
             server.addr,
             users_n,
             lab.pick(Duration::from_secs(2), Duration::from_secs(6)),
         )?;
-        let before = server.cpu_seconds();
+        let before = (server.cpu_seconds(), crate::poll::fetch(server.admin));
         let r = lab.load(cfg)?;
-        let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
+        let after = (server.cpu_seconds(), crate::poll::fetch(server.admin));
+        let cpu = before.0.zip(after.0).map(|(a, b)| b - a);
         let wall = working(r.summary.throughput_per_s)?;
         let c = match cpu {
             // Without /proc (not Linux), or with too little CPU to divide by, wall time is all
             // there is.
-            Some(cpu) if cpu > 0.2 => r.summary.counts.completed as f64 / cpu,
+            Some(cpu) if cpu > 0.2 => {
+                work.add(&Work::between(before.1.as_ref(), after.1.as_ref()));
+                server_cpu += cpu;
+                r.summary.counts.completed as f64 / cpu
+            }
             _ => wall,
         };
         lab.log(format!(
@@ -583,17 +654,20 @@ pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
     let Some((c, wall, mix)) = best else {
         bail!("no calibration population");
     };
-    // Each type's mean service time over the warm-up and all the populations: relative costs.
-    let cost_s = crate::poll::fetch(server.admin)
-        .map(|s| stage_costs(&s))
-        .unwrap_or_default();
+    let handler_share = if server_cpu > 0.0 {
+        (work.cpu_s() / server_cpu).min(1.0)
+    } else {
+        0.0
+    };
     lab.log(format!(
         "capacity {c:.0} requests per CPU-second of the server on the calibration's mix \
-         ({wall:.0}/s of wall time)"
+         ({wall:.0}/s of wall time); handlers {:.0}% of its CPU",
+        100.0 * handler_share
     ));
     Ok(MailCapacity {
         per_s: c,
-        cost_s,
+        handler_share,
+        cost_s: work.cost_s(),
         mix,
     })
 }
@@ -606,15 +680,40 @@ mod tests {
     fn capacity_follows_the_cost_of_the_mix() {
         let cap = MailCapacity {
             per_s: 100.0,
+            handler_share: 0.9,
             cost_s: [("login".to_string(), 0.004), ("list".to_string(), 0.001)].into(),
             mix: [("login".to_string(), 50), ("list".to_string(), 50)].into(),
         };
-        // Calibration: 2.5 ms a request at 100/s. A mix of lists only costs 1 ms: 250/s.
+        let none = BTreeMap::new();
+        // Lists cost 1 ms of handler CPU: a CPU-second completes 1000.
         let lists = [("list".to_string(), 10)].into();
-        assert!((cap.on_mix(&lists) - 250.0).abs() < 1e-9);
-        assert!((cap.on_mix(&cap.mix) - 100.0).abs() < 1e-9);
-        // A type the calibration did not price: the calibration's own rate.
-        assert_eq!(cap.on_mix(&[("search".to_string(), 3)].into()), 100.0);
-        assert_eq!(cap.on_mix(&BTreeMap::new()), 100.0);
+        assert!((cap.on_mix(&lists, &none) - 1000.0).abs() < 1e-9);
+        // Half logins: 2.5 ms a request, 400/s.
+        assert!((cap.on_mix(&cap.mix, &none) - 400.0).abs() < 1e-9);
+        // The run's own price wins: lists at 4 ms in this run, 250/s.
+        let run = [("list".to_string(), 0.004)].into();
+        assert!((cap.on_mix(&lists, &run) - 250.0).abs() < 1e-9);
+        // A type nobody priced: the calibration's rate.
+        assert_eq!(
+            cap.on_mix(&[("search".to_string(), 3)].into(), &none),
+            100.0
+        );
+        assert_eq!(cap.on_mix(&BTreeMap::new(), &none), 100.0);
+    }
+
+    #[test]
+    fn work_is_the_difference_of_two_snapshots() {
+        let snap = |cpu: f64, done: u64| {
+            json!({
+                "service": {"handler_cpu_s": {"login": cpu}},
+                "runtime": {"stages": [
+                    {"name": "mail.login", "totals": {"counters": {"completed": done}}}
+                ]}
+            })
+        };
+        let w = Work::between(Some(&snap(1.0, 10)), Some(&snap(1.5, 110)));
+        assert_eq!(w.per_type["login"], (0.5, 100));
+        assert!((w.cost_s()["login"] - 0.005).abs() < 1e-12);
+        assert_eq!(Work::between(None, Some(&snap(1.0, 1))), Work::default());
     }
 }

@@ -102,7 +102,8 @@ pub const FIGURE_7_STAGE: &str = "mail.list_folders";
 /// Starts the service with `control` (behind `front` if given: a function that puts a proxy
 /// in front of the server and returns the address to load), runs `spike` against it, and
 /// measures; goodput is compared with `capacity` on the mix of requests the run completed
-/// within the target ([`MailCapacity::on_mix`]).
+/// within the target, each type priced at its handler CPU over the run
+/// ([`MailCapacity::on_mix`]).
 pub fn run(
     lab: &Lab,
     name: &str,
@@ -142,12 +143,18 @@ pub fn run(
     server.stop(lab, name);
     let report = report?;
     let served = mail::mix(&report.classes, |c| c.good);
-    let on_mix = capacity.on_mix(&served);
+    let work = mail::Work::between(
+        samples.first().map(|s| &s.stats),
+        samples.last().map(|s| &s.stats),
+    );
+    let costs = work.cost_s();
+    let on_mix = capacity.on_mix(&served, &costs);
     let mut run = measure(&report, &samples, spike, on_mix, control);
     run.summary = run
         .summary
         .with("capacity_calibration_mix_per_s", capacity.per_s)
-        .with("served_mix", &served);
+        .with("served_mix", &served)
+        .with("cost_s_per_type", &costs);
     Ok(run)
 }
 

@@ -79,22 +79,27 @@ pub fn run(
     Ok(measure(&report, steady, capacity, control))
 }
 
-/// Like [`run`], with goodput compared with `capacity` on the mix of requests the run
-/// completed within the target ([`MailCapacity::on_mix`](crate::mail::MailCapacity::on_mix)).
+/// Like [`run`] against the lab's mail `server`, with goodput compared with `capacity` on the
+/// mix of requests the run completed within the target, each type priced at its handler CPU
+/// in this run ([`MailCapacity::on_mix`](crate::mail::MailCapacity::on_mix)).
 pub fn run_priced(
     lab: &Lab,
-    addr: std::net::SocketAddr,
+    server: &mail::MailServer,
     control: &Control,
     steady: &Steady,
     capacity: &crate::mail::MailCapacity,
 ) -> Result<SteadyRun> {
-    let report = lab.load(steady.config(addr)?)?;
+    let before = crate::poll::fetch(server.admin);
+    let report = lab.load(steady.config(server.addr)?)?;
+    let work = mail::Work::between(before.as_ref(), crate::poll::fetch(server.admin).as_ref());
     let served = mail::mix(&report.classes, |c| c.good);
-    let mut run = measure(&report, steady, capacity.on_mix(&served), control);
+    let costs = work.cost_s();
+    let mut run = measure(&report, steady, capacity.on_mix(&served, &costs), control);
     run.summary = run
         .summary
         .with("capacity_calibration_mix_per_s", capacity.per_s)
-        .with("served_mix", &served);
+        .with("served_mix", &served)
+        .with("cost_s_per_type", &costs);
     Ok(run)
 }
 

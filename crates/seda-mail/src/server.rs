@@ -124,10 +124,15 @@ impl MailServer {
             max_body_bytes: MAX_FORM_BYTES,
             ..config.http
         };
-        let http = match HttpServer::start(http, route, Some(runtime.clone())) {
-            Ok(h) => h,
-            Err(e) => return fail(runtime, MailStartError::Io(e)),
+        let extra: seda_http::ExtraStats = {
+            let service = service.clone();
+            Arc::new(move || serde_json::json!({ "handler_cpu_s": service.handler_cpu_s() }))
         };
+        let http =
+            match HttpServer::start_with_stats(http, route, Some(runtime.clone()), Some(extra)) {
+                Ok(h) => h,
+                Err(e) => return fail(runtime, MailStartError::Io(e)),
+            };
         Ok(MailServer {
             runtime,
             service,

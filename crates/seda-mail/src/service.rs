@@ -1,8 +1,9 @@
 //! The service: one stage per request type, sessions, and the handlers that turn a
 //! [`MailRequest`] into a [`MailResponse`].
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use seda::{BuildError, CancelReason, RejectReason, Runtime, Sink, Stage, handler};
@@ -114,7 +115,12 @@ pub struct MailService {
     trust_class_header: bool,
     /// The current [`ServiceOptions::slowdown`], which [`MailService::set_slowdown`] changes.
     slowdown: Arc<AtomicU32>,
+    /// CPU time each request type's handlers used, in [`RequestKind::index`] order.
+    cpu: Arc<HandlerCpu>,
 }
+
+/// Nanoseconds of CPU time each request type's handlers used, the slowdown included.
+type HandlerCpu = [AtomicU64; RequestKind::ALL.len()];
 
 impl std::fmt::Debug for MailService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -149,9 +155,11 @@ impl MailService {
         });
         let mut sinks = Vec::new();
         let slowdown = Arc::new(AtomicU32::new(options.slowdown.clamp(1, MAX_SLOWDOWN)));
+        let cpu: Arc<HandlerCpu> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
         for kind in RequestKind::ALL {
             let c = core.clone();
             let slow = slowdown.clone();
+            let cpu = cpu.clone();
             let mut builder = Stage::builder(kind.stage_name());
             if let Some(shared) = &options.shared_admission {
                 builder = builder.admission(Box::new(shared.clone()));
@@ -199,6 +207,9 @@ impl MailService {
                         {
                             response = MailResponse::terminated(RETRY_AFTER_S);
                         }
+                        let used = thread_cpu().saturating_sub(start).as_nanos();
+                        cpu[kind.index()]
+                            .fetch_add(u64::try_from(used).unwrap_or(u64::MAX), Ordering::Relaxed);
                         ev.respond(response);
                     }))
                     .on_drop(|ev: MailEvent, _reason| {
@@ -212,6 +223,7 @@ impl MailService {
             sinks,
             trust_class_header: options.trust_class_header,
             slowdown,
+            cpu,
         }))
     }
 
@@ -221,6 +233,19 @@ impl MailService {
     pub fn set_slowdown(&self, slowdown: u32) {
         self.slowdown
             .store(slowdown.clamp(1, MAX_SLOWDOWN), Ordering::Relaxed);
+    }
+
+    /// CPU seconds each request type's handlers have used since start, the slowdown
+    /// included, by type name: what the requests cost the server, whatever their mix (the lab
+    /// prices a run's goodput with it).
+    pub fn handler_cpu_s(&self) -> BTreeMap<&'static str, f64> {
+        RequestKind::ALL
+            .iter()
+            .map(|k| {
+                let ns = self.cpu[k.index()].load(Ordering::Relaxed);
+                (k.name(), ns as f64 / 1e9)
+            })
+            .collect()
     }
 
     /// `request` with the class admission control will see: the session's (0 without one),

@@ -71,7 +71,7 @@ impl Scenario for PerStage {
         for (name, control) in &variants {
             let server = MailServer::start(lab, name, control)?;
             lab.log(format!("{name}: {USERS} users"));
-            let r = steady::run_priced(lab, server.addr, control, &load, &cap);
+            let r = steady::run_priced(lab, &server, control, &load, &cap);
             server.stop(lab, name);
             runs.push((name, r?));
         }

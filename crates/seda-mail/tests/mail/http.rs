@@ -63,6 +63,10 @@ fn serves_pages_over_http() {
     );
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert!(r.contains("Folders of user2"));
+    // Each type's handlers count the CPU they used: what the lab prices goodput with.
+    let cpu = server.service().handler_cpu_s();
+    assert!(cpu["login"] > 0.0 && cpu["list_folders"] > 0.0, "{cpu:?}");
+    assert_eq!(cpu["search"], 0.0);
 
     let r = exchange(
         addr,

@@ -119,7 +119,8 @@ impl Scenario for PoolControl {
 
     fn about(&self) -> &'static str {
         "P, PI, PD, SEDA's heuristic and hill climbing sizing a pool on emulated-backend plants \
-         (one with an interior optimum): steps of a throughput target, and the most each finds"
+         (one with an interior optimum) and the e-mail store on PostgreSQL: steps of a \
+         throughput target, and the most each finds"
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
