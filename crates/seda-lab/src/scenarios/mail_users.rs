@@ -188,9 +188,9 @@ impl Scenario for MailUsers {
     fn headline(&self) -> &'static [&'static str] {
         &[
             "ours/goodput_fraction_of_capacity",
-            "ours/p90_admitted_after_settle_s",
+            "ours/p90_after_settle_over_target",
             "ours/rejected_fraction",
-            "none/p90_admitted_after_settle_s",
+            "none/p90_after_settle_over_target",
         ]
     }
 
@@ -207,7 +207,14 @@ impl Scenario for MailUsers {
         let mut summary = Map::new();
         for v in &variants {
             if let Some(r) = v.at(top) {
-                summary.insert(v.name.to_string(), r.summary.to_json());
+                // The target follows the calibrated capacity (448-787 requests per CPU-second
+                // from run to run), so the p90 is also given in units of it.
+                let over = r
+                    .summary
+                    .p90_admitted_after_settle_s
+                    .map(|p| p / plan.target_s);
+                let s = r.summary.clone().with("p90_after_settle_over_target", over);
+                summary.insert(v.name.to_string(), s.to_json());
             }
         }
         Ok(Outcome {
