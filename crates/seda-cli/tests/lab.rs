@@ -31,6 +31,12 @@ fn check_result(dir: &Path, name: &str) -> Vec<String> {
     assert_eq!(r["scenario"], name);
     assert_eq!(r["quick"], true);
     assert!(r["machine"]["cpus"].as_u64().is_some_and(|n| n >= 1));
+    // A scenario whose peers this machine lacks (HAProxy, PostgreSQL) says so and checks
+    // nothing: `.ci/run` installs them, a user's machine may not have them.
+    if let Some(why) = r["config"]["skipped"].as_str() {
+        eprintln!("{name}: skipped ({why})");
+        return problems;
+    }
     assert!(
         r["summary"].as_object().is_some_and(|s| !s.is_empty()),
         "{name}: empty summary"
