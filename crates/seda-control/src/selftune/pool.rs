@@ -264,6 +264,16 @@ mod tests {
         }
     }
 
+    /// PI climbing a large step `max_step` threads at a time does not store the climb's error
+    /// and overshoot by it (before the anti-windup, the lab's full run overshot by 0.63).
+    #[test]
+    fn pi_does_not_wind_up_while_its_step_is_clamped() {
+        let (ns, _) = follow(Law::Pi, 400.0);
+        let end = ns[ns.len() - 1];
+        let peak = ns.iter().copied().max().unwrap_or(0);
+        assert!(peak as f64 <= 1.2 * end as f64, "threads {ns:?}");
+    }
+
     #[test]
     fn stays_within_bounds_and_step() {
         let (ns, _) = follow(Law::P, 10_000.0);
