@@ -36,6 +36,7 @@ pub mod page_load;
 pub mod peers;
 pub mod plot;
 pub mod poll;
+pub mod postgres;
 pub mod repeat;
 pub mod scenario;
 mod scenarios;

@@ -13,6 +13,7 @@ use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
 use seda_mail::RequestKind;
 use seda_mail::store::Audit;
 use seda_mail::workload::MailWorkload;
+use seda_sim::summary::RunSummary;
 use serde_json::{Value, json};
 
 use crate::child::Child;
@@ -506,6 +507,18 @@ pub const HOW: &str = "goodput / capacity is CPU-seconds of requests completed w
     server reached the handler share reported with the calibration, 8, 16 and 32 closed users \
     without think time)";
 
+/// The requests of each type in `classes` that `count` picks (the load generator's classes
+/// are the mail workload's request types).
+pub fn mix(
+    classes: &[seda_load::record::ClassStats],
+    count: fn(&seda_load::record::Counts) -> u64,
+) -> BTreeMap<String, u64> {
+    classes
+        .iter()
+        .map(|c| (c.name.clone(), count(&c.counts)))
+        .collect()
+}
+
 /// Handler CPU seconds and completed requests of each request type, from a stats snapshot of
 /// the mail service.
 fn handler_totals(stats: &Value) -> BTreeMap<String, (f64, u64)> {
@@ -577,16 +590,42 @@ impl Work {
     }
 }
 
-/// The requests of each type in `classes` that `count` picks (the load generator's classes
-/// are the mail workload's request types).
-pub fn mix(
-    classes: &[seda_load::record::ClassStats],
-    count: fn(&seda_load::record::Counts) -> u64,
-) -> BTreeMap<String, u64> {
-    classes
-        .iter()
-        .map(|c| (c.name.clone(), count(&c.counts)))
-        .collect()
+/// A run's capacity on the mix it served within the target, each type priced at what it cost
+/// in the run ([`MailCapacity::on_mix`]), and the figures behind it.
+#[derive(Debug, Clone)]
+pub struct RunPrice {
+    /// Capacity in requests per second of the served mix.
+    pub capacity_per_s: f64,
+    calibration_per_s: f64,
+    served: BTreeMap<String, u64>,
+    costs: BTreeMap<String, f64>,
+}
+
+impl RunPrice {
+    /// Prices the requests `classes` completed within the target by `work`, the server's
+    /// handler CPU over the run.
+    pub fn new(
+        capacity: &MailCapacity,
+        classes: &[seda_load::record::ClassStats],
+        work: &Work,
+    ) -> RunPrice {
+        let served = mix(classes, |c| c.good);
+        let costs = work.cost_s();
+        RunPrice {
+            capacity_per_s: capacity.on_mix(&served, &costs),
+            calibration_per_s: capacity.per_s,
+            served,
+            costs,
+        }
+    }
+
+    /// `summary` with the figures behind the price.
+    pub fn annotate(&self, summary: RunSummary) -> RunSummary {
+        summary
+            .with("capacity_calibration_mix_per_s", self.calibration_per_s)
+            .with("served_mix", &self.served)
+            .with("cost_s_per_type", &self.costs)
+    }
 }
 
 /// Requests per second of wall time that `addr` completes for closed users without think

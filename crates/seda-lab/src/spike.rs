@@ -142,19 +142,13 @@ pub fn run(
     drop(proxy);
     server.stop(lab, name);
     let report = report?;
-    let served = mail::mix(&report.classes, |c| c.good);
     let work = mail::Work::between(
         samples.first().map(|s| &s.stats),
         samples.last().map(|s| &s.stats),
     );
-    let costs = work.cost_s();
-    let on_mix = capacity.on_mix(&served, &costs);
-    let mut run = measure(&report, &samples, spike, on_mix, control);
-    run.summary = run
-        .summary
-        .with("capacity_calibration_mix_per_s", capacity.per_s)
-        .with("served_mix", &served)
-        .with("cost_s_per_type", &costs);
+    let price = mail::RunPrice::new(capacity, &report.classes, &work);
+    let mut run = measure(&report, &samples, spike, price.capacity_per_s, control);
+    run.summary = price.annotate(run.summary);
     Ok(run)
 }
 

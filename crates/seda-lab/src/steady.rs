@@ -92,14 +92,9 @@ pub fn run_priced(
     let before = crate::poll::fetch(server.admin);
     let report = lab.load(steady.config(server.addr)?)?;
     let work = mail::Work::between(before.as_ref(), crate::poll::fetch(server.admin).as_ref());
-    let served = mail::mix(&report.classes, |c| c.good);
-    let costs = work.cost_s();
-    let mut run = measure(&report, steady, capacity.on_mix(&served, &costs), control);
-    run.summary = run
-        .summary
-        .with("capacity_calibration_mix_per_s", capacity.per_s)
-        .with("served_mix", &served)
-        .with("cost_s_per_type", &costs);
+    let price = mail::RunPrice::new(capacity, &report.classes, &work);
+    let mut run = measure(&report, steady, price.capacity_per_s, control);
+    run.summary = price.annotate(run.summary);
     Ok(run)
 }
 

@@ -50,11 +50,12 @@
 //! # Overload
 //!
 //! A `503` is a *rejection*, counted apart from errors; with
-//! [`ClientConfig::backoff_on_503`] the user waits and starts over (on the same connection, if the server kept it open). The AIMD window of
-//! SSM ([`seda_control::AimdWindow`]) can bound outstanding requests
-//! ([`ClientConfig::aimd`]); under an open load it should refuse what it cannot take at once, as
-//! SSM's stub does ([`ClientConfig::aimd_reject_when_full`]), rather than queue it. Every request sent ends exactly once: completed, rejected, timed out,
-//! failed, or still in flight when the run ends ([`record::Counts`]).
+//! [`ClientConfig::backoff_on_503`] the user waits and starts over (on the same connection, if
+//! the server kept it open). The AIMD window of SSM ([`seda_control::AimdWindow`]) can bound
+//! outstanding requests ([`ClientConfig::aimd`]); under an open load it should refuse what it
+//! cannot take at once, as SSM's stub does ([`ClientConfig::aimd_reject_when_full`]), rather
+//! than queue it. Every request sent ends exactly once: completed, rejected, timed out, failed,
+//! or still in flight when the run ends ([`record::Counts`]).
 //!
 //! # Bounds
 //!

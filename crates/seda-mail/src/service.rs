@@ -185,19 +185,20 @@ impl MailService {
                         let cancel = &ev.request.meta.cancel;
                         let slowdown = slow.load(Ordering::Relaxed);
                         let mut cut_while_slowed = false;
+                        // The handler's CPU time so far; after the slowdown, its last reading.
+                        let mut now = thread_cpu();
                         if slowdown > 1 {
                             // The emulated slower machine: the rest of the handler's time. A
                             // terminator's cut ends it, as it would have ended the slower
                             // handler at the same moment (the request has had the running
                             // time it is allowed; spinning on would charge a cut request
                             // `slowdown` times the work it did before the cut).
-                            let until = start + thread_cpu().saturating_sub(start) * slowdown;
-                            while thread_cpu() < until
-                                && cancel.reason() != Some(CancelReason::Terminated)
-                            {
+                            let until = start + now.saturating_sub(start) * slowdown;
+                            while now < until && cancel.reason() != Some(CancelReason::Terminated) {
                                 std::hint::spin_loop();
+                                now = thread_cpu();
                             }
-                            cut_while_slowed = thread_cpu() < until;
+                            cut_while_slowed = now < until;
                         }
                         // The store gave the request up (503), or the cut came while the
                         // slowdown ran: if the terminator cut it, say so and let the stage count
@@ -207,7 +208,7 @@ impl MailService {
                         {
                             response = MailResponse::terminated(RETRY_AFTER_S);
                         }
-                        let used = thread_cpu().saturating_sub(start).as_nanos();
+                        let used = now.saturating_sub(start).as_nanos();
                         cpu[kind.index()]
                             .fetch_add(u64::try_from(used).unwrap_or(u64::MAX), Ordering::Relaxed);
                         ev.respond(response);

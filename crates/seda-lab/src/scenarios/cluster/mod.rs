@@ -12,7 +12,7 @@
 
 mod report;
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -30,9 +30,7 @@ use crate::{Lab, Scenario, free_port};
 /// The scenario.
 pub struct Cluster;
 
-/// The shared database, and this scenario's table prefix in it.
-const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-const PG_ADDR: &str = "127.0.0.1:5432";
+/// This scenario's table prefix in the shared database ([`crate::postgres`]).
 const PREFIX: &str = "seda_lab_cluster_";
 /// Replicas behind HAProxy.
 const REPLICAS: usize = 3;
@@ -114,11 +112,7 @@ fn missing() -> Option<String> {
     if haproxy::binary().is_none() {
         return Some("HAProxy is not installed (apt-get install haproxy)".into());
     }
-    let pg: SocketAddr = PG_ADDR.parse().ok()?;
-    if TcpStream::connect_timeout(&pg, Duration::from_secs(1)).is_err() {
-        return Some(format!("no PostgreSQL listening on {PG_ADDR}"));
-    }
-    None
+    crate::postgres::missing()
 }
 
 impl Scenario for Cluster {
@@ -230,7 +224,7 @@ fn start_replicas(lab: &Lab, target_s: f64) -> Result<Vec<(Replica, MailServer)>
     for i in 0..REPLICAS {
         let agent: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
         let options = ServeOptions {
-            shared_db: Some((PG_URL.into(), PREFIX.into())),
+            shared_db: Some((crate::postgres::URL.into(), PREFIX.into())),
             agent: Some(agent),
             slowdown_on_usr1: Some(mail::SLOWDOWN * SLOW_X),
             ..ServeOptions::default()

@@ -5,8 +5,8 @@
 //! queue from running dry: an emulated backend (a sleep, stated as such:
 //! `seda_http::bottleneck::EmulatedBackend`), or the e-mail store on PostgreSQL (skipped, and
 //! said so, where no PostgreSQL listens). First a sweep of fixed pools finds the best fixed
-//! size and its throughput `B`. Then every sizer runs three phases from eight threads: the self-tuning pool (P, PI, PD) is
-//! given a throughput target of 0.4 B, then 0.8 B (the step of Figures 5-2 to 5-4), then 1.5 B,
+//! size and its throughput `B`. Then every sizer runs three phases from eight threads: the
+//! self-tuning pool (P, PI, PD) is given a throughput target of 0.4 B, then 0.8 B (the step of Figures 5-2 to 5-4), then 1.5 B,
 //! more than any pool gives, where it must find the most it can (the knee of the contended
 //! plant). SEDA's heuristic and hill climbing take no target; they run the same three phases.
 
@@ -36,6 +36,9 @@ const SIZERS: [&str; 5] = ["p", "pi", "pd", "seda", "hill_climbing"];
 
 /// Targets of the three phases, as shares of the best fixed pool's throughput.
 const PHASES: [f64; 3] = [0.4, 0.8, 1.5];
+
+/// Threads every sizer starts with (about the first phase's target on the emulated plants).
+const INITIAL_THREADS: usize = 8;
 
 /// The quick form's control period: four of the emulated backend's 40 ms waits. A pool
 /// started at once completes in bursts, one per wait, so a period of 3.75 waits (150 ms)
@@ -152,7 +155,7 @@ impl Scenario for PoolControl {
                 let run = plant::run(
                     &work,
                     sizer(name, period),
-                    plant.initial_threads,
+                    INITIAL_THREADS,
                     &phases,
                     period,
                     lab.server_cpu,
@@ -191,6 +194,7 @@ impl Scenario for PoolControl {
             config: json!({
                 "period_s": period.as_secs_f64(),
                 "phase_s": phase_lens.map(|l| l.as_secs_f64()),
+                "initial_threads": INITIAL_THREADS,
                 "phase_targets_of_best_fixed": PHASES,
                 "max_threads": plant::MAX_THREADS,
                 "plants": PLANTS,

@@ -30,8 +30,6 @@ pub(crate) struct Plant {
     pub backend: Backend,
     /// The fixed pools the sweep tries: quick form, full form.
     pub sizes: (&'static [usize], &'static [usize]),
-    /// Threads every sizer starts with.
-    pub initial_threads: usize,
     /// Whether one thread is a small step of its throughput, so that every target of the
     /// phases has a pool that meets it (false: the steady error says how far apart the pool
     /// sizes are, not how well a sizer follows).
@@ -51,7 +49,7 @@ pub(crate) enum Backend {
         /// Calls served at once, the rest waiting (0: no limit).
         channels: usize,
     },
-    /// The e-mail store on PostgreSQL ([`PG_URL`]): each event refiles a message between the
+    /// The e-mail store on PostgreSQL ([`crate::postgres`]): each event refiles a message between the
     /// inbox and the archive of one of `users` users, the service's own transaction (the
     /// message row and both folders' counts locked, then a commit that waits for the WAL
     /// flush). A thread waits while the database works on the other core, so a second thread
@@ -65,9 +63,7 @@ pub(crate) enum Backend {
     },
 }
 
-/// The database of the `postgres` plant, and the plant's table prefix in it.
-pub(crate) const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-const PG_ADDR: &str = "127.0.0.1:5432";
+/// The `postgres` plant's table prefix in the lab's database.
 const PG_PREFIX: &str = "seda_lab_pool_";
 /// The `postgres` plant's corpus: users, its seed and its largest folder.
 const PG_CORPUS: (u64, u64, i64) = (50, 7, 2000);
@@ -88,7 +84,6 @@ pub(crate) const PLANTS: [Plant; 3] = [
             channels: 24,
         },
         sizes: (&[8, 16, 24], &[4, 8, 10, 12, 14, 16, 20, 24, 32, 48]),
-        initial_threads: 8,
         fine_grained: true,
     },
     Plant {
@@ -99,31 +94,52 @@ pub(crate) const PLANTS: [Plant; 3] = [
             channels: 0,
         },
         sizes: (&[8, 12, 16], &[4, 8, 10, 12, 14, 16, 20, 24, 32, 48]),
-        initial_threads: 8,
         fine_grained: true,
     },
     Plant {
         name: "postgres",
         backend: Backend::Postgres { users: 8 },
         sizes: (&[1, 2, 4, 8, 16], &[1, 2, 3, 4, 6, 8, 12, 16, 24, 32]),
-        initial_threads: 8,
         // On two cores one thread gives about half of the best pool's throughput and two
         // about 0.7 to 0.9: no pool meets a target between them.
         fine_grained: false,
     },
 ];
 
+impl Backend {
+    /// One line for the report.
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Backend::Emulated {
+                latency_ms,
+                knee,
+                channels,
+            } => {
+                let mut s = format!("emulated backend, {latency_ms} ms");
+                if channels > 0 {
+                    s += &format!(", {channels} channels");
+                }
+                if knee > 0 {
+                    s += &format!(", thrashing past {knee} callers (interior optimum)");
+                }
+                s
+            }
+            Backend::Postgres { users } => format!(
+                "the e-mail store on PostgreSQL ({}): each event refiles a message between the \
+                 inbox and the archive of one of {users} users (a transaction that locks the \
+                 message and both folders' counts, and a commit)",
+                seda_mail::store::redact(crate::postgres::URL)
+            ),
+        }
+    }
+}
+
 impl Plant {
     /// Why this plant cannot run here, if it cannot.
     pub(crate) fn missing(&self) -> Option<String> {
         match self.backend {
             Backend::Emulated { .. } => None,
-            Backend::Postgres { .. } => {
-                let addr: std::net::SocketAddr = PG_ADDR.parse().ok()?;
-                std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))
-                    .is_err()
-                    .then(|| format!("no PostgreSQL listening on {PG_ADDR}"))
-            }
+            Backend::Postgres { .. } => crate::postgres::missing(),
         }
     }
 
@@ -187,8 +203,9 @@ impl Work {
 fn open_postgres(users: usize) -> Result<Work> {
     let (corpus_users, seed, max_folder) = PG_CORPUS;
     let corpus = Corpus::with_max_folder(corpus_users, seed, max_folder);
-    let store = seda_mail::store::open(PG_URL, PG_PREFIX)
-        .with_context(|| format!("opening {}", seda_mail::store::redact(PG_URL)))?;
+    let url = crate::postgres::URL;
+    let store = seda_mail::store::open(url, PG_PREFIX)
+        .with_context(|| format!("opening {}", seda_mail::store::redact(url)))?;
     match store.tables()? {
         0 => store.create()?,
         3 => {}

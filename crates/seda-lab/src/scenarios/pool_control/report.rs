@@ -3,32 +3,6 @@
 use std::time::Duration;
 
 use super::Results;
-use super::plant::Backend;
-
-fn describe(backend: Backend) -> String {
-    match backend {
-        Backend::Emulated {
-            latency_ms,
-            knee,
-            channels,
-        } => {
-            let mut s = format!("emulated backend, {latency_ms} ms");
-            if channels > 0 {
-                s += &format!(", {channels} channels");
-            }
-            if knee > 0 {
-                s += &format!(", thrashing past {knee} callers (interior optimum)");
-            }
-            s
-        }
-        Backend::Postgres { users } => format!(
-            "the e-mail store on PostgreSQL ({}): each event refiles a message between the \
-             inbox and the archive of one of {users} users (a transaction that locks the \
-             message and both folders' counts, and a commit)",
-            seda_mail::store::redact(super::plant::PG_URL)
-        ),
-    }
-}
 
 pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration]) -> String {
     let phases: Vec<String> = phases
@@ -55,7 +29,7 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
              | sizer | share of best fixed | events/s | threads | steady error | settle periods \
              | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|\n",
             plant.name,
-            describe(plant.backend),
+            plant.backend.describe(),
             best.0,
             best.1
         );

@@ -27,7 +27,6 @@ pub struct ProxySpike;
 
 /// The database the app reads, and its table there.
 const DSN: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
-const PG_ADDR: &str = "127.0.0.1:5432";
 const TABLE: &str = "seda_lab_proxy_items";
 /// Spike users as a multiple of `capacity x target`.
 const SPIKE_X: f64 = 3.0;
@@ -81,11 +80,7 @@ fn missing() -> Option<String> {
     if let Some(why) = peers_missing() {
         return Some(why);
     }
-    let pg: SocketAddr = PG_ADDR.parse().ok()?;
-    if std::net::TcpStream::connect_timeout(&pg, Duration::from_secs(1)).is_err() {
-        return Some(format!("no PostgreSQL listening on {PG_ADDR}"));
-    }
-    None
+    crate::postgres::missing()
 }
 
 fn peers_missing() -> Option<String> {

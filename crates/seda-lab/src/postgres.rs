@@ -1,0 +1,19 @@
+//! The PostgreSQL the lab's database scenarios use (`cluster`, `proxy-spike`, `pool-control`):
+//! the one `.ci/run`'s machine runs on 127.0.0.1 with trust authentication. Each scenario
+//! keeps its own tables, by prefix.
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// Where it listens.
+pub const ADDR: &str = "127.0.0.1:5432";
+/// Its URL, as `seda serve mail --db` and `seda_mail::store::open` take it.
+pub const URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// Why PostgreSQL cannot be used here, if it cannot: nothing answers on [`ADDR`].
+pub fn missing() -> Option<String> {
+    let addr: SocketAddr = ADDR.parse().ok()?;
+    TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+        .is_err()
+        .then(|| format!("no PostgreSQL listening on {ADDR}"))
+}
