@@ -17,7 +17,8 @@
 //! earned ([`MIN_MARGINAL_GAIN`]): additions grow at most geometrically while they pay; when
 //! adding threads did not pay (or removing them gained throughput) it undoes half the last move,
 //! which bisects toward the knee; pinned at `max_threads` it probes one thread down so the check
-//! has a move to read.
+//! has a move to read; after a period without a move it takes the law's step only if the model
+//! says a thread pays, and otherwise probes one thread.
 
 use super::arx::{ArxEstimate, ArxModel, DEFAULT_FORGETTING};
 use super::design::{Gains, Law, PoleSpec, gains};
@@ -28,6 +29,15 @@ pub const DEFAULT_MAX_STEP: usize = 4;
 /// An added thread must raise throughput by at least this share of the average per-thread
 /// throughput, or the pool is past its knee (see the module docs).
 pub const MIN_MARGINAL_GAIN: f64 = 0.1;
+
+/// Within `HOLD_BAND x target` of the target the pool holds its size: the throughput of a
+/// period is that close to the target by chance, and the P law's pre-compensator (`1 / a`,
+/// with a fitted `a` under 1) asks for `(1 - a) x target / b` more threads even at the target.
+/// On a stage whose throughput follows its arrivals (more threads cannot raise it, so the fit
+/// gives a small `b`), that drift added 2 to 4 threads a period with the throughput at its
+/// target: in `thesis-open`'s first phase 6 threads grew to 36, which thrashed the backend
+/// when the load doubled.
+pub const HOLD_BAND: f64 = 0.02;
 
 /// Below `(1 - SEEK_BAND) x target` the pool checks each move against the last (see the
 /// module docs); within it the law alone acts.
@@ -134,8 +144,19 @@ impl SelfTuningPool {
         // PI would otherwise store the whole climb's error and overshoot by it.
         let wanted = step.round() as i64;
         let mut step = step.clamp(-max_step, max_step).round() as i64;
+        // The law never adds threads above its target nor removes them below it: a fit with
+        // `b < 0` (adding threads lowers throughput, true only past a knee, and fitted by chance
+        // when the throughput follows the arrivals) inverts the law. In `thesis-open` such a
+        // fit (`a` 1.42, `b` -21) added threads at 161/s for a target of 121/s. Below the
+        // target the seek decides whether removing threads pays.
+        if (step as f64) * (target - y) < 0.0 {
+            step = 0;
+        }
         if y < (1.0 - SEEK_BAND) * target {
             step = self.seek(step, threads, y, last_move);
+        }
+        if (y - target).abs() <= HOLD_BAND * target {
+            step = 0;
         }
         let clamped = step != wanted;
         let next = (threads as i64 + step).clamp(
@@ -144,7 +165,7 @@ impl SelfTuningPool {
         );
         let next = next as usize;
         if clamped || (next == threads && step != 0) {
-            // Saturated at the step or at a bound: stop integrating (anti-windup).
+            // Saturated at the step or at a bound, or holding: stop integrating (anti-windup).
             self.integral -= self.gains.map_or(0.0, |g| g.ki) * self.prev_error;
         }
         next
@@ -177,8 +198,18 @@ impl SelfTuningPool {
             }
         } else if threads >= self.config.max_threads {
             -1 // pinned at the top: probe so the next period has a move to read
-        } else {
+        } else if self
+            .model
+            .estimate()
+            .is_some_and(|m| m.b >= MIN_MARGINAL_GAIN * y / threads.max(1) as f64)
+        {
             step.max(-1)
+        } else {
+            // No move to judge and a model that says threads barely pay (`b` near zero, a fit
+            // made while the throughput followed the arrivals): probe one thread. Trusting the
+            // law's step there took a pool past the knee (14 to 18 threads, `b` 0.26/s per
+            // thread at 18/s per thread, in `thesis-open`), where the throughput fell by a fifth.
+            step.clamp(-1, 1)
         }
     }
 
@@ -208,9 +239,9 @@ impl SelfTuningPool {
 
 /// One thread toward the target, to excite the model while it has no fit.
 fn probe(y: f64, target: f64) -> f64 {
-    if y < target * 0.98 {
+    if y < target * (1.0 - HOLD_BAND) {
         1.0
-    } else if y > target * 1.02 {
+    } else if y > target * (1.0 + HOLD_BAND) {
         -1.0
     } else {
         0.0
@@ -272,6 +303,82 @@ mod tests {
         let end = ns[ns.len() - 1];
         let peak = ns.iter().copied().max().unwrap_or(0);
         assert!(peak as f64 <= 1.2 * end as f64, "threads {ns:?}");
+    }
+
+    /// Periods of `thesis-open`'s first phase, as the runtime fed them (threads, throughput,
+    /// target): the throughput follows the arrivals, and the fits after them have `b < 0` or
+    /// `a` well under 1. No law may add threads to a stage above its target (P added 3 at
+    /// 116.5/s for 113.1/s), and within [`HOLD_BAND`] of it the pool holds (P added 3 at
+    /// 105.3/s for 107.2/s).
+    #[test]
+    fn no_law_adds_threads_above_the_target() {
+        let trace = [
+            (6, 123.3, 231.2),
+            (12, 161.0, 121.3),
+            (14, 119.1, 125.0),
+            (16, 116.5, 113.1),
+            (16, 139.1, 137.1),
+            (16, 105.3, 107.2),
+        ];
+        for law in Law::ALL {
+            let mut c = SelfTuningPool::new(SelfTuningConfig {
+                law,
+                max_threads: 48,
+                ..Default::default()
+            });
+            for (threads, y, target) in trace {
+                let next = c.update(PeriodSample {
+                    throughput_per_s: y,
+                    threads,
+                    target_per_s: target,
+                });
+                if (y - target).abs() <= HOLD_BAND * target {
+                    assert_eq!(next, threads, "{law:?} at {y}/s for {target}/s");
+                }
+                assert!(
+                    y <= target || next <= threads,
+                    "{law:?}: {threads} -> {next} threads at {y}/s for {target}/s ({:?})",
+                    c.model()
+                );
+            }
+        }
+    }
+
+    /// A pool whose model was fitted while its throughput followed the arrivals (each thread
+    /// moved it by 0.3/s), then asked for far more than it serves after a period without a
+    /// move: with nothing to judge the move by, it probes one thread. In `thesis-open` the law's
+    /// step on such a fit (`b` 0.26/s per thread) took a pool already past the backend's knee
+    /// from 14 to 18 threads, and the throughput fell from 252/s to 206/s.
+    #[test]
+    fn after_a_period_without_a_move_a_flat_model_only_probes() {
+        for law in Law::ALL {
+            let mut c = SelfTuningPool::new(SelfTuningConfig {
+                law,
+                max_threads: 48,
+                ..Default::default()
+            });
+            for k in 0..20 {
+                let threads = 13 + k % 3;
+                let y = 250.0 + 0.3 * threads as f64;
+                c.update(PeriodSample {
+                    throughput_per_s: y,
+                    threads,
+                    target_per_s: y,
+                });
+            }
+            let sample = |y, target| PeriodSample {
+                throughput_per_s: y,
+                threads: 14,
+                target_per_s: target,
+            };
+            c.update(sample(254.0, 256.0));
+            let next = c.update(sample(254.0, 400.0));
+            assert!(
+                next <= 15,
+                "{law:?}: 14 -> {next} threads ({:?})",
+                c.model()
+            );
+        }
     }
 
     #[test]
