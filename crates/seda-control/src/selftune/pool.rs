@@ -144,12 +144,15 @@ impl SelfTuningPool {
         // PI would otherwise store the whole climb's error and overshoot by it.
         let wanted = step.round() as i64;
         let mut step = step.clamp(-max_step, max_step).round() as i64;
-        // The law never adds threads above its target nor removes them below it: a fit with
-        // `b < 0` (adding threads lowers throughput, true only past a knee, and fitted by chance
-        // when the throughput follows the arrivals) inverts the law. In `thesis-open` such a
-        // fit (`a` 1.42, `b` -21) added threads at 161/s for a target of 121/s. Below the
-        // target the seek decides whether removing threads pays.
-        if (step as f64) * (target - y) < 0.0 {
+        // P never adds threads above its target nor removes them below it, and no law does on
+        // a fit with `b <= 0`. P's only move against the error's sign is the pre-compensator's
+        // drift (see [`HOLD_BAND`]); PI and PD damp with such moves, but a fit with `b < 0`
+        // (adding threads lowers throughput, true only past a knee, and fitted by chance when
+        // the throughput follows the arrivals) inverts every law: in `thesis-open` such a fit
+        // (`a` 1.42, `b` -21) added threads at 161/s for a target of 121/s. Below the target
+        // the seek decides whether removing threads pays.
+        let inverted = self.gains.is_none() || self.model.estimate().is_none_or(|m| m.b <= 0.0);
+        if (self.config.law == Law::P || inverted) && (step as f64) * (target - y) < 0.0 {
             step = 0;
         }
         if y < (1.0 - SEEK_BAND) * target {
@@ -307,9 +310,9 @@ mod tests {
 
     /// Periods of `thesis-open`'s first phase, as the runtime fed them (threads, throughput,
     /// target): the throughput follows the arrivals, and the fits after them have `b < 0` or
-    /// `a` well under 1. No law may add threads to a stage above its target (P added 3 at
-    /// 116.5/s for 113.1/s), and within [`HOLD_BAND`] of it the pool holds (P added 3 at
-    /// 105.3/s for 107.2/s).
+    /// `a` well under 1. Neither P nor a law on a fit with `b < 0` may add threads to a stage
+    /// above its target (P added 3 at 116.5/s for 113.1/s), and within [`HOLD_BAND`] of it the
+    /// pool holds (P added 3 at 105.3/s for 107.2/s).
     #[test]
     fn no_law_adds_threads_above_the_target() {
         let trace = [
