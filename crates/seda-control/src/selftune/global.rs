@@ -17,8 +17,8 @@
 //! A feedback loop lags a jump in load, so when arrivals jump (this period's arrival rate more
 //! than [`GlobalConfig::jump`] above the mean of the recent periods') the target becomes the
 //! highest arrival rate in the recent history (the thesis's fast path) for
-//! [`GlobalConfig::hold_periods`] periods, then equation 5 again. Stages in series share the target; parallel branches split
-//! it by their measured proportions ([`split`], equation 1).
+//! [`GlobalConfig::hold_periods`] periods, then equation 5 again. Stages in series share the
+//! target; parallel branches split it by their measured proportions ([`split`], equation 1).
 
 use std::collections::VecDeque;
 use std::time::Duration;

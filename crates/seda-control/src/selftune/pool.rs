@@ -151,7 +151,7 @@ impl SelfTuningPool {
         // the throughput follows the arrivals) inverts every law: in `thesis-open` such a fit
         // (`a` 1.42, `b` -21) added threads at 161/s for a target of 121/s. Below the target
         // the seek decides whether removing threads pays.
-        let inverted = self.gains.is_none() || self.model.estimate().is_none_or(|m| m.b <= 0.0);
+        let inverted = self.model.estimate().is_none_or(|m| m.b <= 0.0);
         if (self.config.law == Law::P || inverted) && (step as f64) * (target - y) < 0.0 {
             step = 0;
         }
