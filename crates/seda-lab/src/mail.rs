@@ -507,18 +507,6 @@ pub const HOW: &str = "goodput / capacity is CPU-seconds of requests completed w
     server reached the handler share reported with the calibration, 8, 16 and 32 closed users \
     without think time)";
 
-/// The requests of each type in `classes` that `count` picks (the load generator's classes
-/// are the mail workload's request types).
-pub fn mix(
-    classes: &[seda_load::record::ClassStats],
-    count: fn(&seda_load::record::Counts) -> u64,
-) -> BTreeMap<String, u64> {
-    classes
-        .iter()
-        .map(|c| (c.name.clone(), count(&c.counts)))
-        .collect()
-}
-
 /// Handler CPU seconds and completed requests of each request type, from a stats snapshot of
 /// the mail service.
 fn handler_totals(stats: &Value) -> BTreeMap<String, (f64, u64)> {
@@ -588,6 +576,18 @@ impl Work {
             e.1 += done;
         }
     }
+}
+
+/// The requests of each type in `classes` that `count` picks (the load generator's classes
+/// are the mail workload's request types).
+fn mix(
+    classes: &[seda_load::record::ClassStats],
+    count: fn(&seda_load::record::Counts) -> u64,
+) -> BTreeMap<String, u64> {
+    classes
+        .iter()
+        .map(|c| (c.name.clone(), count(&c.counts)))
+        .collect()
 }
 
 /// A run's capacity on the mix it served within the target, each type priced at what it cost

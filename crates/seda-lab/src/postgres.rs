@@ -9,6 +9,8 @@ use std::time::Duration;
 pub const ADDR: &str = "127.0.0.1:5432";
 /// Its URL, as `seda serve mail --db` and `seda_mail::store::open` take it.
 pub const URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The same database as libpq keywords, as psycopg2 (the gunicorn app) takes it.
+pub const DSN: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 
 /// Why PostgreSQL cannot be used here, if it cannot: nothing answers on [`ADDR`].
 pub fn missing() -> Option<String> {

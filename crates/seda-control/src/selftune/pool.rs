@@ -151,12 +151,12 @@ impl SelfTuningPool {
         // the throughput follows the arrivals) inverts every law: in `thesis-open` such a fit
         // (`a` 1.42, `b` -21) added threads at 161/s for a target of 121/s. Below the target
         // the seek decides whether removing threads pays.
-        let inverted = self.model.estimate().is_none_or(|m| m.b <= 0.0);
+        let inverted = fit.is_none_or(|m| m.b <= 0.0);
         if (self.config.law == Law::P || inverted) && (step as f64) * (target - y) < 0.0 {
             step = 0;
         }
         if y < (1.0 - SEEK_BAND) * target {
-            step = self.seek(step, threads, y, last_move);
+            step = self.seek(step, threads, y, last_move, fit);
         }
         if (y - target).abs() <= HOLD_BAND * target {
             step = 0;
@@ -178,7 +178,14 @@ impl SelfTuningPool {
     /// module docs): additions grow at most geometrically while they pay; a move that did not
     /// pay is half undone; the law's gain is not trusted to remove many threads while more
     /// throughput is wanted.
-    fn seek(&self, step: i64, threads: usize, y: f64, last: Option<(usize, f64)>) -> i64 {
+    fn seek(
+        &self,
+        step: i64,
+        threads: usize,
+        y: f64,
+        last: Option<(usize, f64)>,
+        fit: Option<ArxEstimate>,
+    ) -> i64 {
         let Some((n0, y0)) = last else {
             return step;
         };
@@ -201,11 +208,7 @@ impl SelfTuningPool {
             }
         } else if threads >= self.config.max_threads {
             -1 // pinned at the top: probe so the next period has a move to read
-        } else if self
-            .model
-            .estimate()
-            .is_some_and(|m| m.b >= MIN_MARGINAL_GAIN * y / threads.max(1) as f64)
-        {
+        } else if fit.is_some_and(|m| m.b >= MIN_MARGINAL_GAIN * y / threads.max(1) as f64) {
             step.max(-1)
         } else {
             // No move to judge and a model that says threads barely pay (`b` near zero, a fit

@@ -117,7 +117,7 @@ impl TunedConfig {
     pub fn read(p: &mut Params<'_>, trim: bool) -> Self {
         let target = p.secs("target_s", ResponseTimeConfig::DEFAULT_TARGET);
         let d = TunedConfig::new(target);
-        let drop_queued = match p.secs("drop_queued_s", target.mul_f64(Self::DROP_FRACTION)) {
+        let drop_queued = match p.secs("drop_queued_s", d.drop_queued.unwrap_or_default()) {
             z if z.is_zero() => None,
             z => Some(z),
         };

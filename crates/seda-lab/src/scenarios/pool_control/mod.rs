@@ -6,8 +6,8 @@
 //! `seda_http::bottleneck::EmulatedBackend`), or the e-mail store on PostgreSQL (skipped, and
 //! said so, where no PostgreSQL listens). First a sweep of fixed pools finds the best fixed
 //! size and its throughput `B`. Then every sizer runs three phases from eight threads: the
-//! self-tuning pool (P, PI, PD) is given a throughput target of 0.4 B, then 0.8 B (the step of Figures 5-2 to 5-4), then 1.5 B,
-//! more than any pool gives, where it must find the most it can (the knee of the contended
+//! self-tuning pool (P, PI, PD) is given a throughput target of 0.4 B, then 0.8 B (the step of
+//! Figures 5-2 to 5-4), then 1.5 B, more than any pool gives, where it must find the most it can (the knee of the contended
 //! plant). SEDA's heuristic and hill climbing take no target; they run the same three phases.
 
 mod metrics;

@@ -49,8 +49,8 @@ pub(crate) enum Backend {
         /// Calls served at once, the rest waiting (0: no limit).
         channels: usize,
     },
-    /// The e-mail store on PostgreSQL ([`crate::postgres`]): each event refiles a message between the
-    /// inbox and the archive of one of `users` users, the service's own transaction (the
+    /// The e-mail store on PostgreSQL ([`crate::postgres`]): each event refiles a message
+    /// between the inbox and the archive of one of `users` users, the service's own transaction (the
     /// message row and both folders' counts locked, then a commit that waits for the WAL
     /// flush). A thread waits while the database works on the other core, so a second thread
     /// nearly doubles the throughput, and past a few threads both cores are busy: 1,461,

@@ -25,8 +25,7 @@ use crate::{Lab, Scenario};
 /// The scenario.
 pub struct ProxySpike;
 
-/// The database the app reads, and its table there.
-const DSN: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
+/// The app's table in the lab's database ([`crate::postgres`]).
 const TABLE: &str = "seda_lab_proxy_items";
 /// Spike users as a multiple of `capacity x target`.
 const SPIKE_X: f64 = 3.0;
@@ -104,7 +103,7 @@ struct Upstream {
 impl Upstream {
     fn start(lab: &Lab, name: &str) -> Result<Upstream> {
         let port = free_port()?;
-        let cmd = gunicorn::command(port, &lab.file("gunicorn"), DSN, TABLE)
+        let cmd = gunicorn::command(port, &lab.file("gunicorn"), crate::postgres::DSN, TABLE)
             .map_err(|e| anyhow!("{e}"))?;
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let mut child = lab.spawn(name, &cmd)?;
