@@ -12,8 +12,11 @@ pub(crate) const SETTLE_BAND: f64 = 0.1;
 /// Figures of one controller on one plant.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct Figures {
-    /// Mean `|y - target| / target` over the second half of each target phase, the worst
-    /// phase (self-tuning only).
+    /// Mean `|y - target| / target` over the second half of the upward step's phase
+    /// (self-tuning only). The first phase starts every sizer at eight threads, whatever its
+    /// target needs; four periods long in the quick form, its error measured where a pool
+    /// started (0.25 on the contended plant, 8 threads going down to 3 by a thread or two a
+    /// period), not how it holds a target.
     pub steady_error: Option<f64>,
     /// Periods after the upward step until the throughput enters and stays within
     /// [`SETTLE_BAND`] of the target (self-tuning only; `None`: it never settled).

@@ -94,14 +94,7 @@ fn figures(name: &str, run: &Run, best: f64) -> Figures {
     let phase = |i| metrics::phase(&run.samples, i);
     let (y, threads) = metrics::plateau(phase(2));
     Figures {
-        steady_error: targeted
-            .then(|| {
-                [0, 1]
-                    .iter()
-                    .filter_map(|&i| metrics::steady_error(phase(i)))
-                    .reduce(f64::max)
-            })
-            .flatten(),
+        steady_error: targeted.then(|| metrics::steady_error(phase(1))).flatten(),
         settle_periods: targeted
             .then(|| metrics::settle_periods(phase(1)))
             .flatten(),

@@ -17,7 +17,9 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
          the best fixed size; then each sizer starts from eight threads and runs three phases of \
          {} s with a {:.1} s control period: throughput targets of 0.4 and 0.8 x the best \
          fixed throughput (the step), then 1.5 x (more than any pool gives: the most it can find). \
-         SEDA's heuristic and hill climbing take no target. The thesis (FAIR07 Figures 5-2 to 5-6) \
+         SEDA's heuristic and hill climbing take no target. The steady error, settle periods \
+         and thread overshoot are the step's (the second phase); the share of the best fixed \
+         pool is the last phase's second half. The thesis (FAIR07 Figures 5-2 to 5-6) \
          ran 1 s periods on a server with real I/O stages; it reports P settling within about 3 \
          periods with small error and little overshoot.\n\n",
         phases.join(", "),
