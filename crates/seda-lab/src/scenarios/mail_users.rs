@@ -12,10 +12,12 @@
 //! users, 51,532 connections for 56,595 requests, and a p90 of 0.65-0.85 s), and new logins are
 //! the first turned away when the service is full. What is left at 1024 users in a quick run:
 //! the users who hold no session retry their login every 0.2 s at a 0.4 s target (WC03's 5 s
-//! wait, scaled), about 5,000 refusals a second that take 11-16% of the server's core (the
-//! front end's thread, measured from `/proc`), and the mix the admitted sessions ask for varies
-//! from run to run; goodput there (in server work, see [`crate::mail::MailCapacity`]) is
-//! observed, not enforced (two sets of five quick runs: 0.613-0.835 and 0.680-0.867 x capacity).
+//! wait, scaled), 3,800-6,300 refusals a second that take 11-18% of the server's core (the
+//! front end's thread, measured from `/proc` and with `perf`: half of it the kernel's TCP send
+//! path, which on loopback also runs the client's receive), and the mix the admitted sessions
+//! ask for varies from run to run; goodput there (in server work, see
+//! [`crate::mail::MailCapacity`]) is observed, not enforced (five quick runs: 0.654-0.869 x
+//! capacity).
 
 use std::time::Duration;
 
