@@ -1,6 +1,7 @@
 //! Runs every lab scenario in its quick form, as CI does, and checks each `result.json`: the
 //! papers' qualitative claims (checked by the scenario with tolerances a noisy two-core machine
-//! meets), the summary's key names, and that the plots and report were written.
+//! meets), the summary's key names and headline figures, and that the plots and report were
+//! written.
 
 use std::path::Path;
 use std::process::Command;
@@ -41,6 +42,16 @@ fn check_result(dir: &Path, name: &str) -> Vec<String> {
         r["summary"].as_object().is_some_and(|s| !s.is_empty()),
         "{name}: empty summary"
     );
+    // `seda lab repeat` compares these across runs: each must name a figure of the summary.
+    let headline = r["headline"].as_object().expect("headline");
+    assert!(!headline.is_empty(), "{name}: no headline figures");
+    for (path, v) in headline {
+        if !v.is_number() {
+            problems.push(format!(
+                "{name}: headline figure {path} is not in the summary"
+            ));
+        }
+    }
     let checks = r["checks"].as_array().expect("checks");
     assert!(!checks.is_empty(), "{name}: no claims checked");
     let failed: Vec<String> = checks

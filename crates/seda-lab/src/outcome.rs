@@ -119,6 +119,8 @@ pub(crate) struct RunInfo<'a> {
     pub machine: &'a Machine,
     pub plots: &'a [String],
     pub health: &'a [LoadHealth],
+    /// The scenario's headline figures (paths into the summary).
+    pub headline: &'a [&'a str],
 }
 
 /// Writes `result.json` and `report.md` into `dir`.
@@ -133,6 +135,12 @@ pub(crate) fn write(dir: &Path, info: &RunInfo<'_>, outcome: &Outcome) -> Result
         "machine": info.machine,
         "config": outcome.config,
         "summary": outcome.summary,
+        // What `seda lab repeat` compares, read here so a path that names no figure shows.
+        "headline": info
+            .headline
+            .iter()
+            .map(|&path| (path.to_string(), json!(crate::repeat::figure(&outcome.summary, path))))
+            .collect::<Map<String, Value>>(),
         "checks": outcome.checks,
         "passed": outcome.passed(),
         "verdict": Verdict::of(outcome.passed(), info.health).as_str(),

@@ -90,6 +90,7 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
             machine: &machine,
             plots: &lab.plots(),
             health: &health,
+            headline: scenario.headline(),
         };
         write(&lab.dir, &info, &outcome)?;
         Ok(outcome)

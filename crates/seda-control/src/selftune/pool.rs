@@ -150,10 +150,10 @@ impl SelfTuningPool {
         // (adding threads lowers throughput, true only past a knee, and fitted by chance when
         // the throughput follows the arrivals) inverts every law: in `thesis-open` such a fit
         // (`a` 1.42, `b` -21) added threads at 161/s for a target of 121/s. Below the target
-        // the seek decides whether removing threads pays.
-        // Blocked, it probes one thread toward the target instead: without a move the model
-        // never corrects its `b`, and holding left a pool of 12 threads at a p90 of 0.04 s for a
-        // target of 0.48 s in `follow-target`.
+        // the seek decides whether removing threads pays. A forbidden step becomes a probe of
+        // one thread toward the target, not a hold: without a move the model never corrects
+        // its `b`, and holding kept a pool of 12 threads at a p90 of 0.04 s for a target of
+        // 0.48 s in `follow-target`.
         let inverted = fit.is_none_or(|m| m.b <= 0.0);
         if (self.config.law == Law::P || inverted) && (step as f64) * (target - y) < 0.0 {
             step = probe(y, target) as i64;

@@ -143,6 +143,15 @@ impl Scenario for Classes {
          (WC03 Figures 14, 15)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "with/high_both_active/p90_admitted_after_settle_s",
+            "with/high_both_active/rejected_fraction",
+            "with/low_both_active/rejected_fraction",
+            "with/high_both_active/goodput_per_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let capacity = measure_capacity(lab)?;
         let target_s = ((USERS as f64 / capacity * TARGET_FRACTION * 100.0).round() / 100.0)

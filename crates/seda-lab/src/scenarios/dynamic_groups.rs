@@ -35,6 +35,13 @@ impl Scenario for DynamicGroups {
          control with a self-tuning pool (FAIR07 Figures 5-8 to 5-10)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "self_tuning/p90_x_target",
+            "self_tuning/within_target_of_all",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let quarter = lab.pick(Duration::from_secs(6), Duration::from_secs(30));
         let (addr, child) = thesis_open::start(lab, "self_tuning", &self_tuning_stage(), TARGET)?;

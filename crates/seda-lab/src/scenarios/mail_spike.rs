@@ -65,6 +65,15 @@ impl Scenario for MailSpike {
          128-connection limit (WC03 Figures 7, 10)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "ours/goodput_fraction_of_capacity",
+            "ours/p90_admitted_s",
+            "ours/rejected_fraction",
+            "none/goodput_fraction_of_capacity",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let cap = measure_mail_capacity(lab)?;
         let capacity = cap.per_s;

@@ -54,6 +54,14 @@ impl Scenario for PerStage {
          request type (WC03 Figure 11)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "per_stage/goodput_fraction_of_capacity",
+            "per_stage/p90_admitted_after_settle_s",
+            "none/goodput_fraction_of_capacity",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let cap = measure_mail_capacity(lab)?;
         let capacity = cap.per_s;

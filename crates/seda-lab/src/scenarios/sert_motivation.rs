@@ -50,6 +50,14 @@ impl Scenario for SertMotivation {
          vs with SERT's termination, throughput and mean response time (SERT06)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "admission@10.0%/within_1s_fraction",
+            "admission+sert@10.0%/within_1s_fraction",
+            "admission+sert@10.0%/goodput_per_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let shares: &[f64] = lab.pick(&[0.001, 0.02, 0.1], &[0.001, 0.01, 0.02, 0.05, 0.1]);
         let run_s = lab.pick(7.0, 30.0);

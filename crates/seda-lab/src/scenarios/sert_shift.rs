@@ -71,6 +71,14 @@ impl Scenario for SertShift {
          SERT's adaptive early termination, in the real runtime (SERT06)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "admission/within_1s_fraction",
+            "admission+sert/within_1s_fraction",
+            "admission+sert/goodput_per_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let (run_s, from_s, to_s) = lab.pick((24.0, 4.0, 20.0), (180.0, 30.0, 155.0));
         let window = lab.pick(3, 10);

@@ -119,6 +119,15 @@ impl Scenario for PoolControl {
          throughput target, and the most each finds"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "p/io/fraction_of_best_fixed",
+            "p/contended/fraction_of_best_fixed",
+            "p/contended/steady_error",
+            "p/contended/arx_error",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let period = lab.pick(QUICK_PERIOD, Duration::from_secs(1));
         // Quick: 4, 8 and 8 periods, so that three plants fit in a minute (5, 8 and 8 took

@@ -148,6 +148,14 @@ impl Scenario for SertThreshold {
          ranking and index matching on the hold service with 2 emulated cores (SERT06)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "ranking/adaptive/80%/mean_response_s",
+            "ranking/adaptive/200%/mean_response_s",
+            "ranking/fixed_0.5s/200%/mean_response_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let loads: Vec<f64> = lab.pick(vec![0.8, 2.0], vec![0.8, 1.0, 1.25, 1.5, 2.0]);
         let (warmup_s, measure_s) = lab.pick((1.0, 3.5), (10.0, 30.0));

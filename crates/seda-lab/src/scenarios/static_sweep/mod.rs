@@ -104,6 +104,14 @@ impl Scenario for StaticSweep {
          Figure 8)"
     }
 
+    fn headline(&self) -> &'static [&'static str] {
+        &[
+            "seda/throughput_per_s",
+            "seda/throughput_per_cpu_s",
+            "nginx/throughput_per_s",
+        ]
+    }
+
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let started = Instant::now();
         let plan = Plan::for_lab(lab);
