@@ -353,6 +353,27 @@ mod tests {
         }
     }
 
+    /// A pool of `law` (up to 48 threads) fed 20 periods of `base` to `base + 2` threads, each
+    /// period on its target, where a thread moves the throughput by `per_thread` from
+    /// `at_zero`: the model it fits has `b` near `per_thread`.
+    fn fitted(law: Law, base: usize, at_zero: f64, per_thread: f64) -> SelfTuningPool {
+        let mut c = SelfTuningPool::new(SelfTuningConfig {
+            law,
+            max_threads: 48,
+            ..Default::default()
+        });
+        for k in 0..20 {
+            let threads = base + k % 3;
+            let y = at_zero + per_thread * threads as f64;
+            c.update(PeriodSample {
+                throughput_per_s: y,
+                threads,
+                target_per_s: y,
+            });
+        }
+        c
+    }
+
     /// A pool whose model was fitted while its throughput followed the arrivals (each thread
     /// moved it by 0.3/s), then asked for far more than it serves after a period without a
     /// move: with nothing to judge the move by, it probes one thread. In `thesis-open` the law's
@@ -361,20 +382,7 @@ mod tests {
     #[test]
     fn after_a_period_without_a_move_a_flat_model_only_probes() {
         for law in Law::ALL {
-            let mut c = SelfTuningPool::new(SelfTuningConfig {
-                law,
-                max_threads: 48,
-                ..Default::default()
-            });
-            for k in 0..20 {
-                let threads = 13 + k % 3;
-                let y = 250.0 + 0.3 * threads as f64;
-                c.update(PeriodSample {
-                    throughput_per_s: y,
-                    threads,
-                    target_per_s: y,
-                });
-            }
+            let mut c = fitted(law, 13, 250.0, 0.3);
             let sample = |y, target| PeriodSample {
                 throughput_per_s: y,
                 threads: 14,
@@ -398,20 +406,7 @@ mod tests {
     #[test]
     fn a_pool_above_its_target_gives_threads_back() {
         for law in Law::ALL {
-            let mut c = SelfTuningPool::new(SelfTuningConfig {
-                law,
-                max_threads: 48,
-                ..Default::default()
-            });
-            for k in 0..20 {
-                let threads = 11 + k % 3;
-                let y = 200.0 - 4.0 * threads as f64;
-                c.update(PeriodSample {
-                    throughput_per_s: y,
-                    threads,
-                    target_per_s: y,
-                });
-            }
+            let mut c = fitted(law, 11, 200.0, -4.0);
             let mut threads = 12;
             for _ in 0..4 {
                 threads = c.update(PeriodSample {

@@ -108,7 +108,7 @@ impl Scenario for StaticSweep {
         &[
             "seda/throughput_per_s",
             "seda/throughput_per_cpu_s",
-            "nginx/throughput_per_s",
+            "seda/mean_response_s",
         ]
     }
 
