@@ -28,20 +28,30 @@ pub struct Spread {
     pub flagged: bool,
 }
 
-/// The figure at `path` (keys joined by `/`, array indices as numbers) in `summary`.
+/// The figure at `path` (keys joined by `/`, array indices as numbers) in `summary`. A key may
+/// hold `/` itself (`sert-threshold` names its points `ranking/adaptive/80%`): at each level the
+/// shortest run of segments that names a key is taken.
 pub fn figure(summary: &Map<String, Value>, path: &str) -> Option<f64> {
-    let mut keys = path.split('/');
-    let mut v = summary.get(keys.next()?)?;
-    for k in keys {
-        v = match v {
-            Value::Array(a) => a.get(k.parse::<usize>().ok()?)?,
-            _ => v.get(k)?,
-        };
-    }
+    let segments: Vec<&str> = path.split('/').collect();
+    let v = (1..=segments.len())
+        .find_map(|n| lookup(summary.get(&segments[..n].join("/"))?, &segments[n..]))?;
     match v {
         Value::Bool(b) => Some(f64::from(u8::from(*b))),
         _ => v.as_f64(),
     }
+}
+
+fn lookup<'a>(v: &'a Value, segments: &[&str]) -> Option<&'a Value> {
+    if segments.is_empty() {
+        return Some(v);
+    }
+    if let Value::Array(a) = v {
+        return lookup(a.get(segments[0].parse::<usize>().ok()?)?, &segments[1..]);
+    }
+    (1..=segments.len()).find_map(|n| {
+        let child = v.get(segments[..n].join("/"))?;
+        lookup(child, &segments[n..])
+    })
 }
 
 /// The median of `xs` (not empty).
@@ -125,6 +135,12 @@ mod tests {
         assert_eq!(figure(s, "ours/ok"), Some(1.0));
         assert_eq!(figure(s, "points/0/x"), Some(2.0));
         assert_eq!(figure(s, "ours/missing"), None);
+        let s = json!({"ranking/adaptive/80%": {"mean_response_s": 0.06}});
+        let s = s.as_object().unwrap();
+        assert_eq!(
+            figure(s, "ranking/adaptive/80%/mean_response_s"),
+            Some(0.06)
+        );
     }
 
     #[test]
