@@ -33,25 +33,26 @@ pub struct Spread {
 /// shortest run of segments that names a key is taken.
 pub fn figure(summary: &Map<String, Value>, path: &str) -> Option<f64> {
     let segments: Vec<&str> = path.split('/').collect();
-    let v = (1..=segments.len())
-        .find_map(|n| lookup(summary.get(&segments[..n].join("/"))?, &segments[n..]))?;
+    let v = child(|k| summary.get(k), &segments)?;
     match v {
         Value::Bool(b) => Some(f64::from(u8::from(*b))),
         _ => v.as_f64(),
     }
 }
 
+/// The value at `segments` below the object whose keys `get` reads: the shortest run of
+/// segments that names a key, then the rest below it.
+fn child<'a>(get: impl Fn(&str) -> Option<&'a Value>, segments: &[&str]) -> Option<&'a Value> {
+    (1..=segments.len()).find_map(|n| lookup(get(&segments[..n].join("/"))?, &segments[n..]))
+}
+
+/// The value at `segments` below `v` (array indices as numbers).
 fn lookup<'a>(v: &'a Value, segments: &[&str]) -> Option<&'a Value> {
-    if segments.is_empty() {
-        return Some(v);
+    match (v, segments.first()) {
+        (_, None) => Some(v),
+        (Value::Array(a), Some(i)) => lookup(a.get(i.parse::<usize>().ok()?)?, &segments[1..]),
+        _ => child(|k| v.get(k), segments),
     }
-    if let Value::Array(a) = v {
-        return lookup(a.get(segments[0].parse::<usize>().ok()?)?, &segments[1..]);
-    }
-    (1..=segments.len()).find_map(|n| {
-        let child = v.get(segments[..n].join("/"))?;
-        lookup(child, &segments[n..])
-    })
 }
 
 /// The median of `xs` (not empty).

@@ -50,9 +50,9 @@ pub(crate) enum Backend {
         channels: usize,
     },
     /// The e-mail store on PostgreSQL ([`crate::postgres`]): each event refiles a message
-    /// between the inbox and the archive of one of `users` users, the service's own transaction (the
-    /// message row and both folders' counts locked, then a commit that waits for the WAL
-    /// flush). A thread waits while the database works on the other core, so a second thread
+    /// between the inbox and the archive of one of `users` users, the service's own
+    /// transaction (the message row and both folders' counts locked, then a commit that waits
+    /// for the WAL flush). A thread waits while the database works on the other core, so a second thread
     /// nearly doubles the throughput, and past a few threads both cores are busy: 1,461,
     /// 2,414 and 2,660 events/s with 1, 2 and 16 threads in one quick run; 1,000, 1,523, 2,186
     /// (the best, 8 threads) and 1,790 (24) in a full one (the database's own state moves the
