@@ -89,9 +89,7 @@ pub fn run_priced(
     steady: &Steady,
     capacity: &crate::mail::MailCapacity,
 ) -> Result<SteadyRun> {
-    let before = crate::poll::fetch(server.admin);
-    let report = lab.load(steady.config(server.addr)?)?;
-    let work = mail::Work::between(before.as_ref(), crate::poll::fetch(server.admin).as_ref());
+    let (report, work) = mail::load_with_work(lab, server.admin, steady.config(server.addr)?)?;
     let price = mail::RunPrice::new(capacity, &report.classes, &work);
     let mut run = measure(&report, steady, price.capacity_per_s, control);
     run.summary = price.annotate(run.summary);

@@ -22,6 +22,13 @@ use crate::{Lab, Scenario, mail};
 
 use point::Point;
 
+/// How goodput / capacity is measured, for reports.
+pub(super) const CAPACITY_HOW: &str = "goodput / capacity is the share of the server's \
+    CPU-seconds that went to logins answered within the timeout: each login priced at the login \
+    handler's CPU per login in that run's measured window over the handler's share of the \
+    server's CPU in the calibration before it (logins are the loads' whole mix); loads are \
+    multiples of the calibration's logins per CPU-second";
+
 /// The scenario.
 pub struct Goodput;
 
@@ -122,14 +129,14 @@ impl Scenario for Goodput {
         // multiple of a capacity measured just before it, and its variants run back to back.
         for &load in &loads {
             let best_before = capacities.iter().copied().fold(0.0, f64::max);
-            let capacity = point::calibrate(lab, best_before)?;
-            capacities.push(capacity);
+            let calibration = point::calibrate(lab, best_before)?;
+            capacities.push(calibration.per_s);
             for v in &variants {
-                points.push(point::run(lab, v, load, capacity)?);
+                points.push(point::run(lab, v, load, calibration)?);
             }
         }
         let capacity = median(&capacities);
-        report::plots(lab, &points, &variants, capacity)?;
+        report::plots(lab, &points, &variants)?;
         let sweep = Sweep {
             points: &points,
             variants: &variants,
@@ -139,14 +146,10 @@ impl Scenario for Goodput {
         };
         let mut checks = sweep.checks();
         checks.push(Check::within_capacity(
-            points.iter().map(|p| {
-                (
-                    p.variant,
-                    Some(p.summary.goodput_per_s / capacity.max(1e-9)),
-                )
-            }),
-            "capacity in logins per CPU-second of the server, on the loads' mix (all logins), \
-             the median of the calibrations before each load",
+            points
+                .iter()
+                .map(|p| (p.variant, p.summary.goodput_fraction_of_capacity)),
+            CAPACITY_HOW,
         ));
         Ok(Outcome {
             paper: "SSM04 Figures 5, 6 and 7 (Self-Tuning)".into(),
@@ -225,10 +228,10 @@ impl Sweep<'_> {
         self.point(variant, load).and_then(|p| figure(&p.summary))
     }
 
-    /// Goodput as a fraction of the capacity: the median of those measured before each load,
-    /// which one disturbed calibration (high or low) does not move much.
+    /// Goodput as a fraction of the capacity, priced in the point's own run
+    /// ([`CAPACITY_HOW`]).
     fn goodput(&self, variant: &str, load: f64) -> Option<f64> {
-        Some(self.get(variant, load, |s| Some(s.goodput_per_s))? / self.capacity)
+        self.get(variant, load, |s| s.goodput_fraction_of_capacity)
     }
 
     /// A variant's highest goodput over the sweep (fraction of capacity).

@@ -68,6 +68,17 @@ fn serve_options(v: &Variant) -> ServeOptions {
 /// Users that keep the one login thread busy when calibrating.
 const CALIBRATION_USERS: usize = 32;
 
+/// What a calibration measured: the server's capacity, and the front end's part of a login's
+/// price.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Calibration {
+    /// Logins per CPU-second of the server: the unit loads are sized in.
+    pub per_s: f64,
+    /// The login handler's share of the server's CPU (the rest is its front end's parsing
+    /// and answering).
+    pub handler_share: f64,
+}
+
 /// Capacity in logins per CPU-second of the server: closed users with no think time against
 /// the server of the `none` variant, the logins they completed over the CPU time the server
 /// used meanwhile. The measured runs are all logins too, so goodput and capacity are in the
@@ -76,7 +87,7 @@ const CALIBRATION_USERS: usize = 32;
 /// far too low, and every load sized from it too (issue 15 saw window+deadline at 2.21 x such a
 /// capacity on one run and 0.41 x on another, with a 7 s stall). No warm-up: the CPU time read
 /// around the run must cover the same logins as the counts.
-pub(super) fn capacity(lab: &Lab) -> Result<f64> {
+pub(super) fn capacity(lab: &Lab) -> Result<Calibration> {
     let server = MailServer::start_with(lab, "calibrate", &Control::None, &serve_options(&NONE))?;
     let result = (|| {
         let target = Target::parse(&format!("http://{}/", server.addr))?;
@@ -91,49 +102,59 @@ pub(super) fn capacity(lab: &Lab) -> Result<f64> {
         cfg.duration = lab.pick(Duration::from_millis(2500), Duration::from_secs(6));
         cfg.client.deadline = Duration::from_secs(10);
         let before = server.cpu_seconds();
-        let report = lab.load(cfg)?;
+        let (report, work) = mail::load_with_work(lab, server.admin, cfg)?;
         let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
-        Ok::<_, anyhow::Error>((report, cpu))
+        Ok::<_, anyhow::Error>((report, work, cpu))
     })();
     server.stop(lab, "calibrate");
-    let (report, cpu) = result?;
+    let (report, work, cpu) = result?;
     let wall = report.summary.throughput_per_s;
-    let c = match cpu {
+    let completed = report.summary.counts.completed;
+    let (c, handler_share) = match cpu {
         // Without /proc (not Linux), or with too little CPU to divide by, wall time is all
         // there is.
-        Some(cpu) if cpu > 0.2 => report.summary.counts.completed as f64 / cpu,
-        _ => wall,
+        Some(cpu) if cpu > 0.2 => (completed as f64 / cpu, (work.cpu_s() / cpu).min(1.0)),
+        _ => (wall, 0.0),
     };
     lab.log(format!(
-        "calibration: {c:.0} logins per CPU-second of the server ({wall:.0}/s of wall time)"
+        "calibration: {c:.0} logins per CPU-second of the server ({wall:.0}/s of wall time), \
+         the login handler {:.0}% of its CPU",
+        handler_share * 100.0
     ));
-    Ok(if c.is_nan() { 0.0 } else { c })
+    Ok(Calibration {
+        per_s: if c.is_nan() { 0.0 } else { c },
+        handler_share,
+    })
 }
 
 /// The capacity now: measured again (up to 3 times in all, 2 in the quick form, keeping the
 /// best) while it is under half the best seen so far, `best_before`: on a shared machine a
 /// build can take the server's core for seconds (we saw a calibration complete 18 logins in
 /// 6 s between two of 324/s and more).
-pub(super) fn calibrate(lab: &Lab, best_before: f64) -> Result<f64> {
+pub(super) fn calibrate(lab: &Lab, best_before: f64) -> Result<Calibration> {
     let attempts = lab.pick(2, 3);
-    let mut best = 0.0_f64;
+    let mut best: Option<Calibration> = None;
     for attempt in 1..=attempts {
         let c = capacity(lab)?;
-        best = best.max(c);
-        if c > 1.0 && c >= 0.5 * best_before {
+        if best.is_none_or(|b| c.per_s > b.per_s) {
+            best = Some(c);
+        }
+        if c.per_s > 1.0 && c.per_s >= 0.5 * best_before {
             break;
         }
         if attempt < attempts {
             lab.log(format!(
-                "capacity {c:.0} logins/s, under half the {best_before:.0} seen before: the \
-                 machine is busy, measuring again"
+                "capacity {:.0} logins/s, under half the {best_before:.0} seen before: the \
+                 machine is busy, measuring again",
+                c.per_s
             ));
         }
     }
-    if best <= 1.0 {
-        bail!("the mail service completed {best:.1} logins/s while calibrating: is it working?");
-    }
-    lab.log(format!("capacity now {best:.0} logins/s"));
+    let best = best.filter(|b| b.per_s > 1.0);
+    let Some(best) = best else {
+        bail!("the mail service completed under 1 login/s while calibrating: is it working?");
+    };
+    lab.log(format!("capacity now {:.0} logins/s", best.per_s));
     Ok(best)
 }
 
@@ -156,11 +177,11 @@ pub(super) struct Point {
     pub series: Value,
 }
 
-/// Runs `variant` at `load_x` times `capacity` on a fresh server.
-pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, capacity: f64) -> Result<Point> {
+/// Runs `variant` at `load_x` times the calibration's capacity on a fresh server.
+pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, calibration: Calibration) -> Result<Point> {
     let name = format!("{}-{load_x}x", v.file_stem());
     let server = MailServer::start_with(lab, &name, &Control::None, &serve_options(v))?;
-    let rate = load_x * capacity;
+    let rate = load_x * calibration.per_s;
     // Room for every request the timeout allows to be outstanding at once, and then some:
     // the client, not a connection limit, must be what bounds the load.
     let connections = ((rate * TIMEOUT.as_secs_f64() * 2.0) as usize + 64).min(10_000);
@@ -192,12 +213,33 @@ pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, capacity: f64) -> Result<
             v.name
         ));
         let poller = StatsPoller::start(server.admin, Duration::from_secs(1));
-        let report = lab.load(cfg);
-        Ok::<_, anyhow::Error>((report, poller.stop()))
+        let ran = mail::load_with_work(lab, server.admin, cfg);
+        Ok::<_, anyhow::Error>((ran, poller.stop()))
     })();
     server.stop(lab, &name);
-    let (report, samples) = result?;
-    Ok(measure(v, load_x, capacity, &report?, &samples))
+    let (ran, samples) = result?;
+    let (report, work) = ran?;
+    Ok(measure(
+        v,
+        load_x,
+        priced(calibration, &work),
+        &report,
+        &samples,
+    ))
+}
+
+/// Capacity in logins per second of this run: one CPU-second over a login's price, its
+/// handler's CPU in this run's measured window over the calibration's handler share (the
+/// calibration's rate where the run completed no login). Priced in the run, goodput /
+/// capacity is the share of the server's CPU-seconds that went to logins answered in time,
+/// whatever speed the server ran at meanwhile: the same server's logins cost from 643 to
+/// 1,396 per CPU-second in calibrations a minute apart, and one run priced at a calibration's
+/// rate read 1.12 x capacity.
+fn priced(calibration: Calibration, work: &mail::Work) -> f64 {
+    match work.cost_s().get(seda_mail::RequestKind::Login.name()) {
+        Some(login) => mail::with_front_end(calibration.handler_share) / login,
+        None => calibration.per_s,
+    }
 }
 
 fn measure(v: &Variant, load_x: f64, capacity: f64, r: &Report, samples: &[Sample]) -> Point {

@@ -6,7 +6,9 @@ use crate::Lab;
 use crate::plot::{LineChart, Series};
 
 use super::point::Point;
-use super::{CANCEL, DEADLINE, NONE, SLOWDOWN, SSM, Sweep, THREADS, TIMEOUT, Variant, WINDOW};
+use super::{
+    CANCEL, CAPACITY_HOW, DEADLINE, NONE, SLOWDOWN, SSM, Sweep, THREADS, TIMEOUT, Variant, WINDOW,
+};
 
 fn line(name: &str, points: Vec<(f64, f64)>) -> Series {
     Series {
@@ -16,14 +18,9 @@ fn line(name: &str, points: Vec<(f64, f64)>) -> Series {
 }
 
 /// Goodput against offered load (one line per variant; offered as a multiple of the capacity
-/// measured before each load, goodput of `capacity`, their median), and at the top load
-/// goodput and the AIMD window over time.
-pub(super) fn plots(
-    lab: &Lab,
-    points: &[Point],
-    variants: &[Variant],
-    capacity: f64,
-) -> Result<()> {
+/// measured before each load, goodput priced in its run, [`CAPACITY_HOW`]), and at the top
+/// load goodput and the AIMD window over time.
+pub(super) fn plots(lab: &Lab, points: &[Point], variants: &[Variant]) -> Result<()> {
     let mut loads: Vec<f64> = points.iter().map(|p| p.load_x).collect();
     loads.sort_by(f64::total_cmp);
     loads.dedup();
@@ -35,7 +32,7 @@ pub(super) fn plots(
                 points
                     .iter()
                     .filter(|p| p.variant == v.name)
-                    .map(|p| (p.load_x, p.summary.goodput_per_s / capacity))
+                    .filter_map(|p| Some((p.load_x, p.summary.goodput_fraction_of_capacity?)))
                     .collect(),
             )
         })
@@ -52,7 +49,7 @@ pub(super) fn plots(
                 TIMEOUT.as_secs_f64()
             ),
             x_label: "offered load (x capacity)".into(),
-            y_label: "goodput (x median capacity)".into(),
+            y_label: "goodput (x capacity)".into(),
             series: sweep,
         },
     )?;
@@ -107,7 +104,8 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
          (all logins), in logins per CPU-second of the server (logins completed over the CPU \
          time the server used meanwhile), so that another process taking part of its core \
          during a calibration does not shrink it: **{}** logins/CPU-s before the loads {} \
-         (median {:.0}). Offered load is open Poisson arrivals at a multiple of that capacity. \
+         (median {:.0}). Offered load is open Poisson arrivals at a multiple of that capacity; \
+         {CAPACITY_HOW}. \
          The timeout is **{} s** for everything: the client gives up then, the AIMD window \
          counts a slower reply as a loss, the server's deadline (`--deadline-ms`) drops what is \
          older, and goodput counts only logins answered within it (from the intended send \

@@ -329,9 +329,6 @@ fn checks(all: &Results<'_>) -> Vec<Check> {
             p.arx_error.is_some_and(|e| e <= 0.1),
             format!("P's model: {}", opt(p.arx_error)),
         ));
-        if !plant.fine_grained {
-            continue;
-        }
         checks.push(Check::observed(
             format!(
                 "{}: P follows the step within 3 periods with steady error <= 5% (observed: \
