@@ -145,7 +145,7 @@ impl Scenario for Classes {
 
     fn headline(&self) -> &'static [&'static str] {
         &[
-            "with/high_both_active/p90_admitted_after_settle_s",
+            "with/high_both_active/p90_after_settle_over_target",
             "with/high_both_active/rejected_fraction",
             "with/low_both_active/rejected_fraction",
             "with/high_both_active/goodput_per_s",
@@ -256,8 +256,14 @@ fn class_figures(r: &Report, from_s: f64, to_s: f64, target_s: f64) -> RunSummar
     // one the class lives with.
     let settle = settle_time(windows(r, from_s), from_s, to_s, target_s);
     let after = r.latency_between((from_s + settle).min(to_s - 1.0), to_s);
-    summary.settling(settle, to_s - from_s, after.map(|l| l.p90_ms / 1000.0));
-    summary
+    let p90_after = after.map(|l| l.p90_ms / 1000.0);
+    summary.settling(settle, to_s - from_s, p90_after);
+    // The target follows the calibrated capacity (0.12-0.32 s in five quick runs), so the p90
+    // is also given in units of it: that figure repeats (0.81-0.84 in the same runs).
+    summary.with(
+        "p90_after_settle_over_target",
+        p90_after.map(|p| p / target_s),
+    )
 }
 
 fn summarize(r: &ClassRun, plan: &Plan, capacity: f64) -> ClassesSummary {

@@ -57,7 +57,7 @@ impl Scenario for PerStage {
     fn headline(&self) -> &'static [&'static str] {
         &[
             "per_stage/goodput_fraction_of_capacity",
-            "per_stage/p90_admitted_after_settle_s",
+            "per_stage/p90_after_settle_over_target",
             "none/goodput_fraction_of_capacity",
         ]
     }

@@ -360,12 +360,24 @@ impl Sweep<'_> {
             ),
         ));
         let rej = self.get(SSM.name, top, |s| Some(s.rejected_fraction));
+        // The excess over the capacity the run itself had (its logins priced in the run): the
+        // server's speed moves by up to a half between a calibration and the load a minute
+        // later, and a load of 2 x a calibration was 1.35 x the run's own capacity in one of
+        // five runs, which left 25% to reject, not 50%.
+        let excess = self.get(SSM.name, top, |s| {
+            Some(1.0 - s.capacity_per_s? / s.offered_per_s?.max(1e-9))
+        });
         out.push(Check::new(
-            format!("with protection, the excess load is rejected (at {top} x: > 25% rejected)"),
-            rej.is_some_and(|r| r > 0.25),
             format!(
-                "window+deadline: {} of requests rejected at {top} x",
-                fmt(rej)
+                "with protection, the excess load is rejected (at {top} x: rejected >= half the \
+                 offered load's excess over the run's own capacity)"
+            ),
+            rej.zip(excess).is_some_and(|(r, e)| r >= 0.5 * e),
+            format!(
+                "window+deadline: {} of requests rejected at {top} x, whose excess over the \
+                 run's capacity was {}",
+                fmt(rej),
+                fmt(excess)
             ),
         ));
         // Only the protected service: on this shared machine a stall of a second or more
