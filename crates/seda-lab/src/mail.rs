@@ -444,9 +444,9 @@ const CALIBRATION_POPULATIONS: [usize; 3] = [8, 16, 32];
 /// saturated uncontrolled server reads about 1, and what keeps a controlled run under it is CPU
 /// that serves no request (refusals, work finished late) or that the server did not get. The
 /// front end's price follows the run's handler costs rather than the calibration's seconds:
-/// the speed of this machine's core moves twofold from minute to minute (the same logins cost
-/// 39 us and 114 us of front end in two calibrations), and a front end priced in the
-/// calibration's seconds read up to 1.05 x.
+/// on this machine the same request's CPU cost moves twofold from minute to minute (the same
+/// logins cost 39 us and 114 us of front end in two calibrations), and a front end priced in
+/// the calibration's seconds read up to 1.05 x.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MailCapacity {
     /// Requests per CPU-second of the server, of the calibration's own mix (the best of the
@@ -600,9 +600,10 @@ impl Work {
 /// the server's handlers did over the report's measured window (after the warm-up) only, as
 /// the report's counts cover it.
 ///
-/// Why only that window: this machine's core runs up to a third slower for seconds at a time
-/// with nothing else on it (a fixed loop's CPU time varied 33-68 ms within 30 s), so costs
-/// averaged over the warm-up and the run together priced one run at 1.13 x capacity.
+/// Why only that window: on this machine the same request's CPU cost moves twofold from
+/// minute to minute (calibrations of the same service a minute apart: 424 and 894 requests per
+/// CPU-second), so costs averaged over the warm-up and the run together priced one run at 1.13
+/// x capacity.
 pub fn load_with_work(lab: &Lab, admin: SocketAddr, config: LoadConfig) -> Result<(Report, Work)> {
     let warmup = config.warmup;
     let (report, before) = std::thread::scope(|s| {

@@ -68,8 +68,7 @@ fn serve_options(v: &Variant) -> ServeOptions {
 /// Users that keep the one login thread busy when calibrating.
 const CALIBRATION_USERS: usize = 32;
 
-/// What a calibration measured: the server's capacity, and the front end's part of a login's
-/// price.
+/// What a calibration measured: the server's capacity, and the login handler's share of it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Calibration {
     /// Logins per CPU-second of the server: the unit loads are sized in.
