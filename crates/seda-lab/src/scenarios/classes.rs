@@ -25,7 +25,7 @@ use super::mail_spike::measure_capacity;
 use crate::mail::{self, Control, MailServer};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
-use crate::steady::{fmt, pct, rejected_between, rejected_series};
+use crate::steady::{add_p90_over_target, fmt, pct, rejected_between, rejected_series};
 use crate::vocabulary::windows;
 use crate::{Lab, Scenario};
 
@@ -256,14 +256,9 @@ fn class_figures(r: &Report, from_s: f64, to_s: f64, target_s: f64) -> RunSummar
     // one the class lives with.
     let settle = settle_time(windows(r, from_s), from_s, to_s, target_s);
     let after = r.latency_between((from_s + settle).min(to_s - 1.0), to_s);
-    let p90_after = after.map(|l| l.p90_ms / 1000.0);
-    summary.settling(settle, to_s - from_s, p90_after);
-    // The target follows the calibrated capacity (0.12-0.32 s in five quick runs), so the p90
-    // is also given in units of it: that figure repeats (0.81-0.84 in the same runs).
-    summary.with(
-        "p90_after_settle_over_target",
-        p90_after.map(|p| p / target_s),
-    )
+    summary.settling(settle, to_s - from_s, after.map(|l| l.p90_ms / 1000.0));
+    add_p90_over_target(&mut summary);
+    summary
 }
 
 fn summarize(r: &ClassRun, plan: &Plan, capacity: f64) -> ClassesSummary {
