@@ -64,6 +64,9 @@ fn check_result(dir: &Path, name: &str) -> Vec<String> {
         Some("fail") => {
             assert!(!failed.is_empty(), "{name}: fail without a failed claim");
             problems.extend(failed);
+            // CI keeps only the test's output: the report's figures are what tells a cause.
+            let report = std::fs::read_to_string(dir.join(name).join("report.md"));
+            eprintln!("{name} failed; its report:\n{}", report.unwrap_or_default());
         }
         Some("loaded: inconclusive") => {
             let why: Vec<String> = r["health"]["loads"]

@@ -164,14 +164,23 @@ fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
         none.is_some_and(|p| p > 2.0 * t),
         format!("none: p90 over the spike {} s", fmt(none)),
     ));
-    let (g_ours, g_none) = (
-        get(runs, "ours", |s| Some(s.goodput_per_s)),
-        get(runs, "none", |s| Some(s.goodput_per_s)),
-    );
+    // In server work, not requests: without control the stage that falls behind holds its
+    // users in its queue while the cheaper types flow, so the uncontrolled server answers more
+    // requests a second of a cheaper mix (one CI run: 333/s against ours 323/s). Goodput /
+    // capacity prices each run's mix (see `mail::HOW`).
+    let work = |s: &RunSummary| s.goodput_fraction_of_capacity;
+    let (w_ours, w_none) = (get(runs, "ours", work), get(runs, "none", work));
+    let per_s = |n| fmt(get(runs, n, |s| Some(s.goodput_per_s)));
     out.push(Check::new(
-        "with control, more requests are answered within the target than without",
-        g_ours.zip(g_none).is_some_and(|(o, n)| o > n),
-        format!("goodput ours {}/s, none {}/s", fmt(g_ours), fmt(g_none)),
+        "with control, more of the server's work is answered within the target than without",
+        w_ours.zip(w_none).is_some_and(|(o, n)| o > n),
+        format!(
+            "goodput / capacity ours {} ({}/s), none {} ({}/s)",
+            fmt(w_ours),
+            per_s("ours"),
+            fmt(w_none),
+            per_s("none")
+        ),
     ));
     let rej = get(runs, "ours", |s| Some(s.rejected_fraction));
     out.push(Check::new(
