@@ -128,6 +128,15 @@ impl ArxModel {
         }
     }
 
+    /// The standard error of the fitted `b` where the one-step errors have variance
+    /// `noise_var` (ordinary least squares: `noise_var` times the inverse normal matrix's `b`
+    /// entry, over the forgotten sums); `None` without a fit's worth of thread changes.
+    pub fn gain_std_error(&self, noise_var: f64) -> Option<f64> {
+        let det = self.s1 * self.s3 - self.s2 * self.s2;
+        let v = noise_var * self.s1 / det;
+        (det > 0.0 && v.is_finite() && v >= 0.0).then(|| v.sqrt())
+    }
+
     /// The current estimate: `None` until two periods with a thread change were seen.
     pub fn estimate(&self) -> Option<ArxEstimate> {
         self.estimate
