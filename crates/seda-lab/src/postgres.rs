@@ -19,3 +19,15 @@ pub fn missing() -> Option<String> {
         .is_err()
         .then(|| format!("no PostgreSQL listening on {ADDR}"))
 }
+
+/// Vacuums the mail tables with `prefix`, where they exist, so that a scenario's servers start
+/// on the same store each run: autovacuum is off on the lab's machine, and every refile and
+/// delete would leave its dead row behind for every later run to read past
+/// ([`seda_mail::store::Store::reclaim`]).
+pub fn reclaim_mail_tables(prefix: &str) -> anyhow::Result<()> {
+    let store = seda_mail::store::open(URL, prefix)?;
+    if store.tables()? == 3 {
+        store.reclaim()?;
+    }
+    Ok(())
+}

@@ -127,6 +127,9 @@ pub(crate) struct Dialect {
     pub(crate) count_tables: &'static str,
     /// Refreshes the planner's statistics after a load (`{p}` is the table prefix).
     pub(crate) analyze: &'static str,
+    /// Reclaims the row versions that updates and deletes left behind (`{p}` is the table
+    /// prefix; empty where the database does it on its own).
+    pub(crate) reclaim: &'static str,
     /// Rows per multi-row `INSERT` of a corpus load.
     pub(crate) load_rows: usize,
     /// Put before a query to get its plan instead of its rows.

@@ -272,6 +272,10 @@ pub trait Store: Send + Sync + 'static {
     /// closes them all, and the backend's idle helper connections (MariaDB's `KILL QUERY`
     /// connection): what the early-termination soak asks of the pool.
     fn check_idle(&self) -> Result<IdleCheck>;
+    /// Reclaims the row versions that updates and deletes left behind, so that a store that
+    /// has served a load answers the next as a fresh one would: PostgreSQL's `VACUUM`, on a
+    /// server whose autovacuum is off or behind (the others do it on their own).
+    fn reclaim(&self) -> Result<()>;
     /// How many of the mail tables (users, folders, messages) exist: 0 means a database this
     /// service has never touched, the only kind `seda serve mail` seeds on its own.
     fn tables(&self) -> Result<u32>;

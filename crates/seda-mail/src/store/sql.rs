@@ -425,6 +425,15 @@ impl<B: Backend> Store for SqlStore<B> {
         Ok(check)
     }
 
+    fn reclaim(&self) -> Result<()> {
+        if B::DIALECT.reclaim.is_empty() {
+            return Ok(());
+        }
+        self.with(None, |c| {
+            c.batch(&B::DIALECT.reclaim.replace("{p}", &self.p))
+        })
+    }
+
     fn tables(&self) -> Result<u32> {
         let [u, f, m] = super::table_names(&self.p);
         self.with(None, |c| {

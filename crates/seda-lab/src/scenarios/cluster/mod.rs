@@ -220,6 +220,7 @@ impl Scenario for Cluster {
 /// Starts the replicas, one after the other (the first seeds the shared tables if they are
 /// not there yet), each with our controller and an agent port.
 fn start_replicas(lab: &Lab, target_s: f64) -> Result<Vec<(Replica, MailServer)>> {
+    crate::postgres::reclaim_mail_tables(PREFIX).context("vacuuming the shared tables")?;
     let mut out = Vec::new();
     for i in 0..REPLICAS {
         let agent: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
