@@ -157,6 +157,26 @@ impl ArxModel {
 mod tests {
     use super::*;
 
+    /// The standard error of `b` is unknown before the threads have changed, and shrinks as
+    /// larger thread changes are seen: a move of 4 threads says more than one of 1.
+    #[test]
+    fn the_gain_is_surer_after_larger_moves() {
+        let fed = |step: f64| {
+            let mut m = ArxModel::new(DEFAULT_FORGETTING);
+            m.observe(0.0, 100.0);
+            assert_eq!(m.gain_std_error(25.0), None);
+            let mut n = 10.0;
+            for k in 0..30 {
+                let du = if k % 2 == 0 { step } else { -step };
+                n += du;
+                m.observe(du, 10.0 * n);
+            }
+            m.gain_std_error(25.0).expect("a fit")
+        };
+        let (small, large) = (fed(1.0), fed(4.0));
+        assert!(large < small / 3.0, "{large} against {small}");
+    }
+
     /// A noiseless ARX plant is recovered exactly once the input has varied.
     #[test]
     fn recovers_a_linear_plant() {
