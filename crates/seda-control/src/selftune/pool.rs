@@ -314,25 +314,41 @@ mod tests {
         }
     }
 
-    fn follow(law: Law, target: f64) -> (Vec<usize>, Vec<f64>) {
+    /// A pool of `law` (at most `max_threads`) run `periods` periods from `start` threads:
+    /// period `k` reads `read(threads)` against `target(k)`. Returns each period's threads and
+    /// reading.
+    fn drive(
+        law: Law,
+        max_threads: usize,
+        start: usize,
+        periods: usize,
+        mut read: impl FnMut(usize) -> f64,
+        target: impl Fn(usize) -> f64,
+    ) -> Vec<(usize, f64)> {
         let mut c = SelfTuningPool::new(SelfTuningConfig {
             law,
-            max_threads: 40,
+            max_threads,
             ..Default::default()
         });
-        let mut n = 2;
-        let (mut ns, mut ys) = (Vec::new(), Vec::new());
-        for _ in 0..40 {
-            let y = plant(n, 25.0, 30, 10.0);
-            ns.push(n);
-            ys.push(y);
-            n = c.update(PeriodSample {
-                throughput_per_s: y,
-                threads: n,
-                target_per_s: target,
-            });
-        }
-        (ns, ys)
+        let mut n = start;
+        (0..periods)
+            .map(|k| {
+                let y = read(n);
+                let period = (n, y);
+                n = c.update(PeriodSample {
+                    throughput_per_s: y,
+                    threads: n,
+                    target_per_s: target(k),
+                });
+                period
+            })
+            .collect()
+    }
+
+    fn follow(law: Law, target: f64) -> (Vec<usize>, Vec<f64>) {
+        drive(law, 40, 2, 40, |n| plant(n, 25.0, 30, 10.0), |_| target)
+            .into_iter()
+            .unzip()
     }
 
     /// A plant like the lab's PostgreSQL one: throughput `3400 x (1 - exp(-n / 12))` events/s
@@ -363,21 +379,11 @@ mod tests {
     /// comes within 10% of the target, and the mean throughput of the last 15 periods.
     fn noisy_step(seed: u64) -> (usize, f64) {
         let mut plant = NoisyPlant(seed);
-        let mut c = SelfTuningPool::new(SelfTuningConfig {
-            max_threads: 64,
-            ..Default::default()
-        });
-        let (mut n, mut ys) = (8, Vec::new());
-        for k in 0..50 {
-            let target = if k < 20 { 1360.0 } else { 2720.0 };
-            let y = plant.read(n);
-            ys.push(y);
-            n = c.update(PeriodSample {
-                throughput_per_s: y,
-                threads: n,
-                target_per_s: target,
-            });
-        }
+        let target = |k| if k < 20 { 1360.0 } else { 2720.0 };
+        let ys: Vec<f64> = drive(Law::P, 64, 8, 50, |n| plant.read(n), target)
+            .into_iter()
+            .map(|(_, y)| y)
+            .collect();
         let step = &ys[20..];
         let settle = (2..step.len())
             .find(|&k| (step[k - 2..=k].iter().sum::<f64>() / 3.0 - 2720.0).abs() <= 272.0)
@@ -424,23 +430,10 @@ mod tests {
         for law in Law::ALL {
             for seed in 1..=20 {
                 let mut noise = NoisyPlant(seed);
-                let mut c = SelfTuningPool::new(SelfTuningConfig {
-                    law,
-                    max_threads: 48,
-                    ..Default::default()
-                });
-                let (mut n, mut tail) = (8, Vec::new());
-                for k in 0..80 {
-                    if k >= 50 {
-                        tail.push(n);
-                    }
-                    n = c.update(PeriodSample {
-                        throughput_per_s: peak(n) * (1.0 + 0.1 * noise.normal()),
-                        threads: n,
-                        target_per_s: 1.5 * 1170.0,
-                    });
-                }
-                let threads = tail.iter().sum::<usize>() as f64 / tail.len() as f64;
+                let read = |n| peak(n) * (1.0 + 0.1 * noise.normal());
+                let periods = drive(law, 48, 8, 80, read, |_| 1.5 * 1170.0);
+                let tail = &periods[50..];
+                let threads = tail.iter().map(|p| p.0).sum::<usize>() as f64 / tail.len() as f64;
                 assert!(
                     threads <= 40.0 && peak(threads.round() as usize) >= 0.7 * 1170.0,
                     "{law:?}, seed {seed}: {threads:.1} threads"
@@ -455,22 +448,9 @@ mod tests {
     fn p_stops_near_the_knee_of_a_noisy_plant() {
         for seed in 1..=20 {
             let mut noise = NoisyPlant(seed);
-            let mut c = SelfTuningPool::new(SelfTuningConfig {
-                max_threads: 64,
-                ..Default::default()
-            });
-            let (mut n, mut tail) = (8, Vec::new());
-            for k in 0..60 {
-                let y = plant(n, 100.0, 16, 80.0).max(0.0) * (1.0 + 0.05 * noise.normal());
-                if k >= 40 {
-                    tail.push((n, y));
-                }
-                n = c.update(PeriodSample {
-                    throughput_per_s: y,
-                    threads: n,
-                    target_per_s: 2400.0,
-                });
-            }
+            let read = |n| plant(n, 100.0, 16, 80.0).max(0.0) * (1.0 + 0.05 * noise.normal());
+            let periods = drive(Law::P, 64, 8, 60, read, |_| 2400.0);
+            let tail = &periods[40..];
             let mean = |f: fn(&(usize, f64)) -> f64| tail.iter().map(f).sum::<f64>() / 20.0;
             let (threads, y) = (mean(|t| t.0 as f64), mean(|t| t.1));
             assert!(
