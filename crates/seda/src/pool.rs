@@ -59,8 +59,9 @@ struct Sizing {
     kind: SizerKind,
     sizer: Option<TargetSizer>,
     period: Duration,
-    /// Time, completions and admissions at the start of the current period.
-    start: Option<(Time, u64, u64)>,
+    /// Time, completions, admissions and handler nanoseconds at the start of the current
+    /// period.
+    start: Option<(Time, u64, u64, u64)>,
     outside: OutsideTargets,
     state: SizerState,
 }
@@ -236,6 +237,11 @@ impl Pool {
         self.stages.lock().iter().map(|s| s.completed()).sum()
     }
 
+    /// Nanoseconds the pool's handlers have run, summed over threads (monotonic).
+    fn busy_ns(&self) -> u64 {
+        self.stages.lock().iter().map(|s| s.busy_ns()).sum()
+    }
+
     /// Events admitted by the pool's stages (monotonic).
     fn admitted(&self) -> u64 {
         self.stages.lock().iter().map(|s| s.admitted()).sum()
@@ -249,21 +255,22 @@ impl Pool {
             let Some(sizer) = s.sizer.as_mut() else {
                 return false;
             };
-            let (completed, admitted) = (self.completed(), self.admitted());
+            let (completed, admitted, busy) = (self.completed(), self.admitted(), self.busy_ns());
             match s.start {
-                Some((t0, c0, a0)) if now.saturating_sub(t0) >= s.period => {
+                Some((t0, c0, a0, b0)) if now.saturating_sub(t0) >= s.period => {
                     let period = PoolPeriod {
                         secs: now.saturating_sub(t0).as_secs_f64(),
                         completions: completed.saturating_sub(c0),
                         arrivals: admitted.saturating_sub(a0),
+                        busy_secs: busy.saturating_sub(b0) as f64 / 1e9,
                         threads: self.target().unwrap_or_else(|| self.threads()),
                     };
-                    s.start = Some((now, completed, admitted));
+                    s.start = Some((now, completed, admitted, busy));
                     Some(sizer.update(period, s.outside, &mut s.state))
                 }
                 Some(_) => None,
                 None => {
-                    s.start = Some((now, completed, admitted));
+                    s.start = Some((now, completed, admitted, busy));
                     None
                 }
             }

@@ -271,9 +271,6 @@ fn control_loop(
             s.control(now);
         }
         let pools: Vec<_> = registry.pools.read().clone();
-        for p in &pools {
-            p.control(shared.time(now));
-        }
         if now >= next_roll {
             for s in &stages {
                 s.roll_stats(now);
@@ -285,6 +282,11 @@ fn control_loop(
             if next_roll < now {
                 next_roll = now + period;
             }
+        }
+        // After global control, so that a sizer whose period ends in this tick sizes its pool
+        // for this period's target rather than the last one's.
+        for p in &pools {
+            p.control(shared.time(now));
         }
     }
 }

@@ -175,6 +175,8 @@ pub(crate) struct PoolPeriod {
     pub(crate) secs: f64,
     pub(crate) completions: u64,
     pub(crate) arrivals: u64,
+    /// Seconds the pool's handlers ran in it, summed over threads.
+    pub(crate) busy_secs: f64,
     pub(crate) threads: usize,
 }
 
@@ -196,6 +198,8 @@ pub struct SizerState {
     pub throughput_target_per_s: Option<f64>,
     /// Completions per second in the last period.
     pub throughput_per_s: Option<f64>,
+    /// Threads running a handler, on average over the last period.
+    pub busy_threads: Option<f64>,
     /// The ARX model's `a` and `b` (self-tuning, once fitted).
     pub arx_a: Option<f64>,
     /// See `arx_a`.
@@ -278,7 +282,9 @@ impl TargetSizer {
     ) -> usize {
         let secs = p.secs.max(1e-3);
         let y = p.completions as f64 / secs;
+        let busy = p.busy_secs / secs;
         state.throughput_per_s = Some(y);
+        state.busy_threads = Some(busy);
         let next = match self {
             TargetSizer::Fixed(n) => *n,
             TargetSizer::HillClimbing(h) => h.update(p.threads, secs, p.completions),
@@ -301,6 +307,7 @@ impl TargetSizer {
                     throughput_per_s: y,
                     threads: p.threads,
                     target_per_s: target,
+                    busy_threads: Some(busy),
                 });
                 let model = s.pool.model();
                 state.arx_a = model.map(|m| m.a);

@@ -17,7 +17,7 @@
 //! let mut threads = 2;
 //! for _ in 0..20 {
 //!     let measured = 50.0 * threads as f64;
-//!     threads = pool.update(PeriodSample { throughput_per_s: measured, threads, target_per_s: 400.0 });
+//!     threads = pool.update(PeriodSample { throughput_per_s: measured, threads, target_per_s: 400.0, busy_threads: None });
 //! }
 //! assert_eq!(threads, 8);
 //! ```

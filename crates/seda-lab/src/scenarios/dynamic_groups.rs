@@ -15,6 +15,7 @@ use super::thesis_open::{self, CAPACITY, self_tuning_stage};
 use crate::lab::Lab;
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
+use crate::poll::StatsPoller;
 use crate::scenario::Scenario;
 
 /// The scenario.
@@ -44,7 +45,8 @@ impl Scenario for DynamicGroups {
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let quarter = lab.pick(Duration::from_secs(6), Duration::from_secs(30));
-        let (addr, child) = thesis_open::start(lab, "self_tuning", &self_tuning_stage(), TARGET)?;
+        let (addr, admin, child) =
+            thesis_open::start(lab, "self_tuning", &self_tuning_stage(), TARGET)?;
         let mut level = 0;
         let steps: Vec<String> = GROUPS
             .iter()
@@ -69,9 +71,13 @@ impl Scenario for DynamicGroups {
             deadline: Duration::from_secs(10),
             ..ClientConfig::default()
         };
+        let poller = StatsPoller::start(admin, thesis_open::POLL);
         let report = lab.load(cfg);
+        let polled = poller.stop();
         child.stop();
         let report = report?;
+        let data = thesis_open::over_time(&report, &polled);
+        thesis_open::plot_threads(lab, &Map::from_iter([("self_tuning".into(), data.clone())]))?;
         let mut t = thesis_open::table(&report, TARGET);
         let p90_s = report.summary.latency.p90_ms / 1e3;
         t["p90_x_target"] = json!(p90_s / TARGET.as_secs_f64());
@@ -165,7 +171,7 @@ impl Scenario for DynamicGroups {
                 "capacity_per_s": CAPACITY,
             }),
             summary,
-            data: json!({ "series": report.series }),
+            data,
             checks,
             report: report_md,
         })

@@ -16,11 +16,13 @@ use std::time::Duration;
 use anyhow::Result;
 use seda_http::bottleneck::STAGE;
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Schedule, Target};
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 
 use crate::child::Child;
 use crate::lab::Lab;
 use crate::outcome::{Check, Outcome};
+use crate::plot::{LineChart, Series};
+use crate::poll::{Sample, StatsPoller};
 use crate::scenario::Scenario;
 
 /// The scenario.
@@ -36,6 +38,8 @@ pub(super) const CAPACITY: f64 = KNEE as f64 * 1000.0 / BACKEND_MS as f64;
 const LOADS: [f64; 2] = [0.45, 0.9];
 /// The p90 target.
 const TARGET: Duration = Duration::from_millis(200);
+/// How often the server's pool and global control are sampled.
+pub(super) const POLL: Duration = Duration::from_millis(250);
 
 /// The self-tuning design's `[stages.bottleneck]` settings.
 pub(super) fn self_tuning_stage() -> String {
@@ -62,13 +66,14 @@ fn variants() -> [(&'static str, String); 3] {
 }
 
 /// Starts the plant as `name` with `stage` as its `[stages.bottleneck]`; global control toward
-/// `target` when `stage` names the self-tuning sizer.
+/// `target` when `stage` names the self-tuning sizer. Returns its address, its admin address and
+/// the process.
 pub(super) fn start(
     lab: &Lab,
     name: &str,
     stage: &str,
     target: Duration,
-) -> Result<(SocketAddr, Child)> {
+) -> Result<(SocketAddr, SocketAddr, Child)> {
     let global = stage.contains("self_tuning");
     let mut toml = format!(
         "[bottleneck]\nwork_kb = 1.0\nrounds = 1\nbase_kb = 0.0\nbackend_ms = {BACKEND_MS}.0\n\
@@ -83,8 +88,7 @@ pub(super) fn start(
     // One request per batch: with the default batch one worker takes dozens of requests at once,
     // the others idle, and requests wait inside the batch where the dropper cannot see them.
     toml += &format!("\n[stages.{STAGE}]\nbatch = 1\n{stage}");
-    let (addr, _, child) = crate::bottleneck::spawn_configured(lab, name, &toml)?;
-    Ok((addr, child))
+    crate::bottleneck::spawn_configured(lab, name, &toml)
 }
 
 fn load(addr: SocketAddr, phases: [Duration; 2]) -> Result<LoadConfig> {
@@ -132,6 +136,54 @@ pub(super) fn table(r: &Report, target: Duration) -> serde_json::Value {
     })
 }
 
+/// What a run did over time, to tell why its figures came out as they did: the clients' own
+/// per-interval counts and latencies, and the server's threads, throughput targets and queue.
+pub(super) fn over_time(r: &Report, polled: &[Sample]) -> Value {
+    let pool = |key: &str| -> Vec<(f64, f64)> {
+        polled
+            .iter()
+            .filter_map(|p| Some((p.t_s, p.stats["runtime"]["pools"][0][key].as_f64()?)))
+            .collect()
+    };
+    let sizing = |key: &str| -> Vec<(f64, f64)> {
+        polled
+            .iter()
+            .filter_map(|p| {
+                let v = p.stats["runtime"]["pools"][0]["sizing"][key].as_f64()?;
+                Some((p.t_s, v))
+            })
+            .collect()
+    };
+    json!({
+        "series": r.series,
+        "threads": pool("threads"),
+        "queue_len": pool("queue_len"),
+        "throughput_per_s": sizing("throughput_per_s"),
+        "throughput_target_per_s": sizing("throughput_target_per_s"),
+    })
+}
+
+/// Each variant's threads over time.
+pub(super) fn plot_threads(lab: &Lab, data: &Map<String, Value>) -> Result<()> {
+    let series = data
+        .iter()
+        .map(|(name, d)| Series {
+            name: name.clone(),
+            points: serde_json::from_value(d["threads"].clone()).unwrap_or_default(),
+        })
+        .collect();
+    lab.plot(
+        "threads",
+        &LineChart {
+            title: "the bottleneck stage's threads".into(),
+            x_label: "time (s)".into(),
+            y_label: "threads".into(),
+            series,
+        },
+    )?;
+    Ok(())
+}
+
 impl Scenario for ThesisOpen {
     fn name(&self) -> &'static str {
         "thesis-open"
@@ -157,14 +209,20 @@ impl Scenario for ThesisOpen {
             [Duration::from_secs(60), Duration::from_secs(30)],
         );
         let mut summary = Map::new();
+        let mut data = Map::new();
         for (name, stage) in variants() {
-            let (addr, child) = start(lab, name, &stage, TARGET)?;
+            let (addr, admin, child) = start(lab, name, &stage, TARGET)?;
+            let poller = StatsPoller::start(admin, POLL);
             let report = lab.load(load(addr, phases)?);
+            let polled = poller.stop();
             child.stop();
-            let t = table(&report?, TARGET);
+            let report = report?;
+            let t = table(&report, TARGET);
             lab.log(format!("{name}: {t}"));
             summary.insert(name.to_string(), t);
+            data.insert(name.to_string(), over_time(&report, &polled));
         }
+        plot_threads(lab, &data)?;
         let get = |v: &str, k: &str| summary[v][k].as_f64().unwrap_or(f64::NAN);
         let ours = get("self_tuning", "within_target_of_all");
         let well = get("seda_well_sized", "within_target_of_all");
@@ -233,7 +291,7 @@ impl Scenario for ThesisOpen {
                 "variants": variants().map(|(n, s)| json!({"name": n, "stage": s})),
             }),
             summary,
-            data: json!({}),
+            data: Value::Object(data),
             checks,
             report,
         })

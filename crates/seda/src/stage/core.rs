@@ -334,9 +334,9 @@ impl<E: Event> StageCore<E> {
         // `cut` is parallel to `timing` (both follow the batch's events that carry a Meta).
         let is_cut = |i: usize| cut.get(i).copied().unwrap_or(false);
         let terminated = (cut.iter().filter(|&&c| c).count() as u64).min(n as u64 - failed);
-        self.stats
-            .service
-            .record_n(per_event(clock::between(start, end_stamp), n), n as u64);
+        let ran = clock::between(start, end_stamp);
+        self.stats.busy(ran);
+        self.stats.service.record_n(per_event(ran, n), n as u64);
         if !timing.is_empty() {
             for (i, &(born, _, _)) in timing.iter().enumerate() {
                 if !is_cut(i) {
@@ -453,6 +453,10 @@ impl<E: Event> StageDyn for StageCore<E> {
 
     fn completed(&self) -> u64 {
         self.stats.completed_total()
+    }
+
+    fn busy_ns(&self) -> u64 {
+        self.stats.busy_total_ns()
     }
 
     fn roll_stats(&self, now: Instant) {

@@ -55,6 +55,8 @@ pub(crate) trait StageDyn: Send + Sync {
     fn settled(&self) -> u64;
     /// Events handled so far (monotonic): what pool sizers count as throughput.
     fn completed(&self) -> u64;
+    /// Nanoseconds its handlers have run, summed over threads (monotonic).
+    fn busy_ns(&self) -> u64;
     fn roll_stats(&self, now: Instant);
     fn snapshot(&self) -> StageSnapshot;
     fn histograms(&self) -> crate::stats::StageHistograms;

@@ -26,6 +26,8 @@ pub(crate) struct StageStats {
     rejected: [AtomicU64; REASONS],
     dropped: [AtomicU64; REASONS],
     completed: AtomicU64,
+    /// Nanoseconds the stage's handlers ran, summed over threads (monotonic).
+    busy_ns: AtomicU64,
     terminated: AtomicU64,
     batches: AtomicU64,
     failed: AtomicU64,
@@ -52,6 +54,7 @@ impl StageStats {
             rejected: std::array::from_fn(|_| AtomicU64::new(0)),
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             completed: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
             terminated: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -112,6 +115,17 @@ impl StageStats {
                 .iter()
                 .map(|c| c.load(Ordering::SeqCst))
                 .sum::<u64>()
+    }
+
+    /// A handler ran a batch for `d`.
+    pub(crate) fn busy(&self, d: std::time::Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Nanoseconds the stage's handlers have run, summed over threads (monotonic).
+    pub(crate) fn busy_total_ns(&self) -> u64 {
+        self.busy_ns.load(Ordering::Relaxed)
     }
 
     pub(crate) fn completed_total(&self) -> u64 {

@@ -178,7 +178,15 @@ fn the_self_tuning_pool_reaches_a_throughput_target_on_a_blocking_stage() {
     assert!(reached, "{p:?}");
     assert_eq!(p.sizer, "self_tuning");
     assert_eq!(p.sizing.throughput_target_per_s, Some(400.0));
-    assert!(p.sizing.arx_b.is_some(), "the model is fitted: {p:?}");
+    // Its busy threads, by Little's law: the throughput times the handler's sleep (or a little
+    // more, on a loaded machine).
+    let busy = p.sizing.throughput_per_s.unwrap_or(0.0) * IO.as_secs_f64();
+    assert!(
+        p.sizing
+            .busy_threads
+            .is_some_and(|b| b >= 0.9 * busy && b <= 1.5 * busy),
+        "busy threads against {busy:.2}: {p:?}"
+    );
 
     // A new target at run time: the pool follows it down.
     rt.set_throughput_target("io", Some(150.0)).unwrap();
@@ -188,7 +196,11 @@ fn the_self_tuning_pool_reaches_a_throughput_target_on_a_blocking_stage() {
             && p.sizing.threads_target.is_some_and(|n| n <= 3)
             && p.threads <= 3
     });
-    assert!(followed, "{:?}", pool(&rt));
+    let p = pool(&rt);
+    assert!(followed, "{p:?}");
+    // Its busy threads reach a target in a move or two (Little's law); by now it has moved
+    // enough to fit its model.
+    assert!(p.sizing.arx_b.is_some(), "the model is fitted: {p:?}");
 }
 
 #[test]
