@@ -25,8 +25,10 @@
 //!
 //! Where the runtime reports the pool's busy threads, the pool reads its capacity (threads over
 //! the mean service time, [`PeriodSample::capacity_per_s`]), which follows the service time and
-//! not the arrivals: it judges each move by the capacity instead of the throughput, and holds
-//! each step to what the target needs at the period's service time (Little's law).
+//! not the arrivals. Between periods in which every thread was busy, it judges each move by the
+//! capacity too: an addition that did not raise it is undone, a removal is repeated only if it
+//! raised it, and an addition it confirms may grow geometrically. And it holds each step to
+//! what the target needs at the period's service time (Little's law; [`hold_to_need`]).
 
 use super::arx::{ArxEstimate, ArxModel, DEFAULT_FORGETTING};
 use super::design::{Gains, Law, PoleSpec, gains};
@@ -52,6 +54,9 @@ const NOISE_WEIGHT: f64 = 0.1;
 /// The noise of the pool's capacity (see [`PeriodSample::capacity_per_s`]) from one period to
 /// the next, as a share of it, until periods without a move have measured it.
 pub const CAPACITY_NOISE: f64 = 0.025;
+
+/// A pool with fewer than `(1 - IDLE_SHARE) x threads` busy has idle threads.
+pub const IDLE_SHARE: f64 = 0.1;
 
 /// Several threads removed at once leave the target this much headroom at the period's
 /// service time: Poisson arrivals at 80% of a pool's capacity already queue for a few service
@@ -116,6 +121,16 @@ pub struct PeriodSample {
 }
 
 impl PeriodSample {
+    /// Whether nearly every thread was busy ([`IDLE_SHARE`]): only then does the capacity
+    /// measure what the pool's threads can do together. With idle threads it extrapolates a
+    /// service time measured at fewer callers, and a backend that slows with its callers
+    /// serves less than that: in `dynamic-groups` moves judged so took a pool to 20 threads,
+    /// eight past the backend's knee.
+    fn saturated(&self) -> bool {
+        self.busy_threads
+            .is_some_and(|b| b >= (1.0 - IDLE_SHARE) * self.threads as f64)
+    }
+
     /// What the pool could serve at this period's service time, events/s: `threads / mean
     /// service time` (by Little's law, `threads x throughput / busy threads`). It does not
     /// follow the arrivals, as the throughput does, and a plant that thrashes past a knee shows
@@ -176,8 +191,9 @@ impl SelfTuningPool {
             .clamp(self.config.min_threads, self.config.max_threads);
         let du = self.prev_threads.map_or(0.0, |p| threads as f64 - p as f64);
         let last_move = self.prev_threads.zip(self.prev_y);
-        let capacity = PeriodSample { threads, ..s }.capacity_per_s();
-        let capacity_moved = self.learn_capacity(du, capacity);
+        let sample = PeriodSample { threads, ..s };
+        let capacity = sample.capacity_per_s();
+        let capacity_moved = self.learn_capacity(du, capacity.filter(|_| sample.saturated()));
         self.prev_threads = Some(threads);
         let y = if s.throughput_per_s.is_finite() {
             s.throughput_per_s.max(0.0)
@@ -218,12 +234,22 @@ impl SelfTuningPool {
             step = probe(y, target) as i64;
         }
         if y < (1.0 - SEEK_BAND) * target {
+            let measured = capacity.is_some();
             step = self
-                .seek(step, threads, y, last_move, fit, capacity_moved)
+                .seek(step, threads, y, last_move, fit, (capacity_moved, measured))
                 .clamp(-(max_step as i64), max_step as i64);
         }
         if let Some(c) = capacity {
-            step = hold_to_need(step, threads, y, target, c);
+            step = hold_to_need(step, threads, y, target, c, sample.saturated());
+        }
+        // Above the target, a throughput that rose past its noise since the last period is
+        // arrivals rising, which a target measured over the same period has not yet caught:
+        // no threads go. When `thesis-open`'s arrivals doubled, P gave 3 of 9 threads back in
+        // the two periods before global control's target followed, and the dropper shed 5% of
+        // the run's requests.
+        let rising = last_move.is_some_and(|(_, y0)| y - y0 > NOISE_Z * self.noise_of_change());
+        if step < 0 && y > target && rising {
+            step = 0;
         }
         if (y - target).abs() <= HOLD_BAND * target {
             step = 0;
@@ -242,9 +268,9 @@ impl SelfTuningPool {
     }
 
     /// Below the target, the law's step checked against what the last move earned (see the
-    /// module docs): additions grow at most geometrically while they pay; a move that did not
-    /// pay is half undone; the law's gain is not trusted to remove many threads while more
-    /// throughput is wanted.
+    /// module docs): additions grow geometrically while they pay (at most, or at least where
+    /// the capacity confirms them); a move that did not pay is half undone; the law's gain is
+    /// not trusted to remove many threads while more throughput is wanted.
     fn seek(
         &self,
         step: i64,
@@ -252,7 +278,7 @@ impl SelfTuningPool {
         y: f64,
         last: Option<(usize, f64)>,
         fit: Option<ArxEstimate>,
-        capacity_moved: Option<f64>,
+        (capacity_moved, busy_measured): (Option<f64>, bool),
     ) -> i64 {
         let Some((n0, y0)) = last else {
             return step;
@@ -283,7 +309,8 @@ impl SelfTuningPool {
         // with the threads says that threads pay: in `thesis-open` pools ran to 18 threads,
         // six past the backend's knee. So an addition is undone when either measure says it
         // did not pay, and a removal repeated only when the capacity says it paid (threads
-        // removed as the arrivals doubled looked paid for by the throughput).
+        // removed as the arrivals doubled looked paid for by the throughput; so where busy
+        // threads are measured but the capacity of either period was not, no removal is).
         let mut confirmed = false;
         if let Some(m) = capacity_moved {
             let share = MIN_MARGINAL_GAIN * dn.abs() as f64 / n0.max(1) as f64;
@@ -291,6 +318,8 @@ impl SelfTuningPool {
             unpaid |= m < share - margin;
             gained = m > share + margin;
             confirmed = gained;
+        } else if busy_measured {
+            gained = false;
         }
         // An addition that paid is followed by the law's step, held to grow at most
         // geometrically; a move that did not pay is half undone. Where the capacity rose past
@@ -332,8 +361,9 @@ impl SelfTuningPool {
         }
     }
 
-    /// Remembers this period's capacity and returns its relative change since the last period
-    /// (`None` unless both were measured); a change without a move is noise, and is learned.
+    /// Remembers this period's capacity (`None` where it says nothing of the threads) and
+    /// returns its relative change since the last period (`None` unless both were measured); a
+    /// change without a move is noise, and is learned.
     fn learn_capacity(&mut self, du: f64, capacity: Option<f64>) -> Option<f64> {
         let moved = capacity.zip(self.prev_capacity).map(|(c, c0)| c / c0 - 1.0);
         if du == 0.0
@@ -390,19 +420,26 @@ impl SelfTuningPool {
 }
 
 /// `step` held to what the target needs at a capacity of `c` (at the period's service time,
-/// by Little's law): no addition past it by more than a thread, and no removal of several
-/// threads above the target to below it with [`HEADROOM`] (undoing a move past a knee below the
-/// target is the seek's). The law's gain comes from a fit that may have followed the arrivals
+/// by Little's law). No addition past it by more than a thread (a thread's probe: a pool on a
+/// busy machine spends time between its handlers, so its busy threads understate what it
+/// uses, and its capacity overstates; holding additions there to the capacity kept P on
+/// `pool-control`'s PostgreSQL plant at 7 threads, 0.74 of the best fixed pool). Above the
+/// target, no removal to below it with [`HEADROOM`] from a pool with idle threads (whose
+/// throughput is its arrivals, above its target by chance), nor of several threads at once
+/// from a saturated one, where one thread a period may go (a queue waits, and the target
+/// decides how long). The law's gain comes from a fit that may have followed the arrivals
 /// (`b` near zero), and then its step is `max_step` threads whatever the error: in
-/// `thesis-open` such a step took a pool serving 135/s from 8 threads to 4 (5.4 busy), and the
-/// dropper shed the queue that built.
-fn hold_to_need(step: i64, threads: usize, y: f64, target: f64, c: f64) -> i64 {
+/// `thesis-open` such steps took pools serving 135/s from 8 threads to 4 and 6 (5.4 busy),
+/// and the dropper shed the queue that built. Undoing a move past a knee below the target is
+/// the seek's.
+fn hold_to_need(step: i64, threads: usize, y: f64, target: f64, c: f64, saturated: bool) -> i64 {
     let n = threads as i64;
     let needs = |headroom: f64| (target * headroom * threads as f64 / c).ceil() as i64;
     if step > 0 {
         step.min((needs(1.0) - n).max(1))
-    } else if step < -1 && y > target {
-        step.max((needs(1.0 + HEADROOM) - n).min(-1))
+    } else if step < 0 && y > target && (step < -1 || !saturated) {
+        let keep = needs(1.0 + HEADROOM) - n;
+        step.max(keep.min(if saturated { -1 } else { 0 }))
     } else {
         step
     }
