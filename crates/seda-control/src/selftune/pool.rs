@@ -481,35 +481,25 @@ mod tests {
         mut read: impl FnMut(usize) -> f64,
         target: impl Fn(usize) -> f64,
     ) -> Vec<(usize, f64)> {
-        let mut c = SelfTuningPool::new(SelfTuningConfig {
+        drive_measured(
             law,
             max_threads,
-            ..Default::default()
-        });
-        let mut n = start;
-        (0..periods)
-            .map(|k| {
-                let y = read(n);
-                let period = (n, y);
-                n = c.update(PeriodSample {
-                    throughput_per_s: y,
-                    threads: n,
-                    target_per_s: target(k),
-                    busy_threads: None,
-                });
-                period
-            })
-            .collect()
+            start,
+            periods,
+            |n| (read(n), None),
+            target,
+        )
     }
 
-    /// [`drive`] for a pool whose runtime reports its busy threads: `read(threads)` gives the
-    /// throughput and the busy threads; the target is 450/s throughout.
-    fn drive_busy(
+    /// [`drive`] where `read(threads)` gives the throughput and, where the runtime measures
+    /// them, the busy threads.
+    fn drive_measured(
         law: Law,
         max_threads: usize,
         start: usize,
         periods: usize,
-        mut read: impl FnMut(usize) -> (f64, f64),
+        mut read: impl FnMut(usize) -> (f64, Option<f64>),
+        target: impl Fn(usize) -> f64,
     ) -> Vec<(usize, f64)> {
         let mut c = SelfTuningPool::new(SelfTuningConfig {
             law,
@@ -518,14 +508,14 @@ mod tests {
         });
         let mut n = start;
         (0..periods)
-            .map(|_| {
-                let (y, busy) = read(n);
+            .map(|k| {
+                let (y, busy_threads) = read(n);
                 let period = (n, y);
                 n = c.update(PeriodSample {
                     throughput_per_s: y,
                     threads: n,
-                    target_per_s: 450.0,
-                    busy_threads: Some(busy),
+                    target_per_s: target(k),
+                    busy_threads,
                 });
                 period
             })
@@ -869,12 +859,13 @@ mod tests {
         for law in Law::ALL {
             for seed in 1..=20 {
                 let mut noise = NoisyPlant(seed * 104_729);
-                let trace = drive_busy(law, 48, 8, 30, |n| {
+                let read = |n: usize| {
                     let n = n as f64;
                     let service_s = 0.04 * (n / 12.0).max(1.0).powi(2);
                     let y = n / service_s * (1.0 + 0.03 * noise.normal());
-                    (y, n)
-                });
+                    (y, Some(n))
+                };
+                let trace = drive_measured(law, 48, 8, 30, read, |_| 450.0);
                 let last = &trace[18..];
                 let threads = last.iter().map(|p| p.0 as f64).sum::<f64>() / last.len() as f64;
                 let y = last.iter().map(|p| p.1).sum::<f64>() / last.len() as f64;

@@ -171,6 +171,7 @@ impl PoolSizer for SelfTunedPool {
             throughput_per_s: y,
             threads: p.servers as usize,
             target_per_s: target,
+            // Not tracked by the engine: the pool judges moves by the throughput alone.
             busy_threads: None,
         });
         u32::try_from(n).unwrap_or(u32::MAX)
