@@ -98,6 +98,21 @@ pub fn stage_series(samples: &[Sample], stage: &str, pointer: &str) -> Vec<(f64,
         .collect()
 }
 
+/// The value at `pointer` (e.g. `/sizing/throughput_per_s`) of the pool named `pool` in each
+/// sample: `(t_s, value)`.
+pub fn pool_series(samples: &[Sample], pool: &str, pointer: &str) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|s| {
+            let pools = s.stats.pointer("/runtime/pools")?.as_array()?;
+            let p = pools
+                .iter()
+                .find(|x| x.get("name").and_then(Value::as_str) == Some(pool))?;
+            Some((s.t_s, p.pointer(pointer)?.as_f64()?))
+        })
+        .collect()
+}
+
 /// A counter of the stats' `totals` (`arrivals`, `admitted`, `completed`...) of the stage
 /// named `stage`, or with `None` summed over the stages that have a queue (an inline stage,
 /// such as the e-mail service's route, only passes requests on to them), as a rate per second

@@ -192,8 +192,8 @@ impl SelfTuningPool {
         let du = self.prev_threads.map_or(0.0, |p| threads as f64 - p as f64);
         let last_move = self.prev_threads.zip(self.prev_y);
         let sample = PeriodSample { threads, ..s };
-        let capacity = sample.capacity_per_s();
-        let capacity_moved = self.learn_capacity(du, capacity.filter(|_| sample.saturated()));
+        let (capacity, saturated) = (sample.capacity_per_s(), sample.saturated());
+        let capacity_moved = self.learn_capacity(du, capacity.filter(|_| saturated));
         self.prev_threads = Some(threads);
         let y = if s.throughput_per_s.is_finite() {
             s.throughput_per_s.max(0.0)
@@ -240,7 +240,7 @@ impl SelfTuningPool {
                 .clamp(-(max_step as i64), max_step as i64);
         }
         if let Some(c) = capacity {
-            step = hold_to_need(step, threads, y, target, c, sample.saturated());
+            step = hold_to_need(step, threads, y, target, c, saturated);
         }
         // Above the target, a throughput that rose past its noise since the last period is
         // arrivals rising, which a target measured over the same period has not yet caught:

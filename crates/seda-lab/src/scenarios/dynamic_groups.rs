@@ -77,7 +77,7 @@ impl Scenario for DynamicGroups {
         child.stop();
         let report = report?;
         let data = thesis_open::over_time(&report, &polled);
-        thesis_open::plot_threads(lab, &Map::from_iter([("self_tuning".into(), data.clone())]))?;
+        thesis_open::plot_threads(lab, [("self_tuning", &data)])?;
         let mut t = thesis_open::table(&report, TARGET);
         let p90_s = report.summary.latency.p90_ms / 1e3;
         t["p90_x_target"] = json!(p90_s / TARGET.as_secs_f64());

@@ -25,7 +25,7 @@ use super::thesis_open::{BACKEND_MS, CAPACITY, KNEE};
 use crate::lab::Lab;
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
-use crate::poll::StatsPoller;
+use crate::poll::{StatsPoller, pool_series};
 use crate::scenario::Scenario;
 
 /// The scenario.
@@ -184,10 +184,7 @@ impl Scenario for FollowTarget {
             Ok(r) => r?,
             Err(_) => bail!("the thread changing the target panicked"),
         }
-        let threads: Vec<(f64, f64)> = polled
-            .iter()
-            .filter_map(|p| Some((p.t_s, p.stats["runtime"]["pools"][0]["threads"].as_f64()?)))
-            .collect();
+        let threads = pool_series(&polled, STAGE, "/threads");
         let server_targets: Vec<(f64, f64)> = polled
             .iter()
             .filter_map(|p| {

@@ -22,7 +22,7 @@ use crate::child::Child;
 use crate::lab::Lab;
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
-use crate::poll::{Sample, StatsPoller};
+use crate::poll::{Sample, StatsPoller, pool_series};
 use crate::scenario::Scenario;
 
 /// The scenario.
@@ -139,36 +139,25 @@ pub(super) fn table(r: &Report, target: Duration) -> serde_json::Value {
 /// What a run did over time, to tell why its figures came out as they did: the clients' own
 /// per-interval counts and latencies, and the server's threads, throughput targets and queue.
 pub(super) fn over_time(r: &Report, polled: &[Sample]) -> Value {
-    let pool = |key: &str| -> Vec<(f64, f64)> {
-        polled
-            .iter()
-            .filter_map(|p| Some((p.t_s, p.stats["runtime"]["pools"][0][key].as_f64()?)))
-            .collect()
-    };
-    let sizing = |key: &str| -> Vec<(f64, f64)> {
-        polled
-            .iter()
-            .filter_map(|p| {
-                let v = p.stats["runtime"]["pools"][0]["sizing"][key].as_f64()?;
-                Some((p.t_s, v))
-            })
-            .collect()
-    };
+    let pool = |pointer: &str| pool_series(polled, STAGE, pointer);
     json!({
         "series": r.series,
-        "threads": pool("threads"),
-        "queue_len": pool("queue_len"),
-        "throughput_per_s": sizing("throughput_per_s"),
-        "throughput_target_per_s": sizing("throughput_target_per_s"),
+        "threads": pool("/threads"),
+        "queue_len": pool("/queue_len"),
+        "throughput_per_s": pool("/sizing/throughput_per_s"),
+        "throughput_target_per_s": pool("/sizing/throughput_target_per_s"),
     })
 }
 
-/// Each variant's threads over time.
-pub(super) fn plot_threads(lab: &Lab, data: &Map<String, Value>) -> Result<()> {
-    let series = data
-        .iter()
+/// Each variant's threads over time, from its [`over_time`] figures.
+pub(super) fn plot_threads<'a>(
+    lab: &Lab,
+    variants: impl IntoIterator<Item = (&'a str, &'a Value)>,
+) -> Result<()> {
+    let series = variants
+        .into_iter()
         .map(|(name, d)| Series {
-            name: name.clone(),
+            name: name.to_string(),
             points: serde_json::from_value(d["threads"].clone()).unwrap_or_default(),
         })
         .collect();
@@ -222,7 +211,7 @@ impl Scenario for ThesisOpen {
             summary.insert(name.to_string(), t);
             data.insert(name.to_string(), over_time(&report, &polled));
         }
-        plot_threads(lab, &data)?;
+        plot_threads(lab, data.iter().map(|(name, d)| (name.as_str(), d)))?;
         let get = |v: &str, k: &str| summary[v][k].as_f64().unwrap_or(f64::NAN);
         let ours = get("self_tuning", "within_target_of_all");
         let well = get("seda_well_sized", "within_target_of_all");
