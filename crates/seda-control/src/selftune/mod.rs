@@ -26,6 +26,7 @@ mod arx;
 mod design;
 mod global;
 mod hill_climbing;
+mod levels;
 mod pool;
 
 pub use arx::{A_MAX, A_MIN, ArxEstimate, ArxModel, DEFAULT_FORGETTING};

@@ -1,0 +1,175 @@
+//! The throughput against the thread count over the last few periods: a local line, where the
+//! ARX model fits one line over its whole (forgetting) history.
+//!
+//! The ARX model relates a period's *change* of threads to its throughput, and keeps the climb
+//! that fitted it long after the pool has left it: past a knee, its gain per thread still says
+//! that threads pay. On `pool-control`'s PostgreSQL plant (throughput flat within its 8% noise
+//! from 12 to 40 threads) P's model, fitted on the climb from 5 to 12 threads, agreed with
+//! every addition whose change was within the noise, and P ran to 48 threads at 0.73 of the
+//! best fixed pool. A least-squares line through the last [`WINDOW`] periods' levels sees the
+//! plateau the pool is on.
+
+use std::collections::VecDeque;
+
+/// Periods the line is fitted over.
+pub const WINDOW: usize = 10;
+
+/// Fewest periods, and fewest threads between the smallest and largest pool among them, for a
+/// line: fewer say nothing of a slope.
+const MIN_PERIODS: usize = 4;
+const MIN_SPREAD: f64 = 2.0;
+
+/// The last [`WINDOW`] periods' `(threads, throughput)`.
+#[derive(Debug, Clone, Default)]
+pub struct Levels {
+    points: VecDeque<(f64, f64)>,
+}
+
+impl Levels {
+    /// Records a period.
+    pub fn push(&mut self, threads: usize, throughput: f64) {
+        if self.points.len() == WINDOW {
+            self.points.pop_front();
+        }
+        self.points.push_back((threads as f64, throughput));
+    }
+
+    /// The least-squares line's throughput per added thread near `threads` (through the
+    /// periods that ran between half and twice as many), and its standard error. `None` while
+    /// the window holds too few such periods or threads. Only nearby periods count because a
+    /// plant's throughput is concave in its threads: a line from a climb at 3 to 7 threads
+    /// says that threads pay at 30, and took a pool on a plateau from 6 threads to 42.
+    pub fn slope(&self, threads: usize) -> Option<Slope> {
+        let near = |p: &&(f64, f64)| (0.5..=2.0).contains(&(p.0 / threads.max(1) as f64));
+        let points: Vec<(f64, f64)> = self.points.iter().filter(near).copied().collect();
+        let n = points.len();
+        if n < MIN_PERIODS {
+            return None;
+        }
+        let (lo, hi) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
+            (lo.min(p.0), hi.max(p.0))
+        });
+        if hi - lo < MIN_SPREAD {
+            return None;
+        }
+        let mean = |f: fn(&(f64, f64)) -> f64| points.iter().map(f).sum::<f64>() / n as f64;
+        let (mx, my) = (mean(|p| p.0), mean(|p| p.1));
+        let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let per_thread = sxy / sxx;
+        let residual: f64 = points
+            .iter()
+            .map(|p| (p.1 - my - per_thread * (p.0 - mx)).powi(2))
+            .sum();
+        let std_error = (residual / (n - 2) as f64 / sxx).sqrt();
+        (per_thread.is_finite() && std_error.is_finite()).then_some(Slope {
+            per_thread,
+            std_error,
+            mean_threads: mx,
+        })
+    }
+}
+
+/// A line's throughput per thread, events/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slope {
+    /// The fitted slope.
+    pub per_thread: f64,
+    /// Its standard error.
+    pub std_error: f64,
+    /// The mean thread count of the periods it was fitted over.
+    pub mean_threads: f64,
+}
+
+impl Slope {
+    /// At least `gain` per thread, beyond one standard error.
+    pub fn pays(&self, gain: f64) -> bool {
+        self.per_thread - self.std_error >= gain
+    }
+
+    /// Falling with more threads, beyond one standard error, at `threads` at or above the
+    /// middle of the periods fitted. Below it the line may span a peak (a sharp knee
+    /// inside the window reads as a fall on both of its sides) and says nothing of the slope
+    /// there.
+    pub fn falls_at(&self, threads: usize) -> bool {
+        self.per_thread + self.std_error < 0.0 && threads as f64 >= self.mean_threads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fed(points: &[(usize, f64)]) -> Levels {
+        let mut l = Levels::default();
+        for &(n, y) in points {
+            l.push(n, y);
+        }
+        l
+    }
+
+    #[test]
+    fn a_climb_pays_and_a_plateau_does_not() {
+        let climb = fed(&[
+            (5, 500.0),
+            (6, 610.0),
+            (8, 790.0),
+            (10, 1010.0),
+            (12, 1190.0),
+        ]);
+        assert!(climb.slope(10).expect("a line").pays(80.0));
+        let plateau = fed(&[
+            (12, 1400.0),
+            (13, 1260.0),
+            (15, 1490.0),
+            (15, 1360.0),
+            (18, 1180.0),
+            (22, 1450.0),
+            (24, 1330.0),
+        ]);
+        let flat = plateau.slope(18).expect("a line");
+        assert!(!flat.pays(10.0) && !flat.falls_at(24), "{flat:?}");
+        let past_a_knee = fed(&[
+            (16, 1850.0),
+            (20, 1840.0),
+            (24, 1700.0),
+            (28, 1560.0),
+            (30, 1450.0),
+        ]);
+        let falling = past_a_knee.slope(24).expect("a line");
+        assert!(falling.falls_at(30) && !falling.falls_at(16), "{falling:?}");
+    }
+
+    #[test]
+    fn too_few_periods_or_threads_give_no_line() {
+        assert_eq!(fed(&[(5, 1.0), (9, 2.0), (12, 3.0)]).slope(9), None);
+        let narrow = fed(&[(8, 1.0), (9, 2.0), (8, 3.0), (9, 2.0), (8, 1.0)]);
+        assert_eq!(narrow.slope(8), None);
+    }
+
+    #[test]
+    fn only_periods_near_the_pool_count() {
+        let l = fed(&[
+            (3, 750.0),
+            (4, 850.0),
+            (5, 950.0),
+            (6, 1030.0),
+            (7, 1100.0),
+            (14, 1300.0),
+            (18, 1290.0),
+            (22, 1310.0),
+            (30, 1300.0),
+        ]);
+        assert!(l.slope(5).expect("a line").pays(50.0));
+        assert!(!l.slope(22).expect("a line").pays(5.0));
+    }
+
+    #[test]
+    fn only_the_last_window_counts() {
+        let mut l = fed(&[(2, 200.0), (4, 400.0), (6, 600.0), (8, 800.0)]);
+        for k in 0..WINDOW {
+            l.push(10 + 2 * (k % 3), 1000.0);
+        }
+        assert!(!l.slope(12).expect("a line").pays(0.1));
+    }
+}
