@@ -27,13 +27,16 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
     );
     for (plant, best, rows) in all {
         s += &format!(
-            "## Plant `{}`: {}\n\nBest fixed pool: {} threads, {:.0} events/s.\n\n\
+            "## Plant `{}`: {}\n\nBest fixed pool: {} threads, {:.0} events/s (the mean of the \
+             sweep's {:.0} and {:.0} again after the sizers; shares are of it).\n\n\
              | sizer | share of best fixed | events/s | threads | steady error | settle periods \
              | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|\n",
             plant.name,
             plant.backend.describe(),
-            best.0,
-            best.1
+            best.threads,
+            best.per_s(),
+            best.swept,
+            best.again
         );
         for (name, f) in rows {
             let o = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
