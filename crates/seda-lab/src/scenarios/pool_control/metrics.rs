@@ -100,6 +100,7 @@ mod tests {
             threads,
             throughput_per_s: y,
             target_per_s: Some(target),
+            busy_threads: None,
         }
     }
 

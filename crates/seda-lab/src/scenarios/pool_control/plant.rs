@@ -265,6 +265,8 @@ pub(crate) struct Sample {
     pub throughput_per_s: f64,
     /// The throughput target in force (self-tuning only).
     pub target_per_s: Option<f64>,
+    /// The busy threads the sizer read in its last period (see `seda::SizerState`).
+    pub busy_threads: Option<f64>,
 }
 
 /// What a run measured.
@@ -376,13 +378,16 @@ fn run_here(
             let now = Instant::now();
             let done = completed(&rt);
             let dt = now.duration_since(last.0).as_secs_f64().max(1e-3);
-            let threads = rt.stats().pools.first().map_or(0, |p| p.threads);
+            let stats = rt.stats();
+            let pool = stats.pools.first();
+            let threads = pool.map_or(0, |p| p.threads);
             samples.push(Sample {
                 t_s: now.duration_since(start).as_secs_f64(),
                 phase,
                 threads,
                 throughput_per_s: done.saturating_sub(last.1) as f64 / dt,
                 target_per_s: target,
+                busy_threads: pool.and_then(|p| p.sizing.busy_threads),
             });
             last = (now, done);
         }
