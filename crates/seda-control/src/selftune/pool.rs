@@ -360,8 +360,10 @@ impl SelfTuningPool {
         gained |= falls;
         // An addition that paid is followed by the law's step, held to grow at most
         // geometrically; a move that did not pay is half undone. Where the capacity rose past
-        // its noise with an addition, the pool grows at least geometrically (the law's gain
-        // may come from a fit the arrivals inflated), and where it fell with a removal, the
+        // its noise with an addition, the pool grows geometrically (the law's gain may come
+        // from a fit the arrivals inflated, and its step, `max_step` far below an unreachable
+        // target, took the contended plant from its knee of 12 threads to 16 every dozen
+        // periods, 0.92 of the best fixed pool), and where it fell with a removal, the
         // pool re-adds all it removed, each up to what the target needs (held in
         // [`Self::update`]): growing one thread a period, after a removal as the arrivals
         // doubled, took four periods to follow `thesis-open`'s second phase.
@@ -369,7 +371,7 @@ impl SelfTuningPool {
             if unpaid {
                 -half
             } else if confirmed {
-                step.max(2 * dn)
+                2 * dn
             } else {
                 step.clamp(1, 2 * dn)
             }
