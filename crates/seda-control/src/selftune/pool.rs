@@ -200,7 +200,9 @@ impl SelfTuningPool {
         let last_move = self.prev_threads.zip(self.prev_y);
         let sample = PeriodSample { threads, ..s };
         let (capacity, saturated) = (sample.capacity_per_s(), sample.saturated());
-        let capacity_moved = self.learn_capacity(du, capacity.filter(|_| saturated));
+        // What the threads can do together: measured only where every thread was busy.
+        let full_capacity = capacity.filter(|_| saturated);
+        let capacity_moved = self.learn_capacity(du, full_capacity);
         self.prev_threads = Some(threads);
         let y = if s.throughput_per_s.is_finite() {
             s.throughput_per_s.max(0.0)
@@ -216,7 +218,7 @@ impl SelfTuningPool {
         // The line is drawn through what the threads can do: the capacity where every thread
         // was busy (a pool with idle threads serves its arrivals), the throughput where busy
         // threads are not measured.
-        match (s.busy_threads, capacity.filter(|_| saturated)) {
+        match (s.busy_threads, full_capacity) {
             (None, _) => self.levels.push(threads, y),
             (Some(_), Some(c)) => self.levels.push(threads, c),
             (Some(_), None) => {}
