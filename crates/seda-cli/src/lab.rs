@@ -120,7 +120,9 @@ fn repeat(args: &RepeatArgs) -> Result<()> {
     println!("{}", path.display());
     let flagged = spreads.iter().filter(|s| s.flagged).count();
     if flagged > 0 {
-        println!("{flagged} figure(s) strayed over +-15% of their median");
+        println!(
+            "{flagged} figure(s) strayed over +-15% of their median or were missing from a run"
+        );
     }
     Ok(())
 }

@@ -112,10 +112,10 @@ pub fn table(spreads: &[Spread]) -> String {
             f(r.max),
             r.spread
                 .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
-            if r.flagged {
-                format!("  > +-{:.0}%", MAX_SPREAD * 100.0)
-            } else {
-                String::new()
+            match r.values.iter().filter(|v| v.is_none()).count() {
+                0 if r.flagged => format!("  > +-{:.0}%", MAX_SPREAD * 100.0),
+                0 => String::new(),
+                n => format!("  missing in {n} run(s)"),
             },
         );
     }

@@ -345,6 +345,11 @@ impl Pool {
             }
             let _ = h.join();
         }
+        // Each stage holds its pool: the pool lets go of its stages, or the pair (and all the
+        // handlers hold, such as a store's connections) would outlive the runtime. A worker
+        // still running keeps its own copy of the list until it returns.
+        *self.stages.lock() = Arc::new(Vec::new());
+        self.version.fetch_add(1, Ordering::SeqCst);
         left
     }
 

@@ -53,11 +53,21 @@ pub(crate) struct PgConn {
     stmts: HashMap<String, Statement>,
 }
 
+/// The server's own error where it sent one: the driver's `Display` says only "db error"
+/// for those (a refused connection then read "cannot connect to ...: db error", hiding "sorry,
+/// too many clients already").
+fn detailed(e: postgres::Error) -> Box<dyn std::error::Error + Send + Sync> {
+    match e.as_db_error() {
+        Some(db) => Box::new(db.clone()),
+        None => Box::new(e),
+    }
+}
+
 fn err(e: postgres::Error) -> StoreError {
     if e.code() == Some(&SqlState::QUERY_CANCELED) {
         StoreError::Cancelled
     } else {
-        StoreError::db(e)
+        StoreError::Db(detailed(e))
     }
 }
 
@@ -129,7 +139,7 @@ impl Backend for Postgres {
             .connect(NoTls)
             .map_err(|e| StoreError::Connect {
                 target: redact(&self.url),
-                source: Box::new(e),
+                source: detailed(e),
             })?;
         Ok(PgConn {
             client,

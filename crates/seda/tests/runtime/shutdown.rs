@@ -119,3 +119,40 @@ fn dropping_the_last_clone_shuts_down_and_a_second_shutdown_is_harmless() {
     assert_eq!(first, second);
     drop(rt);
 }
+
+#[test]
+fn a_dropped_runtime_releases_what_its_handlers_hold() {
+    // A handler's captures (a database store and its connections, say) must close with the
+    // runtime, or a process that starts runtimes in turn leaks them: each stage holds its
+    // pool, and the pool held its stages.
+    for bounded in [false, true] {
+        let held = std::sync::Arc::new(());
+        let rt = Runtime::start().unwrap();
+        let h = held.clone();
+        let sink = rt
+            .stage(
+                Stage::builder("holder")
+                    .threads(4)
+                    .batch(1)
+                    .handler(handler::each(move |_: u64, _| {
+                        let _ = &h;
+                        std::thread::sleep(Duration::from_millis(2));
+                    })),
+            )
+            .unwrap();
+        for i in 0..100 {
+            sink.enqueue(i).unwrap();
+        }
+        if bounded {
+            // Leaves workers inside the handler, detached: they let go when they return.
+            rt.shutdown_timeout(Duration::from_millis(1));
+        }
+        drop(sink);
+        drop(rt);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::sync::Arc::strong_count(&held) > 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(std::sync::Arc::strong_count(&held), 1, "bounded: {bounded}");
+    }
+}
