@@ -42,10 +42,11 @@ const PHASES: [f64; 3] = [0.4, 0.8, 1.5];
 /// Threads every sizer starts with (about the first phase's target on the emulated plants).
 const INITIAL_THREADS: usize = 8;
 
-/// The quick form's control period: four of the emulated backend's 40 ms waits. A pool
-/// started at once completes in bursts, one per wait, so a period of 3.75 waits (150 ms)
-/// counted 3 or 4 bursts by chance, and read as +-13% noise in every steady error and model
-/// error; the full form's 1 s period holds 25 waits and barely sees it.
+/// The quick form's control period: eight of its emulated backend's 20 ms waits
+/// ([`Plant::quick`]). A pool started at once completes in bursts, one per wait, so a period
+/// that is not a whole number of waits (150 ms of 40 ms) counted 3 or 4 bursts by chance, and
+/// read as +-13% noise in every steady error and model error; the full form's 1 s period holds
+/// 25 of its 40 ms waits and barely sees it.
 const QUICK_PERIOD: Duration = Duration::from_millis(160);
 
 fn sizer(name: &str, period: Duration) -> SizerConfig {
@@ -137,17 +138,18 @@ impl Scenario for PoolControl {
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let period = lab.pick(QUICK_PERIOD, Duration::from_secs(1));
-        // Quick: 4, 8 and 8 periods, so that three plants fit in a minute (5, 8 and 8 took
-        // 61-62 s); the steps measured for settling are the second and third.
+        // Quick: 3, 8 and 8 periods, so that three plants fit in a minute (4, 8 and 8 took
+        // 60-63 s); the steps measured for settling are the second and third.
         let phase_lens = lab.pick(
-            [640, 1280, 1280].map(Duration::from_millis),
+            [480, 1280, 1280].map(Duration::from_millis),
             [20, 30, 30].map(Duration::from_secs),
         );
         let mut summary = Map::new();
         let mut data = Map::new();
         let mut skipped = Vec::new();
         let mut all: Vec<PlantRows<'_>> = Vec::new();
-        for plant in PLANTS {
+        let plants = PLANTS.map(|p| lab.pick(p.quick(), p));
+        for plant in plants {
             if let Some(why) = plant.missing() {
                 lab.log(format!("{}: skipped: {why}", plant.name));
                 skipped.push(json!({"plant": plant.name, "why": why}));
@@ -224,7 +226,7 @@ impl Scenario for PoolControl {
                 "initial_threads": INITIAL_THREADS,
                 "phase_targets_of_best_fixed": PHASES,
                 "max_threads": plant::MAX_THREADS,
-                "plants": PLANTS,
+                "plants": plants,
                 "skipped": skipped,
             }),
             summary,
