@@ -128,8 +128,8 @@ pub(crate) struct Dialect {
     /// Refreshes the planner's statistics after a load (`{p}` is the table prefix).
     pub(crate) analyze: &'static str,
     /// Reclaims the row versions that updates and deletes left behind (`{p}` is the table
-    /// prefix; empty where the database does it on its own).
-    pub(crate) reclaim: &'static str,
+    /// prefix; none where the database does it on its own), one statement at a time.
+    pub(crate) reclaim: &'static [&'static str],
     /// Rows per multi-row `INSERT` of a corpus load.
     pub(crate) load_rows: usize,
     /// Put before a query to get its plan instead of its rows.

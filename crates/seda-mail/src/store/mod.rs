@@ -273,8 +273,8 @@ pub trait Store: Send + Sync + 'static {
     /// connection): what the early-termination soak asks of the pool.
     fn check_idle(&self) -> Result<IdleCheck>;
     /// Reclaims the row versions that updates and deletes left behind, so that a store that
-    /// has served a load answers the next as a fresh one would: PostgreSQL's `VACUUM`, on a
-    /// server whose autovacuum is off or behind (the others do it on their own).
+    /// has served a load answers the next as a fresh one would: PostgreSQL's `VACUUM` (on a
+    /// server whose autovacuum is off or behind) and a `CHECKPOINT` (the others do it on their own).
     fn reclaim(&self) -> Result<()>;
     /// How many of the mail tables (users, folders, messages) exist: 0 means a database this
     /// service has never touched, the only kind `seda serve mail` seeds on its own.

@@ -95,7 +95,7 @@ impl Backend for Mysql {
                        DATABASE() AND lower(table_name) IN (?, ?, ?)",
         analyze: "ANALYZE TABLE {p}users, {p}folders, {p}messages",
         // InnoDB's purge thread removes old row versions.
-        reclaim: "",
+        reclaim: &[],
         load_rows: 200,
         explain: "EXPLAIN ",
     };

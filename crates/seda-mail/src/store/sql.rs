@@ -430,7 +430,10 @@ impl<B: Backend> Store for SqlStore<B> {
             return Ok(());
         }
         self.with(None, |c| {
-            c.batch(&B::DIALECT.reclaim.replace("{p}", &self.p))
+            B::DIALECT
+                .reclaim
+                .iter()
+                .try_for_each(|sql| c.batch(&sql.replace("{p}", &self.p)))
         })
     }
 

@@ -70,7 +70,7 @@ impl Backend for Sqlite {
         // The planner picks the indexes without statistics here; ANALYZE would change plans.
         analyze: "",
         // Freed pages are reused; the WAL is checkpointed as it grows.
-        reclaim: "",
+        reclaim: &[],
         load_rows: 200,
         explain: "EXPLAIN QUERY PLAN ",
     };
