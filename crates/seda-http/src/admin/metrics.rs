@@ -252,6 +252,29 @@ fn encode_runtime(
             gauge(&|s| s.threads_target.map(|t| t as u64)),
         ),
     )?;
+    // Per stage, from its pool (the sizer measures it each period; stages sharing a pool
+    // show the same value).
+    let busy: Vec<(&str, f64)> = stages
+        .iter()
+        .filter_map(|s| {
+            let pool = stats
+                .pools
+                .iter()
+                .find(|p| Some(&p.name) == s.pool.as_ref())?;
+            Some((s.name.as_str(), pool.sizing.busy_threads?))
+        })
+        .collect();
+    gauge_family(
+        enc,
+        (
+            "seda_stage_busy_threads",
+            "Threads of the stage's pool running a handler, on average over the sizer's last \
+             period (pools with a sizer).",
+            None,
+            MetricType::Gauge,
+            busy,
+        ),
+    )?;
     gauge_family(
         enc,
         (

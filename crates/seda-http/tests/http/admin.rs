@@ -289,3 +289,46 @@ fn a_real_prometheus_scrapes_and_its_p90_lands_within_a_bucket_of_ours() {
     );
     server.shutdown(Duration::from_secs(5));
 }
+
+#[test]
+fn a_pools_busy_threads_are_exported_where_it_has_a_sizer() {
+    let mut config = BottleneckServeConfig::default();
+    config.http.addr = "127.0.0.1:0".parse().expect("addr");
+    config.http.threads = 1;
+    config.bottleneck.backend_ms = 5.0;
+    config.bottleneck.threads = 3;
+    config.runtime = seda::Config::from_toml(
+        "[stages.bottleneck]\nsizer = { kind = \"fixed\", period_ms = 100 }\n",
+    )
+    .expect("config");
+    let server = BottleneckServer::start(config, None).expect("bottleneck starts");
+    let (addr, admin) = (server.local_addr(), server.admin_addr().expect("admin"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..6)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut conn = Conn::open(addr);
+                while !stop.load(Ordering::Relaxed) {
+                    conn.get("/", "");
+                }
+            })
+        })
+        .collect();
+    let line = format!("seda_stage_busy_threads{{stage=\"{STAGE}\"}} ");
+    let busy = || {
+        let text = get(admin, "/metrics").text();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    // Six clients on three threads waiting 5 ms each: the pool is busy most of the time.
+    let seen = eventually(Duration::from_secs(20), || busy().is_some_and(|b| b > 1.0));
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().expect("client");
+    }
+    assert!(seen, "busy threads: {:?}", busy());
+    assert!(busy().is_some_and(|b| b <= 3.5), "{:?}", busy());
+    server.shutdown(Duration::from_secs(5));
+}
