@@ -126,6 +126,14 @@ pub struct RuntimeSnapshot {
     pub global: Option<GlobalSnapshot>,
 }
 
+impl RuntimeSnapshot {
+    /// The pool that runs `stage` (none for an inline stage).
+    pub fn pool_of(&self, stage: &StageSnapshot) -> Option<&PoolSnapshot> {
+        let name = stage.pool.as_ref()?;
+        self.pools.iter().find(|p| &p.name == name)
+    }
+}
+
 /// A pool's size and backlog.
 #[derive(Debug, Clone, Serialize)]
 pub struct PoolSnapshot {

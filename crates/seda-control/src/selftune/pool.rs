@@ -337,7 +337,7 @@ impl SelfTuningPool {
         // which a model fitted on the climb cannot foresee, inflates it: judged by it, the
         // simulator's contention plant fell from 1,308/s to 1,214/s going from 13 to 21
         // threads, and PD went on to 32 and 45 threads (0.81 of the best fixed pool).
-        let steady_margin = NOISE_Z * self.steady_noise_var.map_or(0.0, |v| (2.0 * v).sqrt());
+        let steady_margin = NOISE_Z * change_sd(self.steady_noise_var);
         let fell = dn > 0 && dy < -steady_margin;
         let mut unpaid = fell
             || if plateau {
@@ -422,8 +422,7 @@ impl SelfTuningPool {
         if du == 0.0
             && let Some(m) = moved
         {
-            let v = self.capacity_noise_var.get_or_insert(m * m);
-            *v += NOISE_WEIGHT * (m * m - *v);
+            self.capacity_noise_var = Some(average(self.capacity_noise_var, m * m));
         }
         self.prev_capacity = capacity;
         moved
@@ -438,18 +437,16 @@ impl SelfTuningPool {
         let e = y - m.predict(y_prev, du);
         if e.is_finite() {
             let e2 = e * e;
-            self.noise_var = Some(self.noise_var.map_or(e2, |v| v + NOISE_WEIGHT * (e2 - v)));
-            self.steady_noise_var = Some(
-                self.steady_noise_var
-                    .map_or(e2, |v| v + NOISE_WEIGHT * (e2.min(9.0 * v) - v)),
-            );
+            self.noise_var = Some(average(self.noise_var, e2));
+            let held = self.steady_noise_var.map_or(e2, |v| e2.min(9.0 * v));
+            self.steady_noise_var = Some(average(self.steady_noise_var, held));
         }
     }
 
     /// Standard deviation of the difference of two periods' throughput from noise alone
     /// (`sqrt(2)` times a period's), events/s; 0 until the model has predicted.
     fn noise_of_change(&self) -> f64 {
-        self.noise_var.map_or(0.0, |v| (2.0 * v).sqrt())
+        change_sd(self.noise_var)
     }
 
     fn control(&mut self, g: Gains, y: f64, target: f64) -> f64 {
@@ -474,6 +471,18 @@ impl SelfTuningPool {
     pub fn config(&self) -> &SelfTuningConfig {
         &self.config
     }
+}
+
+/// `var` (the first sample where there is none yet) moved toward `x` by [`NOISE_WEIGHT`]: an
+/// exponential average over about ten periods.
+fn average(var: Option<f64>, x: f64) -> f64 {
+    var.map_or(x, |v| v + NOISE_WEIGHT * (x - v))
+}
+
+/// The standard deviation of the difference of two periods with variance `var` each (0 while
+/// unknown).
+fn change_sd(var: Option<f64>) -> f64 {
+    var.map_or(0.0, |v| (2.0 * v).sqrt())
 }
 
 /// `step` held to what the target needs at a capacity of `c` (at the period's service time,

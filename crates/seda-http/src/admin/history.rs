@@ -214,7 +214,7 @@ impl History {
                     "terminated_per_s": terminated,
                     "termination": s.termination,
                     "threads_target": s.threads_target,
-                    "sizer": stats.pools.iter().find(|p| Some(&p.name) == s.pool.as_ref())
+                    "sizer": stats.pool_of(s)
                         .map(|p| json!({"kind": p.sizer, "state": p.sizing})),
                     "controller": s.controller.as_ref().map(|c| json!({
                         "name": c.name,

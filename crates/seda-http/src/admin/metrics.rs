@@ -256,13 +256,7 @@ fn encode_runtime(
     // show the same value).
     let busy: Vec<(&str, f64)> = stages
         .iter()
-        .filter_map(|s| {
-            let pool = stats
-                .pools
-                .iter()
-                .find(|p| Some(&p.name) == s.pool.as_ref())?;
-            Some((s.name.as_str(), pool.sizing.busy_threads?))
-        })
+        .filter_map(|s| Some((s.name.as_str(), stats.pool_of(s)?.sizing.busy_threads?)))
         .collect();
     gauge_family(
         enc,

@@ -89,12 +89,31 @@ fn loaded_bottleneck(
     Arc<AtomicBool>,
     Vec<std::thread::JoinHandle<u64>>,
 ) {
-    let mut config = BottleneckServeConfig::default();
-    config.http.addr = "127.0.0.1:0".parse().expect("addr");
-    config.http.threads = 1;
+    let mut config = bottleneck_config();
     config.bottleneck.work_kb = 64.0;
     config.bottleneck.rounds = 4;
     config.bottleneck.base_kb = 256.0;
+    loaded(config, clients)
+}
+
+/// The bottleneck server on an ephemeral port with one front-end thread.
+fn bottleneck_config() -> BottleneckServeConfig {
+    let mut config = BottleneckServeConfig::default();
+    config.http.addr = "127.0.0.1:0".parse().expect("addr");
+    config.http.threads = 1;
+    config
+}
+
+/// `config`'s server, and `clients` closed-loop clients on it until the flag is set (each
+/// returns its successful requests).
+fn loaded(
+    config: BottleneckServeConfig,
+    clients: usize,
+) -> (
+    BottleneckServer,
+    Arc<AtomicBool>,
+    Vec<std::thread::JoinHandle<u64>>,
+) {
     let server = BottleneckServer::start(config, None).expect("bottleneck starts");
     let addr = server.local_addr();
     let stop = Arc::new(AtomicBool::new(false));
@@ -292,29 +311,15 @@ fn a_real_prometheus_scrapes_and_its_p90_lands_within_a_bucket_of_ours() {
 
 #[test]
 fn a_pools_busy_threads_are_exported_where_it_has_a_sizer() {
-    let mut config = BottleneckServeConfig::default();
-    config.http.addr = "127.0.0.1:0".parse().expect("addr");
-    config.http.threads = 1;
+    let mut config = bottleneck_config();
     config.bottleneck.backend_ms = 5.0;
     config.bottleneck.threads = 3;
     config.runtime = seda::Config::from_toml(
         "[stages.bottleneck]\nsizer = { kind = \"fixed\", period_ms = 100 }\n",
     )
     .expect("config");
-    let server = BottleneckServer::start(config, None).expect("bottleneck starts");
-    let (addr, admin) = (server.local_addr(), server.admin_addr().expect("admin"));
-    let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = (0..6)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut conn = Conn::open(addr);
-                while !stop.load(Ordering::Relaxed) {
-                    conn.get("/", "");
-                }
-            })
-        })
-        .collect();
+    let (server, stop, clients) = loaded(config, 6);
+    let admin = server.admin_addr().expect("admin");
     let line = format!("seda_stage_busy_threads{{stage=\"{STAGE}\"}} ");
     let busy = || {
         let text = get(admin, "/metrics").text();

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use seda::{RejectReason, Runtime, Stage, handler};
 
-use crate::Counter;
+use crate::{Counter, eventually};
 
 #[test]
 fn shutdown_drains_every_queue_and_stops_outside_admission() {
@@ -149,10 +149,9 @@ fn a_dropped_runtime_releases_what_its_handlers_hold() {
         }
         drop(sink);
         drop(rt);
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while std::sync::Arc::strong_count(&held) > 1 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        eventually(Duration::from_secs(5), || {
+            std::sync::Arc::strong_count(&held) == 1
+        });
         assert_eq!(std::sync::Arc::strong_count(&held), 1, "bounded: {bounded}");
     }
 }
