@@ -26,17 +26,18 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
         period.as_secs_f64()
     );
     for (plant, best, rows) in all {
+        let readings: Vec<String> = best.readings.iter().map(|r| format!("{r:.0}")).collect();
         s += &format!(
-            "## Plant `{}`: {}\n\nBest fixed pool: {} threads, {:.0} events/s (the mean of the \
-             sweep's {:.0} and {:.0} again after the sizers; shares are of it).\n\n\
+            "## Plant `{}`: {}\n\nBest fixed pool: {} threads, {:.0} events/s in the sweep; read \
+             again beside the sizers at {} events/s, and each sizer's share is of the mean of the \
+             two readings beside it (the plant drifts between runs).\n\n\
              | sizer | share of best fixed | events/s | threads | steady error | settle periods \
              | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|\n",
             plant.name,
             plant.backend.describe(),
             best.threads,
-            best.per_s(),
             best.swept,
-            best.again
+            readings.join(", "),
         );
         for (name, f) in rows {
             let o = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
