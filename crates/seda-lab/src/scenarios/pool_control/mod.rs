@@ -419,3 +419,27 @@ fn checks(all: &Results<'_>) -> Vec<Check> {
 fn opt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.3}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Best;
+
+    fn best(readings: &[f64]) -> Best {
+        Best {
+            threads: 12,
+            swept: readings[0],
+            readings: readings.to_vec(),
+        }
+    }
+
+    /// The full form reads the best fixed pool before the first sizer and after each: a sizer's
+    /// share is of the two readings on either side of it, not of a drift minutes away.
+    #[test]
+    fn each_sizer_is_compared_with_the_readings_beside_it() {
+        let full = best(&[100.0, 110.0, 120.0, 130.0, 140.0, 150.0]);
+        let beside: Vec<f64> = (0..5).map(|i| full.beside(i)).collect();
+        assert_eq!(beside, [105.0, 115.0, 125.0, 135.0, 145.0]);
+        let quick = best(&[100.0, 120.0]);
+        assert!((0..5).all(|i| quick.beside(i) == 110.0));
+    }
+}
