@@ -291,8 +291,8 @@ pub fn capacity_of(
 mod tests {
     use super::*;
 
-    /// A child's work counts as its parent's: a shell that forks a busy child reads at least
-    /// most of the child's CPU while the child runs.
+    /// A child's work counts as its parent's: 0.6 s after a shell forked a busy child, the
+    /// shell's tree reads at least 0.2 s more than the shell alone.
     #[test]
     fn a_running_childs_cpu_counts_in_its_parents_tree() {
         let Ok(mut shell) = std::process::Command::new("sh")

@@ -30,7 +30,8 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
         s += &format!(
             "## Plant `{}`: {}\n\nBest fixed pool: {} threads, {:.0} events/s in the sweep; read \
              again beside the sizers at {} events/s, and each sizer's share is of the mean of the \
-             two readings beside it (the plant drifts between runs).\n\n\
+             two readings beside it (in the quick form, the sweep's and the last; the plant \
+             drifts between runs).\n\n\
              | sizer | share of best fixed | events/s | threads | steady error | settle periods \
              | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|\n",
             plant.name,
