@@ -125,12 +125,16 @@ impl BottleneckServer {
 
 /// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat`.
 pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    stat_seconds(pid, 11)
+}
+
+/// Two adjacent clock-tick fields of `/proc/PID/stat`, summed, in seconds: `first` counts the
+/// fields after the command name (which may hold spaces) in parentheses, from 0; 11 is `utime`
+/// and `stime`, 13 `cutime` and `cstime` (reaped children's). Ticks are USER_HZ, 100 on Linux.
+fn stat_seconds(pid: u32, first: usize) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) in parentheses; utime and stime
-    // are the 14th and 15th fields, in clock ticks (USER_HZ, 100 on Linux).
-    let rest = stat.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = f.get(first)?.parse::<f64>().ok()? + f.get(first + 1)?.parse::<f64>().ok()?;
     Some(ticks / 100.0)
 }
 
@@ -142,12 +146,13 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
 /// next second's 73 (hundredths of a core) while the scheduler counted 65 and 73, and the
 /// lab's watch called the rest other processes' and every `static-sweep` run loaded.
 fn process_runtime_seconds(pid: u32) -> Option<f64> {
-    let ns: u64 = std::fs::read_dir(format!("/proc/{pid}/task"))
+    let ns: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    Some(ns as f64 / 1e9)
+        .filter_map(|s| s.split_whitespace().next()?.parse().ok())
+        .collect();
+    // None where the kernel keeps no schedstat, so the caller falls back to `stat`.
+    (!ns.is_empty()).then(|| ns.iter().sum::<u64>() as f64 / 1e9)
 }
 
 /// CPU seconds used so far by process `pid` and its children: those still running (from
@@ -156,20 +161,7 @@ fn process_runtime_seconds(pid: u32) -> Option<f64> {
 /// when a pre-forking server (Apache) retires a worker.
 pub fn process_tree_cpu_seconds(pid: u32) -> Option<f64> {
     let own = process_cpu_seconds(pid)?;
-    let reaped = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let f: Vec<f64> = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .skip(13)
-                .take(2)
-                .filter_map(|v| v.parse().ok())
-                .collect();
-            (f.len() == 2).then(|| (f[0] + f[1]) / 100.0)
-        })
-        .unwrap_or(0.0);
+    let reaped = stat_seconds(pid, 13).unwrap_or(0.0);
     let children: f64 = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())

@@ -176,14 +176,11 @@ impl Scenario for PoolControl {
             }
             let work = plant.open()?;
             let (swept, sweep_points) = sweep(lab, plant, &work)?;
-            // The best fixed pool is read again beside the sizers: the plants drift over
-            // minutes (the PostgreSQL plant's pool of 48 gave 1,234/s in a sweep and 1,527/s
-            // under SEDA's heuristic minutes later, and its best fixed pool 2,183/s in a sweep
-            // and 1,362/s twenty minutes on), and the sweep's best is the largest of several
-            // noisy readings, which overstates it. The full form reads it before the first
-            // sizer and after each, and each sizer's share is of the mean of the two readings
-            // beside it; the quick form, to stay under a minute, reads it once after the last
-            // sizer, and every share is of the mean of the sweep's reading and that one.
+            // The best fixed pool is read again beside the sizers ([`Best`]): the plants drift
+            // over minutes (the PostgreSQL plant's best fixed pool read 2,183/s in a sweep and
+            // 1,362/s twenty minutes on), and the sweep's best is the largest of several noisy
+            // readings, which overstates it. The quick form reads it only after the last sizer,
+            // to stay under a minute.
             let reference = || fixed(lab, plant, &work, swept.0, reference_length(lab));
             let mut best = Best {
                 threads: swept.0,
