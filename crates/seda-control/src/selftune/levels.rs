@@ -19,6 +19,12 @@ pub const WINDOW: usize = 10;
 const MIN_PERIODS: usize = 4;
 const MIN_SPREAD: f64 = 1.0;
 
+/// Fewest readings beyond the first at each size for the window to measure a reading's noise.
+const MIN_REPEATS: usize = 4;
+
+/// Standard errors by which a size's mean reading must pass its neighbours' to be a peak.
+pub const PEAK_Z: f64 = 2.0;
+
 /// The last [`WINDOW`] periods' `(threads, throughput)`.
 #[derive(Debug, Clone, Default)]
 pub struct Levels {
@@ -67,6 +73,63 @@ impl Levels {
             std_error,
             mean_threads: mx,
         })
+    }
+    /// Whether the mean reading at `threads` passes the mean readings at the nearest sizes
+    /// below and above it in the window (see [`Self::better`]): a peak the pool's own readings
+    /// show. A line through a sharp knee reads as falling on both of its sides (see
+    /// [`Slope::falls_at`]), and on `pool-control`'s contended plant it took the pool from its
+    /// knee of 12 threads to 11 in every other period.
+    pub fn peak_at(&self, threads: usize, reading_sd: f64) -> bool {
+        let n = threads as f64;
+        let sizes = || self.points.iter().map(|p| p.0);
+        let below = sizes().filter(|&s| s < n).reduce(f64::max);
+        let above = sizes().filter(|&s| s > n).reduce(f64::min);
+        [below, above]
+            .into_iter()
+            .all(|s| s.is_some_and(|s| self.better(threads, s as usize, reading_sd)))
+    }
+
+    /// Whether the mean reading at `a` threads passes the mean at `b` by [`PEAK_Z`] standard
+    /// errors of their difference (each reading off by `reading_sd`). Means over the window
+    /// say more than one period's change: judged by the change alone, a removal from 15 to 14
+    /// threads past the contended plant's knee read as within the noise, and the pool re-added
+    /// the thread, period after period.
+    pub fn better(&self, a: usize, b: usize, reading_sd: f64) -> bool {
+        let mean_at = |size: usize| {
+            let (sum, count) = self
+                .points
+                .iter()
+                .filter(|p| p.0 == size as f64)
+                .fold((0.0, 0usize), |(s, c), p| (s + p.1, c + 1));
+            (count > 0).then(|| (sum / count as f64, count as f64))
+        };
+        let (Some((ya, ka)), Some((yb, kb))) = (mean_at(a), mean_at(b)) else {
+            return false;
+        };
+        let sd = self.within_size_sd().unwrap_or(reading_sd);
+        ya - yb > PEAK_Z * sd * (1.0 / ka + 1.0 / kb).sqrt()
+    }
+
+    /// The standard deviation of a reading about its size's mean, pooled over the window's
+    /// sizes: the noise of a reading, measured apart from the moves. `None` with fewer than
+    /// [`MIN_REPEATS`] readings beyond the first at each size.
+    fn within_size_sd(&self) -> Option<f64> {
+        let mut sizes: Vec<f64> = self.points.iter().map(|p| p.0).collect();
+        sizes.sort_by(f64::total_cmp);
+        sizes.dedup();
+        let mut squares = 0.0;
+        for &size in &sizes {
+            let ys: Vec<f64> = self
+                .points
+                .iter()
+                .filter(|p| p.0 == size)
+                .map(|p| p.1)
+                .collect();
+            let mean = ys.iter().sum::<f64>() / ys.len() as f64;
+            squares += ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>();
+        }
+        let repeats = self.points.len() - sizes.len();
+        (repeats >= MIN_REPEATS).then(|| (squares / repeats as f64).sqrt())
     }
 }
 
@@ -138,6 +201,39 @@ mod tests {
         ]);
         let falling = past_a_knee.slope(24).expect("a line");
         assert!(falling.falls_at(30) && !falling.falls_at(16), "{falling:?}");
+    }
+
+    /// A knee visited on both sides is a peak by its readings' means.
+    #[test]
+    fn a_size_above_both_neighbours_is_a_peak() {
+        let knee = fed(&[
+            (11, 275.0),
+            (12, 300.0),
+            (13, 277.0),
+            (14, 257.0),
+            (12, 298.0),
+            (11, 276.0),
+        ]);
+        assert!(knee.peak_at(12, 3.0));
+        assert!(!knee.peak_at(11, 3.0) && !knee.peak_at(13, 3.0));
+        assert!(!knee.peak_at(12, 30.0), "within the noise of a reading");
+        assert!(!fed(&[(12, 300.0), (13, 277.0), (12, 299.0)]).peak_at(12, 3.0));
+    }
+
+    /// Where sizes were read several times, their spread is the noise the means are judged
+    /// by, not the caller's estimate.
+    #[test]
+    fn the_noise_of_a_reading_is_measured_at_each_size() {
+        let l = fed(&[
+            (14, 256.0),
+            (15, 240.0),
+            (14, 254.0),
+            (15, 238.0),
+            (14, 257.0),
+            (15, 241.0),
+        ]);
+        assert!(l.better(14, 15, 50.0) && !l.better(15, 14, 50.0));
+        assert!(!fed(&[(14, 256.0), (15, 240.0)]).better(14, 15, 50.0));
     }
 
     #[test]

@@ -22,7 +22,12 @@
 //! thread agrees: a least-squares line through the last periods near the pool's size
 //! ([`Levels`]), or the ARX model until there is one. Where that line does not say threads pay,
 //! an addition must show its gain; where it falls with more threads, the pool gives threads
-//! back. Pinned at `max_threads` it probes one thread down so the check has a move to read;
+//! back. The mean readings of the sizes the window holds judge moves as well: a size whose
+//! mean passes those of its nearest neighbours below and above, past their noise, is a peak
+//! the pool holds (a line through a sharp knee reads as falling on both of its sides), until
+//! those readings leave the window and it probes one thread up again; an addition to a size
+//! that reads below the one it left is undone, and a removal to one that reads above it is
+//! repeated. Pinned at `max_threads` it probes one thread down so the check has a move to read;
 //! after a period without a move it takes the law's step only if the model says a thread pays,
 //! and otherwise probes one thread.
 //!
@@ -171,6 +176,8 @@ pub struct SelfTuningPool {
     capacity_noise_var: Option<f64>,
     /// The last periods' throughput (or capacity) against threads.
     levels: Levels,
+    /// Whether the last period's seek held a size its readings showed to be a peak.
+    held_at_peak: bool,
 }
 
 impl SelfTuningPool {
@@ -192,6 +199,7 @@ impl SelfTuningPool {
             steady_noise_var: None,
             capacity_noise_var: None,
             levels: Levels::default(),
+            held_at_peak: false,
         }
     }
 
@@ -293,7 +301,7 @@ impl SelfTuningPool {
     /// the capacity confirms them); a move that did not pay is half undone; the law's gain is
     /// not trusted to remove many threads while more throughput is wanted.
     fn seek(
-        &self,
+        &mut self,
         step: i64,
         threads: usize,
         y: f64,
@@ -305,6 +313,26 @@ impl SelfTuningPool {
             return step;
         };
         let dn = threads as i64 - n0 as i64;
+        let reading_sd = if busy_measured {
+            (self
+                .capacity_noise_var
+                .map_or(CAPACITY_NOISE.powi(2), |v| v)
+                / 2.0)
+                .sqrt()
+                * y
+        } else {
+            self.steady_noise_var.map_or(0.0, f64::sqrt)
+        };
+        // A size whose readings show a peak is held; when they have left the window, one
+        // thread up probes it again (the law's step would leave it by `max_step`).
+        let was_held = self.held_at_peak;
+        self.held_at_peak = self.levels.peak_at(threads, reading_sd);
+        if self.held_at_peak {
+            return 0;
+        }
+        if was_held && dn == 0 {
+            return 1;
+        }
         let dy = y - y0;
         let per_thread = y0 / n0.max(1) as f64;
         let half = (dn.abs() / 2).max(1);
@@ -355,6 +383,9 @@ impl SelfTuningPool {
         // did not pay, and a removal repeated only when the capacity says it paid (threads
         // removed as the arrivals doubled looked paid for by the throughput; so where busy
         // threads are measured but the capacity of either period was not, no removal is).
+        // The window's mean readings at the two sizes, where they differ past their noise,
+        // judge the move too.
+        unpaid |= dn > 0 && self.levels.better(n0, threads, reading_sd);
         let mut confirmed = false;
         if let Some(m) = capacity_moved {
             let share = MIN_MARGINAL_GAIN * dn.abs() as f64 / n0.max(1) as f64;
@@ -371,7 +402,7 @@ impl SelfTuningPool {
         // on the PostgreSQL plant where 20 served a fifth more.
         let falls = line.is_some_and(|l| l.falls_at(threads));
         unpaid |= falls;
-        gained |= falls;
+        gained |= falls || (dn < 0 && self.levels.better(threads, n0, reading_sd));
         // An addition that paid is followed by the law's step, held to grow at most
         // geometrically; a move that did not pay is half undone. Where the capacity rose past
         // its noise with an addition, the pool grows geometrically (the law's gain may come
@@ -969,6 +1000,34 @@ mod tests {
                     "{law:?} seed {seed}: {threads:.1} threads, {y:.0}/s: {trace:?}"
                 );
             }
+        }
+    }
+
+    /// The same plant read with 1% noise (the lab's contended plant read 299/s in each of six
+    /// 30 s readings), run 60 periods: the pool holds the knee its readings show. Before it
+    /// compared the mean readings of the sizes it had visited, a line through the knee read
+    /// as falling at 12 threads, and every law alternated between 11 and 12 (0.949 of the peak
+    /// over 20 seeds, as in the lab's 0.94-0.95); over 20 seeds it now averages 0.98.
+    #[test]
+    fn every_law_holds_the_knee_its_readings_show() {
+        for law in Law::ALL {
+            let shares: Vec<f64> = (1..=20)
+                .map(|seed| {
+                    let mut noise = NoisyPlant(seed * 104_729);
+                    let read = |n: usize| {
+                        let n = n as f64;
+                        let service_s = 0.04 * (n / 12.0).max(1.0).powi(2);
+                        (n / service_s * (1.0 + 0.01 * noise.normal()), Some(n))
+                    };
+                    let trace = drive_measured(law, 48, 8, 60, read, |_| 450.0);
+                    trace[20..].iter().map(|p| p.1).sum::<f64>() / 40.0 / 300.0
+                })
+                .collect();
+            let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+            assert!(
+                mean >= 0.97 && shares.iter().all(|&s| s >= 0.95),
+                "{law:?}: mean {mean:.3} of the peak: {shares:.3?}"
+            );
         }
     }
 
