@@ -122,6 +122,9 @@ fn figures(name: &str, run: &Run, best: f64) -> Figures {
     let (y, threads) = metrics::plateau(phase(2));
     Figures {
         steady_error: targeted.then(|| metrics::steady_error(phase(1))).flatten(),
+        tracking_error: targeted
+            .then(|| metrics::tracking_error(phase(1)))
+            .flatten(),
         settle_periods: targeted
             .then(|| metrics::settle_periods(phase(1)))
             .flatten(),
@@ -399,14 +402,16 @@ fn checks(all: &Results<'_>) -> Vec<Check> {
         checks.push(Check::observed(
             format!(
                 "{}: P follows the step within 3 periods with steady error <= 5% (observed: \
-                 sleep-based plants on a loaded machine jitter by several percent a period)",
+                 sleep-based plants on a loaded machine jitter by several percent a period; \
+                 settling judged on 3-period means)",
                 plant.name
             ),
             p.settle_periods.is_some_and(|k| k <= 3) && p.steady_error.is_some_and(|e| e <= 0.05),
             format!(
-                "settled after {} periods, steady error {}",
+                "settled after {} periods, steady error {} (tracking error {})",
                 p.settle_periods.map_or("never".into(), |k| k.to_string()),
-                opt(p.steady_error)
+                opt(p.steady_error),
+                opt(p.tracking_error)
             ),
         ));
     }

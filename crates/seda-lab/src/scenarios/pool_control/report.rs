@@ -19,7 +19,10 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
          fixed throughput (the step), then 1.5 x (more than any pool gives: the most it can find). \
          SEDA's heuristic and hill climbing take no target. The steady error, settle periods \
          and thread overshoot are the step's (the second phase); the share of the best fixed \
-         pool is the last phase's second half. The thesis (FAIR07 Figures 5-2 to 5-6) \
+         pool is the last phase's second half. The steady error is how far the mean throughput \
+         of the step's second half is off its target (control theory's steady-state error); the \
+         tracking error is the mean of each period's distance from it, the plant's noise \
+         included; settling is judged on the mean of the last three periods. The thesis (FAIR07 Figures 5-2 to 5-6) \
          ran 1 s periods on a server with real I/O stages; it reports P settling within about 3 \
          periods with small error and little overshoot.\n\n",
         phases.join(", "),
@@ -32,8 +35,8 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
              again beside the sizers at {} events/s, and each sizer's share is of the mean of the \
              two readings beside it (in the quick form, the sweep's and the last; the plant \
              drifts between runs).\n\n\
-             | sizer | share of best fixed | events/s | threads | steady error | settle periods \
-             | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|\n",
+             | sizer | share of best fixed | events/s | threads | steady error | tracking error \
+             | settle periods | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|---|\n",
             plant.name,
             plant.backend.describe(),
             best.threads,
@@ -43,11 +46,12 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
         for (name, f) in rows {
             let o = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
             s += &format!(
-                "| {name} | {:.2} | {:.0} | {:.1} | {} | {} | {} | {} |\n",
+                "| {name} | {:.2} | {:.0} | {:.1} | {} | {} | {} | {} | {} |\n",
                 f.fraction_of_best_fixed,
                 f.throughput_per_s,
                 f.threads,
                 o(f.steady_error),
+                o(f.tracking_error),
                 f.settle_periods.map_or("-".into(), |k| k.to_string()),
                 o(f.thread_overshoot),
                 o(f.arx_error),
