@@ -74,19 +74,16 @@ impl Levels {
             mean_threads: mx,
         })
     }
-    /// Whether the mean reading at `threads` passes the mean readings at the nearest sizes
-    /// below and above it in the window (see [`Self::better`]): a peak the pool's own readings
-    /// show. A line through a sharp knee reads as falling on both of its sides (see
-    /// [`Slope::falls_at`]), and on `pool-control`'s contended plant it took the pool from its
-    /// knee of 12 threads to 11 in every other period.
+    /// Whether the mean reading at `threads` passes the mean readings at one thread fewer and
+    /// one more (see [`Self::better`]): a peak the pool's own readings show. A line through a
+    /// sharp knee reads as falling on both of its sides (see [`Slope::falls_at`]), and on
+    /// `pool-control`'s contended plant it took the pool from its knee of 12 threads to 11 in
+    /// every other period. Only the sizes next to it decide: in `pool-control`'s quick form a
+    /// pool that had read 10 threads and 16 held 14 as a peak, two threads past the knee.
     pub fn peak_at(&self, threads: usize, reading_sd: f64) -> bool {
-        let n = threads as f64;
-        let sizes = || self.points.iter().map(|p| p.0);
-        let below = sizes().filter(|&s| s < n).reduce(f64::max);
-        let above = sizes().filter(|&s| s > n).reduce(f64::min);
-        [below, above]
-            .into_iter()
-            .all(|s| s.is_some_and(|s| self.better(threads, s as usize, reading_sd)))
+        threads > 0
+            && self.better(threads, threads - 1, reading_sd)
+            && self.better(threads, threads + 1, reading_sd)
     }
 
     /// Whether the mean reading at `a` threads passes the mean at `b` by [`PEAK_Z`] standard
@@ -218,6 +215,17 @@ mod tests {
         assert!(!knee.peak_at(11, 3.0) && !knee.peak_at(13, 3.0));
         assert!(!knee.peak_at(12, 30.0), "within the noise of a reading");
         assert!(!fed(&[(12, 300.0), (13, 277.0), (12, 299.0)]).peak_at(12, 3.0));
+        let apart = fed(&[
+            (10, 495.0),
+            (14, 515.0),
+            (16, 424.0),
+            (10, 497.0),
+            (14, 512.0),
+        ]);
+        assert!(
+            !apart.peak_at(14, 3.0),
+            "sizes two threads away say nothing of 13"
+        );
     }
 
     /// Where sizes were read several times, their spread is the noise the means are judged
