@@ -74,6 +74,7 @@ impl Levels {
             mean_threads: mx,
         })
     }
+
     /// Whether the mean reading at `threads` passes the mean readings at one thread fewer and
     /// one more (see [`Self::better`]): a peak the pool's own readings show. A line through a
     /// sharp knee reads as falling on both of its sides (see [`Slope::falls_at`]), and on

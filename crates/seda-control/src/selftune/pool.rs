@@ -23,8 +23,8 @@
 //! ([`Levels`]), or the ARX model until there is one. Where that line does not say threads pay,
 //! an addition must show its gain; where it falls with more threads, the pool gives threads
 //! back. The mean readings of the sizes the window holds judge moves as well: a size whose
-//! mean passes those of its nearest neighbours below and above, past their noise, is a peak
-//! the pool holds (a line through a sharp knee reads as falling on both of its sides), until
+//! mean passes those of the sizes one thread either side, past their noise, is a peak the
+//! pool holds (a line through a sharp knee reads as falling on both of its sides), until
 //! those readings leave the window and it probes one thread up again; an addition to a size
 //! that reads below the one it left is undone, and a removal to one that reads above it is
 //! repeated. Pinned at `max_threads` it probes one thread down so the check has a move to read;
@@ -314,12 +314,7 @@ impl SelfTuningPool {
         };
         let dn = threads as i64 - n0 as i64;
         let reading_sd = if busy_measured {
-            (self
-                .capacity_noise_var
-                .map_or(CAPACITY_NOISE.powi(2), |v| v)
-                / 2.0)
-                .sqrt()
-                * y
+            (self.capacity_noise_var.unwrap_or(CAPACITY_NOISE.powi(2)) / 2.0).sqrt() * y
         } else {
             self.steady_noise_var.map_or(0.0, f64::sqrt)
         };
