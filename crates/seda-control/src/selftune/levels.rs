@@ -76,10 +76,12 @@ impl Levels {
     }
 
     /// Whether the mean reading at `threads` passes the mean readings at one thread fewer and
-    /// one more (see [`Self::better`]): a peak the pool's own readings show. A line through a
-    /// sharp knee reads as falling on both of its sides (see [`Slope::falls_at`]), and on
-    /// `pool-control`'s contended plant it took the pool from its knee of 12 threads to 11 in
-    /// every other period. Only the sizes next to it decide: in `pool-control`'s quick form a
+    /// one more (see [`Self::better`]): a peak the pool's own readings show. A line through
+    /// readings on both sides of a sharp knee does not say that threads pay there, so an
+    /// addition must show half a noise margin that the linear model's misses at the knee
+    /// inflate (150-350/s on `pool-control`'s contended plant of 299/s): the addition from
+    /// 11 threads to its knee of 12 (+9%) was undone in every other period. Only the sizes
+    /// next to it decide: in `pool-control`'s quick form a
     /// pool that had read 10 threads and 16 held 14 as a peak, two threads past the knee.
     pub fn peak_at(&self, threads: usize, reading_sd: f64) -> bool {
         threads > 0

@@ -24,7 +24,8 @@
 //! an addition must show its gain; where it falls with more threads, the pool gives threads
 //! back. The mean readings of the sizes the window holds judge moves as well: a size whose
 //! mean passes those of the sizes one thread either side, past their noise, is a peak the
-//! pool holds (a line through a sharp knee reads as falling on both of its sides), until
+//! pool holds (at a sharp knee the line and the noise margin undo the addition that reaches
+//! it, see [`Levels::peak_at`]), until
 //! those readings leave the window and it probes one thread up again; an addition to a size
 //! that reads below the one it left is undone, and a removal to one that reads above it is
 //! repeated. Pinned at `max_threads` it probes one thread down so the check has a move to read;
@@ -1000,8 +1001,9 @@ mod tests {
 
     /// The same plant read with 1% noise (the lab's contended plant read 299/s in each of six
     /// 30 s readings), run 60 periods: the pool holds the knee its readings show. Before it
-    /// compared the mean readings of the sizes it had visited, a line through the knee read
-    /// as falling at 12 threads, and every law alternated between 11 and 12 (0.949 of the peak
+    /// compared the mean readings of the sizes it had visited, the seek judged the addition
+    /// from 11 to 12 threads by the line and an inflated noise margin, and every law
+    /// alternated between 11 and 12 (0.949 of the peak
     /// over 20 seeds, as in the lab's 0.94-0.95); over 20 seeds it now averages 0.98.
     #[test]
     fn every_law_holds_the_knee_its_readings_show() {
