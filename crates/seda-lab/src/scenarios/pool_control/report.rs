@@ -22,8 +22,8 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
          pool is the last phase's second half. The steady error is how far the mean throughput \
          of the step's second half is off its target (control theory's steady-state error); the \
          tracking error is the mean of each period's distance from it, the plant's noise \
-         included; settling is judged on the mean of the last three periods. The thesis (FAIR07 Figures 5-2 to 5-6) \
-         ran 1 s periods on a server with real I/O stages; it reports P settling within about 3 \
+         included; settling is judged on the mean of the last three periods. The thesis \
+         (FAIR07 Figures 5-2 to 5-6) ran 1 s periods on a server with real I/O stages; it reports P settling within about 3 \
          periods with small error and little overshoot.\n\n",
         phases.join(", "),
         period.as_secs_f64()
