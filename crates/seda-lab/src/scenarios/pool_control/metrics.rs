@@ -14,9 +14,9 @@ pub(crate) const SETTLE_BAND: f64 = 0.1;
 pub(crate) struct Figures {
     /// `|mean y - target| / target` over the second half of the upward step's phase
     /// (self-tuning only; see [`steady_error`]). The first phase starts every sizer at eight
-    /// threads, whatever its target needs; four periods long in the quick form, its error measured where a pool
-    /// started (0.25 on the contended plant, 8 threads going down to 3 by a thread or two a
-    /// period), not how it holds a target.
+    /// threads, whatever its target needs; four periods long in the quick form, its error
+    /// measured where a pool started (0.25 on the contended plant, 8 threads going down to 3
+    /// by a thread or two a period), not how it holds a target.
     pub steady_error: Option<f64>,
     /// Mean `|y - target| / target` over the same periods, one by one: the steady error and
     /// the plant's noise together (see [`tracking_error`]).
