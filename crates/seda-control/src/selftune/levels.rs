@@ -95,42 +95,59 @@ impl Levels {
     /// threads past the contended plant's knee read as within the noise, and the pool re-added
     /// the thread, period after period.
     pub fn better(&self, a: usize, b: usize, reading_sd: f64) -> bool {
-        let mean_at = |size: usize| {
-            let (sum, count) = self
-                .points
-                .iter()
-                .filter(|p| p.0 == size as f64)
-                .fold((0.0, 0usize), |(s, c), p| (s + p.1, c + 1));
-            (count > 0).then(|| (sum / count as f64, count as f64))
-        };
-        let (Some((ya, ka)), Some((yb, kb))) = (mean_at(a), mean_at(b)) else {
+        let sizes = self.by_size();
+        let at = |n: usize| sizes.iter().find(|s| s.threads == n as f64);
+        let (Some(a), Some(b)) = (at(a), at(b)) else {
             return false;
         };
-        let sd = self.within_size_sd().unwrap_or(reading_sd);
-        ya - yb > PEAK_Z * sd * (1.0 / ka + 1.0 / kb).sqrt()
+        let sd = within_size_sd(&sizes).unwrap_or(reading_sd);
+        a.mean - b.mean > PEAK_Z * sd * (1.0 / a.count + 1.0 / b.count).sqrt()
     }
 
-    /// The standard deviation of a reading about its size's mean, pooled over the window's
-    /// sizes: the noise of a reading, measured apart from the moves. `None` with fewer than
-    /// [`MIN_REPEATS`] readings beyond the first at each size.
-    fn within_size_sd(&self) -> Option<f64> {
+    /// The window's readings summed up by pool size.
+    fn by_size(&self) -> Vec<SizeReadings> {
         let mut sizes: Vec<f64> = self.points.iter().map(|p| p.0).collect();
         sizes.sort_by(f64::total_cmp);
         sizes.dedup();
-        let mut squares = 0.0;
-        for &size in &sizes {
-            let ys: Vec<f64> = self
-                .points
-                .iter()
-                .filter(|p| p.0 == size)
-                .map(|p| p.1)
-                .collect();
-            let mean = ys.iter().sum::<f64>() / ys.len() as f64;
-            squares += ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>();
-        }
-        let repeats = self.points.len() - sizes.len();
-        (repeats >= MIN_REPEATS).then(|| (squares / repeats as f64).sqrt())
+        sizes
+            .into_iter()
+            .map(|threads| {
+                let ys = || {
+                    self.points
+                        .iter()
+                        .filter(move |p| p.0 == threads)
+                        .map(|p| p.1)
+                };
+                let count = ys().count() as f64;
+                let mean = ys().sum::<f64>() / count;
+                let squares = ys().map(|y| (y - mean).powi(2)).sum();
+                SizeReadings {
+                    threads,
+                    mean,
+                    count,
+                    squares,
+                }
+            })
+            .collect()
     }
+}
+
+/// The readings at one pool size.
+struct SizeReadings {
+    threads: f64,
+    mean: f64,
+    count: f64,
+    /// Squared distances of the readings from their mean, summed.
+    squares: f64,
+}
+
+/// The standard deviation of a reading about its size's mean, pooled over the sizes: the noise
+/// of a reading, measured apart from the moves. `None` with fewer than [`MIN_REPEATS`]
+/// readings beyond the first at each size.
+fn within_size_sd(sizes: &[SizeReadings]) -> Option<f64> {
+    let repeats = sizes.iter().map(|s| s.count).sum::<f64>() - sizes.len() as f64;
+    let squares: f64 = sizes.iter().map(|s| s.squares).sum();
+    (repeats >= MIN_REPEATS as f64).then(|| (squares / repeats).sqrt())
 }
 
 /// A line's throughput per thread, events/s.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::Results;
+use super::{Results, opt};
 
 pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration]) -> String {
     let phases: Vec<String> = phases
@@ -23,8 +23,8 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
          of the step's second half is off its target (control theory's steady-state error); the \
          tracking error is the mean of each period's distance from it, the plant's noise \
          included; settling is judged on the mean of the last three periods. The thesis \
-         (FAIR07 Figures 5-2 to 5-6) ran 1 s periods on a server with real I/O stages; it reports P settling within about 3 \
-         periods with small error and little overshoot.\n\n",
+         (FAIR07 Figures 5-2 to 5-6) ran 1 s periods on a server with real I/O stages; it \
+         reports P settling within about 3 periods with small error and little overshoot.\n\n",
         phases.join(", "),
         period.as_secs_f64()
     );
@@ -44,17 +44,16 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
             readings.join(", "),
         );
         for (name, f) in rows {
-            let o = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
             s += &format!(
                 "| {name} | {:.2} | {:.0} | {:.1} | {} | {} | {} | {} | {} |\n",
                 f.fraction_of_best_fixed,
                 f.throughput_per_s,
                 f.threads,
-                o(f.steady_error),
-                o(f.tracking_error),
+                opt(f.steady_error),
+                opt(f.tracking_error),
                 f.settle_periods.map_or("-".into(), |k| k.to_string()),
-                o(f.thread_overshoot),
-                o(f.arx_error),
+                opt(f.thread_overshoot),
+                opt(f.arx_error),
             );
         }
         let leader = rows
