@@ -139,6 +139,10 @@ pub struct LoadArgs {
     /// it open (the e-mail experiments use 5s).
     #[arg(long, value_parser = dur)]
     backoff: Option<Duration>,
+    /// After a 503: wait as long as its `Retry-After` asks where that is longer than --backoff
+    /// (at most an hour), times SCALE if given (a test that runs time scaled down).
+    #[arg(long, value_name = "SCALE", num_args = 0..=1, default_missing_value = "1")]
+    honor_retry_after: Option<f64>,
     /// Bound outstanding requests with SSM's AIMD window.
     #[arg(long)]
     aimd: bool,
@@ -317,7 +321,8 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
         requests_per_connection: a.requests_per_conn,
         connect_timeout: a.connect_timeout,
         deadline: a.deadline,
-        backoff_on_503: a.backoff,
+        backoff_on_503: a.backoff.or(a.honor_retry_after.map(|_| Duration::ZERO)),
+        retry_after_scale: a.honor_retry_after,
         aimd: a.aimd.then(|| AimdWindowConfig {
             max: a.aimd_max,
             timeout: a.aimd_timeout,
@@ -408,6 +413,21 @@ mod tests {
         .unwrap();
         assert_eq!(c.schedule.unwrap().max_level(), 1000.0);
         assert_eq!(c.client.backoff_on_503, Some(Duration::from_secs(5)));
+        assert_eq!(
+            c.client.wait_after_503(Some(60)),
+            Some(Duration::from_secs(5))
+        );
+        let c = config(&["http://127.0.0.1:1/", "--honor-retry-after"]).unwrap();
+        assert_eq!(
+            c.client.wait_after_503(Some(60)),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(c.client.wait_after_503(None), Some(Duration::ZERO));
+        let c = config(&["http://127.0.0.1:1/", "--honor-retry-after", "0.5"]).unwrap();
+        assert_eq!(
+            c.client.wait_after_503(Some(60)),
+            Some(Duration::from_secs(30))
+        );
     }
 
     #[test]

@@ -83,6 +83,7 @@ mod knob;
 pub mod peers;
 mod pool;
 mod rate;
+mod retry_after;
 pub mod selftune;
 mod shared;
 pub mod terminate;
@@ -107,6 +108,7 @@ pub use rate::response_time::{
     self, ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
 };
 pub use rate::session::{self, SessionAwareConfig, SessionAwareController};
+pub use retry_after::{RetryAfter, RetryAfterConfig};
 pub use shared::SharedController;
 
 /// A point in time, as a duration since an arbitrary epoch chosen by the caller.

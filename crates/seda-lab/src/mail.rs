@@ -30,7 +30,8 @@ pub const CORPUS_USERS: u64 = 100;
 pub const SLOWDOWN: u32 = 20;
 /// WC03's think time between requests ("aggressively set to 20 ms").
 pub const THINK: Duration = Duration::from_millis(20);
-/// WC03's wait after a rejection before trying again (our users retry in their session).
+/// WC03's wait after a rejection before trying again (our users retry in their session, and
+/// wait longer where the service's `Retry-After` asks it).
 pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 
 /// How the service protects itself.
@@ -384,6 +385,9 @@ pub fn users(
     cfg.duration = duration;
     cfg.client = ClientConfig {
         backoff_on_503: Some(REJECT_WAIT.mul_f64(time_scale)),
+        // The service's `Retry-After` is WC03's wait, stretched while it refuses far more
+        // than it admits; the users honour it, scaled like every other time.
+        retry_after_scale: Some(time_scale),
         deadline: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(3),
         error_pause: Duration::from_secs(1),
@@ -640,6 +644,10 @@ pub struct RunPrice {
     calibration_per_s: f64,
     served: BTreeMap<String, u64>,
     costs: BTreeMap<String, f64>,
+    /// Handler CPU seconds of each type over the run's window, whether its requests came in
+    /// time, late or not at all: beside the server's CPU, it tells where a core that served
+    /// little goodput went (the front end's refusals, late work, or one costly type).
+    handler_cpu_s: BTreeMap<String, f64>,
 }
 
 impl RunPrice {
@@ -657,6 +665,11 @@ impl RunPrice {
             calibration_per_s: capacity.per_s,
             served,
             costs,
+            handler_cpu_s: work
+                .per_type
+                .iter()
+                .map(|(k, (cpu, _))| (k.clone(), *cpu))
+                .collect(),
         }
     }
 
@@ -666,6 +679,7 @@ impl RunPrice {
             .with("capacity_calibration_mix_per_s", self.calibration_per_s)
             .with("served_mix", &self.served)
             .with("cost_s_per_type", &self.costs)
+            .with("handler_cpu_s", &self.handler_cpu_s)
     }
 }
 

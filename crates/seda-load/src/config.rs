@@ -111,6 +111,11 @@ pub struct ClientConfig {
     /// made each rejection cost the server a TCP accept and close as well: at 1024 mail users,
     /// 51,532 connections for 56,595 requests.) `None`: carry on at once.
     pub backoff_on_503: Option<Duration>,
+    /// With [`backoff_on_503`](Self::backoff_on_503), honour a 503's `Retry-After` where it
+    /// asks for longer: wait its seconds times this scale (1: as sent; the lab's scaled-down
+    /// experiments shrink it as they shrink the wait), at most [`MAX_RETRY_AFTER`] before
+    /// scaling. `None`: the fixed backoff only.
+    pub retry_after_scale: Option<f64>,
     /// Pause after a connection or protocol error before trying again (so a dead server is not
     /// hammered in a tight loop). Closed model only.
     pub error_pause: Duration,
@@ -129,6 +134,26 @@ pub struct ClientConfig {
     pub max_body_bytes: u64,
 }
 
+/// The longest `Retry-After` a client honours: a server cannot park a user for longer.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+impl ClientConfig {
+    /// How long to wait after a 503 that carried `retry_after_s` (`None`: carry on at once).
+    pub fn wait_after_503(&self, retry_after_s: Option<u32>) -> Option<Duration> {
+        let backoff = self.backoff_on_503?;
+        let asked = match (self.retry_after_scale, retry_after_s) {
+            // A scale `validate` refuses never panics here.
+            (Some(scale), Some(s)) if scale.is_finite() && scale > 0.0 => {
+                Duration::from_secs(s.into())
+                    .min(MAX_RETRY_AFTER)
+                    .mul_f64(scale.min(1e3))
+            }
+            _ => Duration::ZERO,
+        };
+        Some(backoff.max(asked))
+    }
+}
+
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
@@ -136,6 +161,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(3),
             deadline: Duration::from_secs(10),
             backoff_on_503: None,
+            retry_after_scale: None,
             error_pause: Duration::from_millis(100),
             aimd: None,
             aimd_reject_when_full: false,
@@ -233,6 +259,13 @@ impl LoadConfig {
         }
         if self.client.deadline.is_zero() || self.client.connect_timeout.is_zero() {
             return bad("the deadline and connect timeout must be positive");
+        }
+        if self
+            .client
+            .retry_after_scale
+            .is_some_and(|s| !(s.is_finite() && s > 0.0))
+        {
+            return bad("the Retry-After scale must be a positive number");
         }
         match &self.model {
             Model::Closed(c) if c.users > 1_000_000 => bad("at most 1,000,000 users"),

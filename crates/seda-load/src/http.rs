@@ -79,12 +79,16 @@ pub(crate) struct Capture {
     pub body: Vec<u8>,
     pub headers_on: bool,
     pub headers: Vec<(String, String)>,
+    /// The response's `Retry-After` in delay-seconds, read whatever `headers_on` says (an
+    /// HTTP-date is not read).
+    pub retry_after_s: Option<u32>,
 }
 
 impl Capture {
     fn clear(&mut self) {
         self.body.clear();
         self.headers.clear();
+        self.retry_after_s = None;
     }
 }
 
@@ -365,6 +369,10 @@ impl Parser {
                     .rsplit(|&b| b == b',')
                     .next()
                     .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if h.name.eq_ignore_ascii_case("retry-after") {
+                capture.retry_after_s = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok());
             } else if h.name.eq_ignore_ascii_case("connection") {
                 for token in h.value.split(|&b| b == b',') {
                     let token = token.trim_ascii();

@@ -2,12 +2,12 @@
 //! [`MailRequest`] into a [`MailResponse`].
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use seda::{BuildError, CancelReason, RejectReason, Runtime, Sink, Stage, handler};
-use seda_control::SharedController;
+use seda_control::{RetryAfter, SharedController};
 use tokio::sync::oneshot;
 
 use crate::html;
@@ -15,7 +15,9 @@ use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
 use crate::session::{Refused, Session, SessionLimits, Sessions};
 use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, Page, SearchField, Sort, Store, StoreError};
 
-/// Seconds a rejected client is told to wait (WC03 Section 4.1: users back off 5 s).
+/// Seconds a rejected client is told to wait (WC03 Section 4.1: users back off 5 s). A
+/// refusal at admission is told longer while refusals far outnumber admissions
+/// ([`seda_control::RetryAfter`]).
 pub const RETRY_AFTER_S: u32 = 5;
 /// Longest search text.
 pub const MAX_QUERY_CHARS: usize = 200;
@@ -152,6 +154,8 @@ pub struct MailService {
     slowdown: Arc<AtomicU32>,
     /// CPU time each request type's handlers used, in [`RequestKind::index`] order.
     cpu: Arc<HandlerCpu>,
+    /// The `Retry-After` of a refusal at admission, and the start of the clock it reads.
+    retry: Mutex<(Instant, RetryAfter)>,
 }
 
 /// Nanoseconds of CPU time each request type's handlers used, the slowdown included.
@@ -259,6 +263,7 @@ impl MailService {
             trust_class_header: options.trust_class_header,
             slowdown,
             cpu,
+            retry: Mutex::new((Instant::now(), RetryAfter::around(RETRY_AFTER_S))),
         }))
     }
 
@@ -340,8 +345,11 @@ impl MailService {
         };
         let (event, rx) = MailEvent::new(self.classified(request));
         match self.sink(kind).enqueue(event) {
-            Ok(()) => Ok((kind, rx)),
-            Err(rejected) => Err((Some(kind), unadmitted(rejected.reason))),
+            Ok(()) => {
+                self.note_admission(true);
+                Ok((kind, rx))
+            }
+            Err(rejected) => Err((Some(kind), self.unadmitted(rejected.reason))),
         }
     }
 
@@ -353,11 +361,38 @@ impl MailService {
             event.respond(not_found());
             return None;
         };
-        if let Err(rejected) = self.sink(kind).enqueue(event) {
-            let response = unadmitted(rejected.reason);
-            rejected.event.respond(response);
+        match self.sink(kind).enqueue(event) {
+            Ok(()) => {
+                self.note_admission(true);
+            }
+            Err(rejected) => {
+                let response = self.unadmitted(rejected.reason);
+                rejected.event.respond(response);
+            }
         }
         Some(kind)
+    }
+
+    /// Counts an admission or a refusal; for a refusal, the `Retry-After` to send.
+    fn note_admission(&self, admitted: bool) -> u32 {
+        let mut retry = self.retry.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = retry.0.elapsed();
+        if admitted {
+            retry.1.admitted(now);
+            0
+        } else {
+            retry.1.refused(now)
+        }
+    }
+
+    /// The answer to a request its stage did not admit: 503, with a `Retry-After` stretched
+    /// while refusals far outnumber admissions.
+    fn unadmitted(&self, reason: RejectReason) -> MailResponse {
+        let (why, wait) = match reason {
+            RejectReason::Closed => ("shutting down", RETRY_AFTER_S),
+            _ => ("overloaded", self.note_admission(false)),
+        };
+        MailResponse::unavailable(wait).with_header("x-seda-reject", why.into())
     }
 }
 
@@ -384,14 +419,6 @@ fn refuse_terminable_write(rt: &Runtime, kind: RequestKind) -> Result<(), BuildE
 
 fn not_found() -> MailResponse {
     MailResponse::error(404, "No such page.")
-}
-
-fn unadmitted(reason: RejectReason) -> MailResponse {
-    let why = match reason {
-        RejectReason::Closed => "shutting down",
-        _ => "overloaded",
-    };
-    MailResponse::unavailable(RETRY_AFTER_S).with_header("x-seda-reject", why.into())
 }
 
 fn store_error(e: StoreError) -> MailResponse {

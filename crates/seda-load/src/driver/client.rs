@@ -201,6 +201,11 @@ impl Client {
         }
     }
 
+    /// The last response's `Retry-After`, seconds.
+    pub fn retry_after_s(&self) -> Option<u32> {
+        self.capture.retry_after_s
+    }
+
     /// The reply a session sees, for an outcome.
     pub fn reply<'a>(&'a self, outcome: &Outcome) -> Option<Reply<'a>> {
         match *outcome {

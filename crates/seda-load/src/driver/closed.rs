@@ -97,7 +97,7 @@ async fn user(
         last = Some(outcome);
         match outcome {
             Outcome::Response { status: 503, .. } => {
-                if let Some(backoff) = ctx.cfg.client.backoff_on_503 {
+                if let Some(backoff) = ctx.cfg.client.wait_after_503(client.retry_after_s()) {
                     // "Wait, then start over", on the connection the server kept open (as a
                     // browser does: a 503 does not close an HTTP/1.1 connection).
                     tokio::time::sleep(backoff).await;

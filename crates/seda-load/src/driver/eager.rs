@@ -80,8 +80,9 @@ pub(crate) async fn user(
         };
         match outcome {
             Outcome::Response { status: 503, .. } if ctx.cfg.client.backoff_on_503.is_some() => {
+                let backoff = ctx.cfg.client.wait_after_503(client.retry_after_s());
                 idle.borrow_mut().push(client);
-                tokio::time::sleep(ctx.cfg.client.backoff_on_503.unwrap_or_default()).await;
+                tokio::time::sleep(backoff.unwrap_or_default()).await;
                 session.restart();
                 continue;
             }

@@ -66,7 +66,11 @@ async fn session(
         last = Some(outcome);
         match outcome {
             Outcome::Response { status: 503, .. } if ctx.cfg.client.backoff_on_503.is_some() => {
-                let backoff = ctx.cfg.client.backoff_on_503.unwrap_or_default();
+                let backoff = ctx
+                    .cfg
+                    .client
+                    .wait_after_503(client.retry_after_s())
+                    .unwrap_or_default();
                 tokio::time::sleep(backoff).await;
                 session.restart();
                 last = None;

@@ -182,6 +182,26 @@ fn a_503_is_a_rejection_honoured_with_backoff() {
 }
 
 #[test]
+fn a_longer_retry_after_is_honoured_scaled() {
+    // Every request is refused with `Retry-After: 10`; honoured at a scale of 0.05, each user
+    // waits 500 ms (not the 20 ms backoff), so in 1.2 s each is refused at most three times.
+    let server = TestServer::start(|_| Reply {
+        headers: "Retry-After: 10\r\n".into(),
+        ..Reply::status(503)
+    });
+    let mut cfg = closed(&server.url("/"), 4, Duration::ZERO, MS(1200));
+    cfg.client.backoff_on_503 = Some(MS(20));
+    cfg.client.retry_after_scale = Some(0.05);
+    let r = seda_load::run(cfg.clone()).unwrap();
+    let rejected = r.summary.counts.rejected;
+    assert!((4..=12).contains(&rejected), "{rejected} rejections");
+    // Without the scale the fixed 20 ms backoff holds: far more refusals.
+    cfg.client.retry_after_scale = None;
+    let r = seda_load::run(cfg).unwrap();
+    assert!(r.summary.counts.rejected > 60, "{:?}", r.summary.counts);
+}
+
+#[test]
 fn the_aimd_window_bounds_outstanding_requests() {
     let server = TestServer::start(|_| Reply::delayed(MS(20)));
     let mut cfg = closed(&server.url("/"), 16, Duration::ZERO, MS(500));

@@ -126,6 +126,17 @@ fn rejection_is_503_with_retry_after() {
     let r = call(&svc, req("GET", "/login", None, ""));
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("5"));
+    // Refusing everything for over a second, the service asks refused clients to wait longer.
+    let mut wait = 0;
+    for _ in 0..150 {
+        std::thread::sleep(Duration::from_millis(10));
+        let r = call(&svc, req("GET", "/login", None, ""));
+        wait = r
+            .header("retry-after")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+    }
+    assert!(wait > 5 && wait <= 120, "Retry-After: {wait}");
     let (tx, rx) = std::sync::mpsc::channel();
     svc.dispatch(seda_mail::MailEvent::with_callback(
         req("GET", "/login", None, ""),

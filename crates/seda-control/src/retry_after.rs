@@ -1,0 +1,254 @@
+//! How long a refused client should wait before it tries again: the `Retry-After` of a 503,
+//! stretched while the service refuses many more requests than it admits.
+//!
+//! Why: a refusal is cheap, not free. On the e-mail service at 1024 users (`seda lab run
+//! mail-users`), the users who held no session retried their login after WC03's fixed wait
+//! (5 s, scaled), 2,200-5,000 refusals a second against about 250 admissions; the front end's
+//! share of them was 16% of the server's core (per-thread CPU from `/proc`), which is what
+//! kept goodput under 0.9 x capacity. A fixed wait cannot fit every load: the many waiting
+//! users are the ones who will not be served soon anyway.
+//!
+//! The rule: every `period`, the wait is multiplied by `sqrt(refused / (budget x admitted))`,
+//! kept within `[base, max_factor x base]`, and shrinks by at most a fifth per period. With
+//! clients that honour it, `N` waiting clients refused at `r = N / wait` make the next wait `N
+//! / (budget x admitted)`, a fixed point whatever the wait was: refusals settle near `budget`
+//! per admission, about 1% of a core when a refusal costs 1% of a request. The square root and
+//! the slow shrink are for the loop's delay: the clients refused on the old wait come back only
+//! over one wait, many periods, and meanwhile the refusals read low. (Halving per period, in a
+//! simulation of 900 such clients, swung the wait between 2.6 and 24 x and averaged 549
+//! refusals a second against 300 admissions; a fifth, 358.) The server never learns how long a
+//! client really waits (the lab scales every wait down), which is why the rule uses only the
+//! ratio. Clients that ignore the header see a larger number and lose nothing; a service that
+//! stops refusing is back at `base` within a few seconds, and each period without any request
+//! halves the wait.
+
+use std::time::Duration;
+
+use crate::{InvalidConfig, Time};
+
+/// The most a period shrinks the wait by (see the module docs).
+const MOST_SHRINK: f64 = 0.8;
+
+/// Parameters of [`RetryAfter`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryAfterConfig {
+    /// The wait when refusals are few, seconds (the `Retry-After` a service would send fixed).
+    pub base_s: u32,
+    /// The longest wait, in units of `base_s`.
+    pub max_factor: f64,
+    /// Refusals per admission the wait aims at.
+    pub budget: f64,
+    /// How often the wait is revised.
+    pub period: Duration,
+}
+
+impl RetryAfterConfig {
+    /// Defaults around a `base_s` wait: at most 24 x it, one refusal per admission, revised
+    /// every half second.
+    pub fn new(base_s: u32) -> Self {
+        RetryAfterConfig {
+            base_s,
+            max_factor: 24.0,
+            budget: 1.0,
+            period: Duration::from_millis(500),
+        }
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        if self.base_s == 0 {
+            return Err(InvalidConfig::new("base_s", "base_s must be at least 1"));
+        }
+        if !(self.max_factor.is_finite() && self.max_factor >= 1.0) {
+            return Err(InvalidConfig::new(
+                "max_factor",
+                format!("max_factor must be >= 1, got {}", self.max_factor),
+            ));
+        }
+        if !(self.budget.is_finite() && self.budget > 0.0) {
+            return Err(InvalidConfig::new(
+                "budget",
+                format!("budget must be > 0, got {}", self.budget),
+            ));
+        }
+        if self.period.is_zero() {
+            return Err(InvalidConfig::new(
+                "period",
+                "period must be greater than 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The `Retry-After` advisor (module docs describe it).
+#[derive(Debug, Clone)]
+pub struct RetryAfter {
+    cfg: RetryAfterConfig,
+    /// The wait in units of `base_s`.
+    factor: f64,
+    period_start: Option<Time>,
+    admitted: u64,
+    refused: u64,
+}
+
+impl RetryAfter {
+    /// An advisor with `cfg`.
+    pub fn new(cfg: RetryAfterConfig) -> Result<Self, InvalidConfig> {
+        cfg.validate()?;
+        Ok(RetryAfter {
+            cfg,
+            ..RetryAfter::around(1)
+        })
+    }
+
+    /// An advisor with [`RetryAfterConfig::new`]'s defaults around `base_s` (at least 1).
+    pub fn around(base_s: u32) -> Self {
+        RetryAfter {
+            cfg: RetryAfterConfig::new(base_s.max(1)),
+            factor: 1.0,
+            period_start: None,
+            admitted: 0,
+            refused: 0,
+        }
+    }
+
+    /// A request was admitted at `now`.
+    pub fn admitted(&mut self, now: Time) {
+        self.roll(now);
+        self.admitted += 1;
+    }
+
+    /// A request was refused at `now`: the `Retry-After` to send it, seconds.
+    pub fn refused(&mut self, now: Time) -> u32 {
+        self.roll(now);
+        self.refused += 1;
+        self.seconds()
+    }
+
+    /// The current wait, seconds.
+    pub fn seconds(&self) -> u32 {
+        (f64::from(self.cfg.base_s) * self.factor).round() as u32
+    }
+
+    /// Ends the periods that are over by `now`.
+    fn roll(&mut self, now: Time) {
+        let start = *self.period_start.get_or_insert(now);
+        let elapsed = now.saturating_sub(start);
+        if elapsed < self.cfg.period {
+            return;
+        }
+        let wanted = self.cfg.budget * self.admitted.max(1) as f64;
+        let step = (self.refused as f64 / wanted).sqrt().max(MOST_SHRINK);
+        // Periods with no request at all since the last one: each halves the wait.
+        let idle = (elapsed.as_secs_f64() / self.cfg.period.as_secs_f64()).floor() - 1.0;
+        self.factor = (self.factor * step).clamp(1.0, self.cfg.max_factor);
+        self.factor = (self.factor * 0.5_f64.powf(idle.clamp(0.0, 64.0))).max(1.0);
+        self.period_start = Some(now);
+        self.admitted = 0;
+        self.refused = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    /// `waiting` clients, each refused whenever it comes, that honour the wait (`unit` seconds
+    /// per second it says, as the lab scales it), and a service that admits `admit_per_s`
+    /// others: the refusals per second over the second half of `secs`.
+    fn honoured(waiting: u64, admit_per_s: u64, unit: f64, secs: u64) -> f64 {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut r = RetryAfter::around(5);
+        // Clients by the time (ms) they come back, first spread over one base wait.
+        let base_ms = (5_000.0 * unit) as u64;
+        let mut due: BinaryHeap<Reverse<(u64, u64)>> = (0..waiting)
+            .map(|i| Reverse((i * base_ms / waiting, i)))
+            .collect();
+        let (mut admitted_ms, mut refused_late) = (0, 0);
+        while let Some(Reverse((at, i))) = due.pop() {
+            if at >= secs * 1000 {
+                break;
+            }
+            while admitted_ms <= at {
+                for _ in 0..admit_per_s / 100 {
+                    r.admitted(MS(admitted_ms));
+                }
+                admitted_ms += 10;
+            }
+            let wait_s = r.refused(MS(at));
+            if at >= secs * 500 {
+                refused_late += 1;
+            }
+            due.push(Reverse((
+                at + (f64::from(wait_s) * unit * 1000.0) as u64,
+                i,
+            )));
+        }
+        refused_late as f64 / (secs as f64 / 2.0)
+    }
+
+    #[test]
+    fn honouring_clients_are_refused_about_once_per_admission() {
+        // 900 clients waiting and 300 admissions a second, at the lab's scale (0.046 s a
+        // second): at the base wait they would come back 3,900 times a second.
+        let refused = honoured(900, 300, 0.046, 30);
+        assert!(refused < 600.0, "{refused:.0} refusals/s");
+    }
+
+    #[test]
+    fn a_service_that_refuses_few_sends_its_base_wait() {
+        let mut r = RetryAfter::around(5);
+        for step in 0..1000 {
+            let now = MS(step * 10);
+            r.admitted(now);
+            if step % 4 == 0 {
+                r.refused(now);
+            }
+        }
+        assert_eq!(r.seconds(), 5);
+    }
+
+    #[test]
+    fn clients_that_ignore_it_see_the_longest_wait_and_an_idle_service_the_base() {
+        let mut r = RetryAfter::around(5);
+        for step in 0..1000 {
+            let now = MS(step * 10);
+            r.admitted(now);
+            for _ in 0..20 {
+                r.refused(now);
+            }
+        }
+        assert_eq!(r.seconds(), 120);
+        // Quiet for three seconds: back at the base.
+        assert_eq!(r.refused(MS(13_000)), 5);
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let bad = [
+            RetryAfterConfig {
+                base_s: 0,
+                ..RetryAfterConfig::new(5)
+            },
+            RetryAfterConfig {
+                max_factor: 0.5,
+                ..RetryAfterConfig::new(5)
+            },
+            RetryAfterConfig {
+                budget: f64::NAN,
+                ..RetryAfterConfig::new(5)
+            },
+            RetryAfterConfig {
+                period: Duration::ZERO,
+                ..RetryAfterConfig::new(5)
+            },
+        ];
+        for cfg in bad {
+            assert!(RetryAfter::new(cfg).is_err());
+        }
+    }
+}
