@@ -16,7 +16,7 @@ use crate::session::{Refused, Session, SessionLimits, Sessions};
 use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, Page, SearchField, Sort, Store, StoreError};
 
 /// Seconds a rejected client is told to wait (WC03 Section 4.1: users back off 5 s). A
-/// refusal at admission is told longer while refusals far outnumber admissions
+/// refusal at admission is told longer while refusals outnumber admissions
 /// ([`seda_control::RetryAfter`]).
 pub const RETRY_AFTER_S: u32 = 5;
 /// Longest search text.
@@ -386,7 +386,7 @@ impl MailService {
     }
 
     /// The answer to a request its stage did not admit: 503, with a `Retry-After` stretched
-    /// while refusals far outnumber admissions.
+    /// while refusals outnumber admissions.
     fn unadmitted(&self, reason: RejectReason) -> MailResponse {
         let (why, wait) = match reason {
             RejectReason::Closed => ("shutting down", RETRY_AFTER_S),
