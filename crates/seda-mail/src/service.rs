@@ -346,7 +346,7 @@ impl MailService {
         let (event, rx) = MailEvent::new(self.classified(request));
         match self.sink(kind).enqueue(event) {
             Ok(()) => {
-                self.note_admission(true);
+                self.retry_after(RetryAfter::admitted);
                 Ok((kind, rx))
             }
             Err(rejected) => Err((Some(kind), self.unadmitted(rejected.reason))),
@@ -363,7 +363,7 @@ impl MailService {
         };
         match self.sink(kind).enqueue(event) {
             Ok(()) => {
-                self.note_admission(true);
+                self.retry_after(RetryAfter::admitted);
             }
             Err(rejected) => {
                 let response = self.unadmitted(rejected.reason);
@@ -373,16 +373,11 @@ impl MailService {
         Some(kind)
     }
 
-    /// Counts an admission or a refusal; for a refusal, the `Retry-After` to send.
-    fn note_admission(&self, admitted: bool) -> u32 {
+    /// Tells the `Retry-After` advisor of an admission or a refusal at the service's clock.
+    fn retry_after<T>(&self, note: fn(&mut RetryAfter, Duration) -> T) -> T {
         let mut retry = self.retry.lock().unwrap_or_else(PoisonError::into_inner);
         let now = retry.0.elapsed();
-        if admitted {
-            retry.1.admitted(now);
-            0
-        } else {
-            retry.1.refused(now)
-        }
+        note(&mut retry.1, now)
     }
 
     /// The answer to a request its stage did not admit: 503, with a `Retry-After` stretched
@@ -390,7 +385,7 @@ impl MailService {
     fn unadmitted(&self, reason: RejectReason) -> MailResponse {
         let (why, wait) = match reason {
             RejectReason::Closed => ("shutting down", RETRY_AFTER_S),
-            _ => ("overloaded", self.note_admission(false)),
+            _ => ("overloaded", self.retry_after(RetryAfter::refused)),
         };
         MailResponse::unavailable(wait).with_header("x-seda-reject", why.into())
     }
