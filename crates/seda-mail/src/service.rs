@@ -120,7 +120,7 @@ fn spin_until(mut now: Duration, until: Duration, stop: impl Fn() -> bool) -> Du
         for _ in 0..batch {
             x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
         }
-        let later = thread_cpu();
+        let later = seda::thread_cpu_time();
         let took = later.saturating_sub(now).as_nanos() as f64;
         if took > 0.0 {
             per_ns = batch as f64 / took;
@@ -128,15 +128,6 @@ fn spin_until(mut now: Duration, until: Duration, stop: impl Fn() -> bool) -> Du
         now = later;
     }
     now
-}
-
-/// The CPU time the calling thread has used.
-fn thread_cpu() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Duration::new(
-        u64::try_from(t.tv_sec).unwrap_or(0),
-        u32::try_from(t.tv_nsec).unwrap_or(0),
-    )
 }
 
 struct Core {
@@ -219,13 +210,13 @@ impl MailService {
                     .threshold(options.threshold.max(1))
                     .batch(1)
                     .handler(handler::each(move |ev: MailEvent, _cx| {
-                        let start = thread_cpu();
+                        let start = seda::thread_cpu_time();
                         let mut response = c.respond(kind, &ev.request);
                         let cancel = &ev.request.meta.cancel;
                         let slowdown = slow.load(Ordering::Relaxed);
                         let mut cut_while_slowed = false;
                         // The handler's CPU time so far; after the slowdown, its last reading.
-                        let mut now = thread_cpu();
+                        let mut now = seda::thread_cpu_time();
                         if slowdown > 1 {
                             // The emulated slower machine: the rest of the handler's time. A
                             // terminator's cut ends it, as it would have ended the slower
@@ -636,7 +627,7 @@ mod tests {
 
     #[test]
     fn the_slowdown_spins_to_its_cpu_time_and_stops_when_told() {
-        let start = thread_cpu();
+        let start = seda::thread_cpu_time();
         let until = start + Duration::from_millis(5);
         let end = spin_until(start, until, || false);
         assert!(end >= until, "{end:?} < {until:?}");
@@ -648,7 +639,7 @@ mod tests {
             "overshot by {:?}",
             end - until
         );
-        let now = thread_cpu();
+        let now = seda::thread_cpu_time();
         let stopped = spin_until(now, now + Duration::from_secs(60), || true);
         assert!(stopped - now < Duration::from_secs(1));
     }

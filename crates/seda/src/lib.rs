@@ -74,6 +74,7 @@
 
 mod clock;
 mod config;
+mod cpu;
 pub mod global;
 mod graph;
 pub mod handler;
@@ -94,6 +95,7 @@ pub use config::{
     PoolControllerConfig, PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
     TerminateConfig,
 };
+pub use cpu::thread_cpu_time;
 pub use global::GlobalControlConfig;
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};

@@ -223,6 +223,9 @@ struct Service {
     bytes_read: AtomicU64,
     /// Sum of the qualities served, in millionths.
     quality_micros: AtomicU64,
+    /// CPU time the pages' computations took (the page's own work, without the front end's
+    /// or the runtime's), in nanoseconds: what a page cost, measured rather than modelled.
+    compute_nanos: AtomicU64,
     /// The emulated backend in front of the page, if any.
     backend: EmulatedBackend,
     /// Holds on emulated cores running now (`/hold?...&cores=C`).
@@ -272,8 +275,13 @@ impl Service {
             size,
             offset,
         );
-        match self.compute(quality, size, plan) {
+        let cpu = seda::thread_cpu_time();
+        let computed = self.compute(quality, size, plan);
+        let cpu = seda::thread_cpu_time().saturating_sub(cpu);
+        match computed {
             Ok(c) => {
+                self.compute_nanos
+                    .fetch_add(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
                 self.pages.fetch_add(1, Ordering::Relaxed);
                 self.bytes_read.fetch_add(
                     (plan.bytes + self.config.base_bytes()) as u64,
@@ -329,6 +337,7 @@ impl Service {
             "pages": pages,
             "bytes_read": self.bytes_read.load(Ordering::Relaxed),
             "mean_quality": if pages == 0 { None } else { Some(q / pages as f64) },
+            "compute_cpu_s": self.compute_nanos.load(Ordering::Relaxed) as f64 / 1e9,
         })
     }
 }
@@ -385,6 +394,7 @@ pub fn build(
         pages: AtomicU64::new(0),
         bytes_read: AtomicU64::new(0),
         quality_micros: AtomicU64::new(0),
+        compute_nanos: AtomicU64::new(0),
         backend: EmulatedBackend::new(
             Duration::from_secs_f64(config.backend_ms / 1e3),
             config.backend_knee,

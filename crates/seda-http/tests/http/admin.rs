@@ -144,6 +144,32 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The bottleneck's stats give what its pages cost in CPU time (the lab prices degraded pages
+/// with it): about a millisecond a page here, and less than the server's whole CPU time.
+#[test]
+fn the_bottleneck_measures_its_pages_cpu_time() {
+    let (server, stop, clients) = loaded_bottleneck(2);
+    let admin = server.admin_addr().expect("admin");
+    assert!(eventually(Duration::from_secs(30), || {
+        server.runtime().stats().stages[0].totals.counters.completed > 100
+    }));
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().expect("client");
+    }
+    let stats: serde_json::Value =
+        serde_json::from_slice(&get(admin, "/_seda/stats").body).expect("json");
+    let page = &stats["service"]["bottleneck"];
+    let pages = page["pages"].as_f64().expect("pages");
+    let cpu = page["compute_cpu_s"].as_f64().expect("compute_cpu_s");
+    let per_page = cpu / pages;
+    assert!(
+        (1e-5..0.1).contains(&per_page),
+        "{cpu} s of CPU over {pages} pages"
+    );
+    server.shutdown(Duration::from_secs(5));
+}
+
 #[test]
 fn promtool_accepts_the_metrics_of_a_loaded_server() {
     if !have("promtool") {

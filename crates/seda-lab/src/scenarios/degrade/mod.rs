@@ -96,8 +96,11 @@ pub(crate) struct Figures {
     /// Its queue limit then.
     pub admission_queue_limit_at_enable: Option<f64>,
     /// The mean cost of a page served within the target during the spike, relative to a page
-    /// at full quality (priced at the mean quality of the pages the server computed in its second; [`page_cost`]).
+    /// at full quality (priced at the mean cost of the pages the server computed in its second;
+    /// [`computed_cost`]).
     pub served_cost_x_full_quality: Option<f64>,
+    /// A full-quality page's computation, CPU seconds, in the calibration.
+    pub page_cpu_full_quality_s: f64,
     /// The capacity at full quality, pages per CPU-second of the server.
     pub capacity_full_quality_per_cpu_s: f64,
     /// The server's throughput in its calibration just before the spike.
@@ -132,7 +135,10 @@ fn shape(lab: &Lab, capacity: f64, target_s: f64, time_scale: f64) -> Spike {
         base_users: 3,
         spike_users: users.clamp(20, 6000),
         before_s: lab.pick(1.0, 10.0),
-        spike_s: lab.pick(12.0, 120.0),
+        // The quick spike is 20 s: the knob takes about 2 s to halve its way down and switch
+        // admission on, which a 12 s spike made a sixth of the window (goodput 0.80-0.95 x
+        // capacity, all of it lost in those seconds) where the full form's is a tenth.
+        spike_s: lab.pick(20.0, 120.0),
         after_s: lab.pick(1.0, 20.0),
         target_s,
         time_scale,
@@ -188,8 +194,7 @@ impl Scenario for Degrade {
                 "target_s": spike.target_s,
                 "target_scaled_down": lab.quick,
                 "capacity_per_s": runs.iter().map(|r| (r.name.to_string(), json!(r.capacity))).collect::<Map<_, _>>(),
-                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike. Goodput is compared with the capacity on the pages served: full-quality capacity over the mean cost of a page served within the target (cost at quality q: the quality-independent base plus q x work_kb read and checksummed ceil(q x rounds) times, over a full page's work)",
-                "page_cost_base_share": base_share(&service),
+                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike. Goodput is compared with the capacity on the pages served: one core over the mean CPU time of the computation of a page served within the target, which the server measures (compute_cpu_s over its pages, priced per poll), so goodput / capacity is the share of the core that computed pages served in time",
                 "service": {
                     "work_kb": service.work_kb,
                     "rounds": service.rounds,
@@ -238,8 +243,12 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     let target_s = lab.pick(1.0, PAPER_TARGET_S);
     let time_scale = target_s / PAPER_TARGET_S;
     let server = BottleneckServer::start(lab, name, control, target_s, time_scale)?;
+    let counters = || crate::poll::fetch(server.admin);
+    let before = counters();
     let cal = bottleneck::capacity(lab, &server)?;
     let capacity = cal.capacity_per_s;
+    let full_page_s = full_page_cpu(before.as_ref(), counters().as_ref())
+        .ok_or_else(|| anyhow::anyhow!("{name}: the server's stats did not price its pages"))?;
     lab.log(format!(
         "{name}: capacity at quality 1: {capacity:.1} pages per CPU-second ({:.1} pages/s of \
          wall-clock time)",
@@ -276,7 +285,7 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     let load_core_busy = load_core_before.zip(core(lab.load_cpu)).map(|(a, b)| b - a);
     let samples = poller.stop();
     server.stop();
-    let mut run = measure(name, &report?, &samples, spike, capacity);
+    let mut run = measure(name, &report?, &samples, spike, capacity, full_page_s);
     // How much of its core the server had, and how much other processes took from it.
     let f = &mut run.figures;
     f.calibration_throughput_per_s = Some(cal.throughput_per_s);
@@ -294,74 +303,60 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     Ok(run)
 }
 
-/// The share of a full-quality page's work that does not scale with the quality: the base
-/// checksum passes over the work that quality scales (bytes read x rounds).
-fn base_share(c: &BottleneckConfig) -> f64 {
-    let scaled = c.work_kb * c.rounds as f64;
-    c.base_kb / (c.base_kb + scaled).max(1e-9)
+/// The CPU seconds a full-quality page's computation took in the calibration (the service's
+/// `compute_cpu_s` over its pages, read around it); `None` where they did not move.
+fn full_page_cpu(before: Option<&Value>, after: Option<&Value>) -> Option<f64> {
+    let (p0, c0) = page_counters(before?)?;
+    let (p1, c1) = page_counters(after?)?;
+    let cpu = (c1 - c0) / (p1 - p0);
+    (p1 > p0 && cpu.is_finite() && cpu > 0.0).then_some(cpu)
 }
 
-/// The cost of a page at `quality`, relative to one at full quality, in KiB checksummed: the
-/// base, plus `quality x work_kb` read and checksummed `ceil(quality x rounds)` times (the
-/// service's plan: the scaled work falls with the square of the quality, not linearly, which
-/// priced degraded pages too dear and put goodput at 1.07 x capacity).
-pub(crate) fn page_cost(c: &BottleneckConfig, quality: f64) -> f64 {
-    let q = quality.clamp(0.0, 1.0);
-    let passes = (f64::from(c.rounds) * q).ceil().max(1.0);
-    let full = c.base_kb + c.work_kb * f64::from(c.rounds);
-    (c.base_kb + c.work_kb * q * passes) / full.max(1e-9)
+/// The service's cumulative pages and their computation's CPU seconds in a stats document.
+fn page_counters(stats: &Value) -> Option<(f64, f64)> {
+    let b = &stats["service"][STAGE];
+    Some((b["pages"].as_f64()?, b["compute_cpu_s"].as_f64()?))
 }
 
-/// The mean quality of the pages the server computed between consecutive polls, from its own
-/// counters (`service.bottleneck.pages` and `mean_quality`, cumulative): `(t_s, quality)` at
-/// each poll that saw pages computed since the previous one.
-fn computed_quality(samples: &[Sample]) -> Vec<(f64, f64)> {
-    let totals = |s: &Sample| {
-        let b = &s.stats["service"][STAGE];
-        let pages = b["pages"].as_f64()?;
-        Some((pages, pages * b["mean_quality"].as_f64().unwrap_or(0.0)))
-    };
+/// The CPU seconds per page of the pages the server computed between consecutive polls:
+/// `(t_s, seconds)` at each poll that saw pages computed since the previous one.
+fn computed_cost(samples: &[Sample]) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
     let mut last: Option<(f64, f64)> = None;
     for s in samples {
-        let Some((pages, quality_sum)) = totals(s) else {
+        let Some((pages, cpu)) = page_counters(&s.stats) else {
             continue;
         };
-        if let Some((p0, q0)) = last
+        if let Some((p0, c0)) = last
             && pages > p0
         {
-            out.push((s.t_s, ((quality_sum - q0) / (pages - p0)).clamp(0.0, 1.0)));
+            out.push((s.t_s, (cpu - c0) / (pages - p0)));
         }
-        last = Some((pages, quality_sum));
+        last = Some((pages, cpu));
     }
     out
 }
 
-/// The mean relative cost of the pages completed within the target in the spike's intervals,
-/// each priced at the mean quality of the pages the server computed over the interval
-/// (`quality` from [`computed_quality`]; 1 where none was polled).
-fn served_cost(
-    report: &Report,
-    spike: &Spike,
-    quality: &[(f64, f64)],
-    service: &BottleneckConfig,
-) -> Option<f64> {
+/// The mean CPU seconds of the pages completed within the target in the spike's intervals,
+/// each priced at the mean of the pages the server computed over the interval (`cost` from
+/// [`computed_cost`]; `full` where none was polled).
+fn served_cost(report: &Report, spike: &Spike, cost: &[(f64, f64)], full: f64) -> Option<f64> {
     let (mut pages, mut work) = (0.0, 0.0);
     for i in spike::intervals(report, spike) {
         let (start, end) = (i.t_s, i.t_s + i.duration_s);
         // Polls closing a span that overlaps the interval (each covers the poll period before it).
-        let q: Vec<f64> = quality
+        let c: Vec<f64> = cost
             .iter()
             .filter(|(t, _)| *t > start && *t <= end + POLL.as_secs_f64())
-            .map(|(_, q)| *q)
+            .map(|(_, c)| *c)
             .collect();
-        let q = if q.is_empty() {
-            1.0
+        let c = if c.is_empty() {
+            full
         } else {
-            q.iter().sum::<f64>() / q.len() as f64
+            c.iter().sum::<f64>() / c.len() as f64
         };
         pages += i.counts.good as f64;
-        work += i.counts.good as f64 * page_cost(service, q);
+        work += i.counts.good as f64 * c;
     }
     (pages > 0.0).then(|| work / pages)
 }
@@ -386,6 +381,7 @@ fn measure(
     samples: &[Sample],
     spike: &Spike,
     capacity: f64,
+    full_page_s: f64,
 ) -> Run {
     let (on, end) = (spike.onset_s(), spike.end_s());
     let secs = spike.spike_s;
@@ -408,16 +404,17 @@ fn measure(
         .collect();
     late.sort_by(f64::total_cmp);
     let late_median = late.get(late.len() / 2).copied();
-    let cost = served_cost(
-        report,
-        spike,
-        &computed_quality(samples),
-        &BottleneckConfig::default(),
-    );
-    // Goodput against the capacity on the pages served: degraded pages are cheaper.
-    let summary = spike::summary(report, spike, capacity / cost.unwrap_or(1.0));
+    // Goodput against the capacity on the pages served, in the server's own measure: the CPU
+    // time of their computation. A core that computed nothing else would serve `1 / cost`
+    // pages a second, so goodput cannot pass it but by the polls' timing (the front end's and
+    // the runtime's share of the core, and the rejections', count as lost). A calibration's
+    // pages per CPU-second swung 77-89 between three calibrations minutes apart, and a model
+    // of a degraded page's work left it at that.
+    let cost = served_cost(report, spike, &computed_cost(samples), full_page_s);
+    let summary = spike::summary(report, spike, 1.0 / cost.unwrap_or(full_page_s));
     let figures = Figures {
-        served_cost_x_full_quality: cost,
+        served_cost_x_full_quality: cost.map(|c| c / full_page_s),
+        page_cpu_full_quality_s: full_page_s,
         capacity_full_quality_per_cpu_s: capacity,
         p90_admitted_second_half_s: p90_of(on + secs / 2.0),
         p90_interval_median_second_half_s: late_median,

@@ -112,8 +112,8 @@ pub(super) fn checks(runs: &[Run], spike: &Spike, quick: bool) -> Vec<Check> {
     out.push(Check::within_capacity(
         runs.iter()
             .map(|r| (r.name, r.summary.goodput_fraction_of_capacity)),
-        "capacity in full-quality pages per CPU-second of the server, calibrated before each \
-         spike, divided by the mean relative cost of the pages served within the target",
+        "capacity: one core over the mean CPU time of the computation of a page served within \
+         the target, which the server measures",
     ));
     out
 }
@@ -223,7 +223,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
         if quick {
             " (the quick form scales WC03's 5 s down to 1 s, and with it the think time, the \
              wait and the controller's measurement window, 100 samples or 1 s in the full \
-             form, 20 samples or 0.2 s here, so the run fits in a minute)"
+             form, 20 samples or 0.2 s here, so the run fits in two minutes)"
         } else {
             " (WC03's)"
         },
