@@ -7,6 +7,7 @@
 //! request type's stage ([`MailService::dispatch`]); that stage's worker runs the handler
 //! (`service.rs`) and answers through the callback, which [`to_hyper`] turns into the reply.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,7 +127,14 @@ impl MailServer {
         };
         let extra: seda_http::ExtraStats = {
             let service = service.clone();
-            Arc::new(move || serde_json::json!({ "handler_cpu_s": service.handler_cpu_s() }))
+            Arc::new(move || {
+                let answered = service.answered_cpu_s();
+                serde_json::json!({
+                    "handler_cpu_s": service.handler_cpu_s(),
+                    "answered_cpu_s": answered.iter().map(|(k, (cpu, _))| (*k, *cpu)).collect::<BTreeMap<_, _>>(),
+                    "answered": answered.iter().map(|(k, (_, n))| (*k, *n)).collect::<BTreeMap<_, _>>(),
+                })
+            })
         };
         let http =
             match HttpServer::start_with_stats(http, route, Some(runtime.clone()), Some(extra)) {

@@ -280,8 +280,10 @@ impl Service {
         let cpu = seda::thread_cpu_time().saturating_sub(cpu);
         match computed {
             Ok(c) => {
-                self.compute_nanos
-                    .fetch_add(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+                self.compute_nanos.fetch_add(
+                    u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX),
+                    Ordering::Relaxed,
+                );
                 self.pages.fetch_add(1, Ordering::Relaxed);
                 self.bytes_read.fetch_add(
                     (plan.bytes + self.config.base_bytes()) as u64,

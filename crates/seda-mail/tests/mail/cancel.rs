@@ -176,6 +176,13 @@ fn a_search_cut_during_the_slowdown_is_terminated() {
     );
     assert_eq!(r.status, 503, "{}", r.body);
     assert_eq!(r.header("x-seda-reject"), Some("terminated"));
+    // The cut search's work counts as the search handlers', not as an answered search's: the
+    // lab prices an answered request by the second.
+    let (cpu, answered) = (svc.handler_cpu_s(), svc.answered_cpu_s());
+    assert!(cpu["search"] > 0.0, "{cpu:?}");
+    assert_eq!(answered["search"], (0.0, 0));
+    assert_eq!(answered["login"].1, 1);
+    assert!(answered["login"].0 > 0.0 && answered["login"].0 <= cpu["login"]);
     rt.shutdown();
     let search = rt
         .stats()
