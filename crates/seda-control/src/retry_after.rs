@@ -54,6 +54,11 @@ impl RetryAfterConfig {
         }
     }
 
+    /// The longest wait it asks for, seconds.
+    pub fn longest_s(&self) -> u32 {
+        (f64::from(self.base_s) * self.max_factor).round() as u32
+    }
+
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), InvalidConfig> {
         if self.base_s == 0 {

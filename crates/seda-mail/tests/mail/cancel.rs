@@ -176,6 +176,8 @@ fn a_search_cut_during_the_slowdown_is_terminated() {
     );
     assert_eq!(r.status, 503, "{}", r.body);
     assert_eq!(r.header("x-seda-reject"), Some("terminated"));
+    // Retried soon, the same search would be cut again: its client is asked to wait longest.
+    assert_eq!(r.header("retry-after"), Some("120"));
     // The cut search's work counts as the search handlers', not as an answered search's: the
     // lab prices an answered request by the second.
     let (cpu, answered) = (svc.handler_cpu_s(), svc.answered_cpu_s());
