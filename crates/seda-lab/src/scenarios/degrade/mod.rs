@@ -407,9 +407,9 @@ fn measure(
     // Goodput against the capacity on the pages served, in the server's own measure: the CPU
     // time of their computation. A core that computed nothing else would serve `1 / cost`
     // pages a second, so goodput cannot pass it but by the polls' timing (the front end's and
-    // the runtime's share of the core, and the rejections', count as lost). A calibration's
-    // pages per CPU-second swung 77-89 between three calibrations minutes apart, and a model
-    // of a degraded page's work left it at that.
+    // the runtime's share of the core, and the rejections', count as lost). Priced by the
+    // calibration instead (pages per CPU-second, 77-89 in three calibrations minutes apart,
+    // over a model of a degraded page's work), five runs' goodput spread by 9%.
     let cost = served_cost(report, spike, &computed_cost(samples), full_page_s);
     let summary = spike::summary(report, spike, 1.0 / cost.unwrap_or(full_page_s));
     let figures = Figures {
