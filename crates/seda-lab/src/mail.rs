@@ -525,9 +525,10 @@ pub fn with_front_end(handler_share: f64) -> f64 {
 pub const HOW: &str = "goodput / capacity is CPU-seconds of requests completed within the \
     target per CPU-second of the server: the service counts each request type's handler CPU \
     time, and a run's requests of each type are priced at what an answered request of the type \
-    cost in that run's measured window (the work of requests cut or given up bought nothing) over the handlers' share of the server's CPU in the calibration (8, 16 and \
-    32 closed users without think time; the rest is the front end's), so a saturated \
-    uncontrolled server reads about 1";
+    cost in that run's measured window (the work of requests cut or given up bought nothing) \
+    over the handlers' share of the server's CPU in the calibration (8, 16 and 32 closed users \
+    without think time; the rest is the front end's), so a saturated uncontrolled server reads \
+    about 1";
 
 /// What one request type's handlers did, cumulative or between two snapshots.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -538,6 +539,26 @@ pub struct TypeWork {
     pub answered_cpu_s: f64,
     /// Requests answered.
     pub answered: u64,
+}
+
+impl TypeWork {
+    /// What was done between `earlier` and this reading.
+    fn since(self, earlier: TypeWork) -> TypeWork {
+        TypeWork {
+            cpu_s: self.cpu_s - earlier.cpu_s,
+            answered_cpu_s: self.answered_cpu_s - earlier.answered_cpu_s,
+            answered: self.answered.saturating_sub(earlier.answered),
+        }
+    }
+
+    /// This and `other` together.
+    fn plus(self, other: TypeWork) -> TypeWork {
+        TypeWork {
+            cpu_s: self.cpu_s + other.cpu_s,
+            answered_cpu_s: self.answered_cpu_s + other.answered_cpu_s,
+            answered: self.answered + other.answered,
+        }
+    }
 }
 
 /// Each request type's [`TypeWork`], from a stats snapshot of the mail service.
@@ -575,13 +596,8 @@ impl Work {
         let per_type = handler_totals(after)
             .into_iter()
             .map(|(k, w)| {
-                let w0 = before.get(&k).copied().unwrap_or_default();
-                let moved = TypeWork {
-                    cpu_s: w.cpu_s - w0.cpu_s,
-                    answered_cpu_s: w.answered_cpu_s - w0.answered_cpu_s,
-                    answered: w.answered.saturating_sub(w0.answered),
-                };
-                (k, moved)
+                let since = w.since(before.get(&k).copied().unwrap_or_default());
+                (k, since)
             })
             .collect();
         Work { per_type }
@@ -607,9 +623,7 @@ impl Work {
     pub fn add(&mut self, other: &Work) {
         for (k, w) in &other.per_type {
             let e = self.per_type.entry(k.clone()).or_default();
-            e.cpu_s += w.cpu_s;
-            e.answered_cpu_s += w.answered_cpu_s;
-            e.answered += w.answered;
+            *e = e.plus(*w);
         }
     }
 }

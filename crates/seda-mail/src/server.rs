@@ -129,10 +129,12 @@ impl MailServer {
             let service = service.clone();
             Arc::new(move || {
                 let answered = service.answered_cpu_s();
+                let cpu: BTreeMap<_, _> = answered.iter().map(|(k, (cpu, _))| (*k, *cpu)).collect();
+                let count: BTreeMap<_, _> = answered.iter().map(|(k, (_, n))| (*k, *n)).collect();
                 serde_json::json!({
                     "handler_cpu_s": service.handler_cpu_s(),
-                    "answered_cpu_s": answered.iter().map(|(k, (cpu, _))| (*k, *cpu)).collect::<BTreeMap<_, _>>(),
-                    "answered": answered.iter().map(|(k, (_, n))| (*k, *n)).collect::<BTreeMap<_, _>>(),
+                    "answered_cpu_s": cpu,
+                    "answered": count,
                 })
             })
         };

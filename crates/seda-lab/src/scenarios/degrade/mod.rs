@@ -306,10 +306,8 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
 /// The CPU seconds a full-quality page's computation took in the calibration (the service's
 /// `compute_cpu_s` over its pages, read around it); `None` where they did not move.
 fn full_page_cpu(before: Option<&Value>, after: Option<&Value>) -> Option<f64> {
-    let (p0, c0) = page_counters(before?)?;
-    let (p1, c1) = page_counters(after?)?;
-    let cpu = (c1 - c0) / (p1 - p0);
-    (p1 > p0 && cpu.is_finite() && cpu > 0.0).then_some(cpu)
+    cpu_per_page(page_counters(before?)?, page_counters(after?)?)
+        .filter(|cpu| cpu.is_finite() && *cpu > 0.0)
 }
 
 /// The service's cumulative pages and their computation's CPU seconds in a stats document.
@@ -318,21 +316,25 @@ fn page_counters(stats: &Value) -> Option<(f64, f64)> {
     Some((b["pages"].as_f64()?, b["compute_cpu_s"].as_f64()?))
 }
 
+/// CPU seconds per page computed between two readings of [`page_counters`]; `None` where no
+/// page was.
+fn cpu_per_page((p0, c0): (f64, f64), (p1, c1): (f64, f64)) -> Option<f64> {
+    (p1 > p0).then(|| (c1 - c0) / (p1 - p0))
+}
+
 /// The CPU seconds per page of the pages the server computed between consecutive polls:
 /// `(t_s, seconds)` at each poll that saw pages computed since the previous one.
 fn computed_cost(samples: &[Sample]) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
-    let mut last: Option<(f64, f64)> = None;
+    let mut last = None;
     for s in samples {
-        let Some((pages, cpu)) = page_counters(&s.stats) else {
+        let Some(now) = page_counters(&s.stats) else {
             continue;
         };
-        if let Some((p0, c0)) = last
-            && pages > p0
-        {
-            out.push((s.t_s, (cpu - c0) / (pages - p0)));
+        if let Some(cpu) = last.and_then(|l| cpu_per_page(l, now)) {
+            out.push((s.t_s, cpu));
         }
-        last = Some((pages, cpu));
+        last = Some(now);
     }
     out
 }
