@@ -496,7 +496,7 @@ fn report(variants: &[Variant], plan: &Plan, capacity: f64) -> String {
           queue. A rejected user retries the rejected request in its session after the (scaled) \
           wait, or after the service's `Retry-After` where it asks for longer (the service \
           stretches it while refusals outnumber admissions), and ours cuts a search that has \
-          run for the whole target; WC03's users logged in again, and with real sessions and \
+          run for half the target; WC03's users logged in again, and with real sessions and \
           password hashes those re-logins swamped our login stage at 1024 users (1,073 logins \
           completed against 20,528 rejected, the p90 1.6 to 5 x the target).\n";
     s
