@@ -360,9 +360,12 @@ impl Sweep<'_> {
             fmt(ssm_top),
             fmt(none_load)
         );
-        // The loads are sized by a calibration seconds before, and this machine's speed moves
-        // by up to 2 x in that time (a clean-clone CI run served "2 x" in full, 885 logins/s
-        // with none timed out): a load the server could carry says nothing about overload.
+        // The loads are sized by a calibration seconds before, and the logins a CPU-second
+        // buys move by up to 2 x in that time (a fixed compute loop on the server's core moved
+        // by 5% meanwhile); the closed users of a calibration also find fewer than an
+        // overloaded open load does (none's "2 x" was 1.42 to 3.28 x its own run's capacity in
+        // five runs). A clean-clone CI run served "2 x" in full, 885 logins/s with none timed
+        // out: a load the server could carry says nothing about overload.
         out.push(if none_load.is_some_and(|l| l < MIN_OVERLOAD) {
             Check::observed(
                 claim,
