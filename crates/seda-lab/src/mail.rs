@@ -596,8 +596,8 @@ impl Work {
         let per_type = handler_totals(after)
             .into_iter()
             .map(|(k, w)| {
-                let since = w.since(before.get(&k).copied().unwrap_or_default());
-                (k, since)
+                let earlier = before.get(&k).copied().unwrap_or_default();
+                (k, w.since(earlier))
             })
             .collect();
         Work { per_type }
