@@ -108,7 +108,7 @@ pub use rate::response_time::{
     self, ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
 };
 pub use rate::session::{self, SessionAwareConfig, SessionAwareController};
-pub use retry_after::{RetryAfter, RetryAfterConfig};
+pub use retry_after::{RetryAfter, RetryAfterConfig, SharedRetryAfter};
 pub use shared::SharedController;
 
 /// A point in time, as a duration since an arbitrary epoch chosen by the caller.

@@ -22,7 +22,9 @@
 //! stops refusing is back at `base` within a few seconds, and each period without any request
 //! halves the wait.
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::{InvalidConfig, Time};
 
@@ -120,8 +122,13 @@ impl RetryAfter {
 
     /// A request was admitted at `now`.
     pub fn admitted(&mut self, now: Time) {
+        self.admitted_n(now, 1);
+    }
+
+    /// `n` requests were admitted by `now`.
+    pub fn admitted_n(&mut self, now: Time, n: u64) {
         self.roll(now);
-        self.admitted += 1;
+        self.admitted += n;
     }
 
     /// A request was refused at `now`: the `Retry-After` to send it, seconds.
@@ -152,6 +159,49 @@ impl RetryAfter {
         self.period_start = Some(now);
         self.admitted = 0;
         self.refused = 0;
+    }
+}
+
+/// A [`RetryAfter`] that the threads of a server share, on its own clock: an admission costs
+/// one atomic add, and the lock is taken only to refuse.
+#[derive(Debug, Clone)]
+pub struct SharedRetryAfter {
+    start: Instant,
+    admitted: Arc<AtomicU64>,
+    advisor: Arc<Mutex<RetryAfter>>,
+}
+
+impl SharedRetryAfter {
+    /// [`RetryAfter::around`] `base_s`, shared.
+    pub fn around(base_s: u32) -> Self {
+        SharedRetryAfter {
+            start: Instant::now(),
+            admitted: Arc::new(AtomicU64::new(0)),
+            advisor: Arc::new(Mutex::new(RetryAfter::around(base_s))),
+        }
+    }
+
+    /// A request was admitted.
+    pub fn admitted(&self) {
+        self.admitted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request was refused: the `Retry-After` to send it, seconds. The admissions since the
+    /// last refusal count in the advisor's current period: while a service refuses, that is
+    /// where they happened; after a quiet spell they outnumber the refusal, and the wait stays
+    /// at the base.
+    pub fn refused(&self) -> u32 {
+        // The advisor is plain arithmetic: a panic elsewhere leaves it usable.
+        let mut advisor = self.advisor.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.start.elapsed();
+        advisor.admitted_n(now, self.admitted.swap(0, Ordering::Relaxed));
+        advisor.refused(now)
+    }
+
+    /// The wait it would send now, seconds.
+    pub fn seconds(&self) -> u32 {
+        let advisor = self.advisor.lock().unwrap_or_else(PoisonError::into_inner);
+        advisor.seconds()
     }
 }
 
@@ -230,6 +280,40 @@ mod tests {
         assert_eq!(r.seconds(), 120);
         // Quiet for three seconds: back at the base.
         assert_eq!(r.refused(MS(13_000)), 5);
+    }
+
+    /// Two threads share `r` for a little over two of its periods; each round admits one
+    /// request and refuses `refusals`.
+    fn shared_rounds(r: &SharedRetryAfter, refusals: usize) {
+        let round = move |r: SharedRetryAfter| {
+            let end = Instant::now() + Duration::from_millis(1100);
+            while Instant::now() < end {
+                r.admitted();
+                for _ in 0..refusals {
+                    r.refused();
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let other = std::thread::spawn({
+            let r = r.clone();
+            move || round(r)
+        });
+        round(r.clone());
+        other.join().expect("no panic");
+    }
+
+    #[test]
+    fn a_shared_advisor_stretches_only_while_refusals_outnumber_admissions() {
+        let refusing = SharedRetryAfter::around(1);
+        shared_rounds(&refusing, 20);
+        assert!(refusing.seconds() > 1, "{} s", refusing.seconds());
+        let admitting = SharedRetryAfter::around(1);
+        shared_rounds(&admitting, 0);
+        for _ in 0..10 {
+            admitting.admitted();
+        }
+        assert_eq!(admitting.refused(), 1);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! header_timeout_ms = 10000    # time to read a request head (slowloris)
 //! idle_timeout_ms = 60000      # keep-alive idle time
 //! max_body_bytes = 1048576
-//! retry_after_s = 1            # Retry-After of a 503
+//! retry_after_s = 1            # Retry-After of a 503 while refusals are few (up to 24 x more)
 //! admin_addr = "127.0.0.1:9090" # stats, graph, /metrics, dashboard; never the service
 //!                              # port (default 127.0.0.1:0: a free port, printed at start)
 //!
@@ -152,7 +152,9 @@ pub struct HttpConfig {
     pub idle_timeout_ms: u64,
     /// Largest request body, bytes (larger: 413).
     pub max_body_bytes: usize,
-    /// Seconds in the `Retry-After` header of a 503.
+    /// Seconds in the `Retry-After` header of a 503 while refusals are few; while the front
+    /// end refuses more requests and connections than it admits, it asks for up to 24 x this
+    /// ([`seda_control::RetryAfter`]).
     pub retry_after_s: u32,
     /// The admin address ([`crate::admin`]: `/_seda/stats`, `/_seda/graph`, `/metrics`, the
     /// dashboard), never the service port; `None` serves none of them. Loopback with a free

@@ -2,12 +2,12 @@
 //! [`MailRequest`] into a [`MailResponse`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use seda::{BuildError, CancelReason, RejectReason, Runtime, Sink, Stage, handler};
-use seda_control::{RetryAfter, RetryAfterConfig, SharedController};
+use seda_control::{RetryAfterConfig, SharedController, SharedRetryAfter};
 use tokio::sync::oneshot;
 
 use crate::html;
@@ -145,8 +145,8 @@ pub struct MailService {
     slowdown: Arc<AtomicU32>,
     /// CPU time each request type's handlers used, in [`RequestKind::index`] order.
     cpu: Arc<[HandlerCpu; RequestKind::ALL.len()]>,
-    /// The `Retry-After` of a refusal at admission, and the start of the clock it reads.
-    retry: Mutex<(Instant, RetryAfter)>,
+    /// The `Retry-After` of a refusal at admission.
+    retry: SharedRetryAfter,
 }
 
 /// The CPU time one request type's handlers used, the slowdown included, in nanoseconds: all of
@@ -276,7 +276,7 @@ impl MailService {
             trust_class_header: options.trust_class_header,
             slowdown,
             cpu,
-            retry: Mutex::new((Instant::now(), RetryAfter::around(RETRY_AFTER_S))),
+            retry: SharedRetryAfter::around(RETRY_AFTER_S),
         }))
     }
 
@@ -370,7 +370,7 @@ impl MailService {
         let (event, rx) = MailEvent::new(self.classified(request));
         match self.sink(kind).enqueue(event) {
             Ok(()) => {
-                self.retry_after(RetryAfter::admitted);
+                self.retry.admitted();
                 Ok((kind, rx))
             }
             Err(rejected) => Err((Some(kind), self.unadmitted(rejected.reason))),
@@ -387,7 +387,7 @@ impl MailService {
         };
         match self.sink(kind).enqueue(event) {
             Ok(()) => {
-                self.retry_after(RetryAfter::admitted);
+                self.retry.admitted();
             }
             Err(rejected) => {
                 let response = self.unadmitted(rejected.reason);
@@ -397,19 +397,12 @@ impl MailService {
         Some(kind)
     }
 
-    /// Tells the `Retry-After` advisor of an admission or a refusal at the service's clock.
-    fn retry_after<T>(&self, note: fn(&mut RetryAfter, Duration) -> T) -> T {
-        let mut retry = self.retry.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = retry.0.elapsed();
-        note(&mut retry.1, now)
-    }
-
     /// The answer to a request its stage did not admit: 503, with a `Retry-After` stretched
     /// while refusals outnumber admissions.
     fn unadmitted(&self, reason: RejectReason) -> MailResponse {
         let (why, wait) = match reason {
             RejectReason::Closed => ("shutting down", RETRY_AFTER_S),
-            _ => ("overloaded", self.retry_after(RetryAfter::refused)),
+            _ => ("overloaded", self.retry.refused()),
         };
         MailResponse::unavailable(wait).with_header("x-seda-reject", why.into())
     }

@@ -54,7 +54,8 @@ pub struct RouteConfig {
     pub upstream: Uri,
     /// The route's p90 response-time target; `None` forwards without admission control.
     pub target: Option<Duration>,
-    /// `Retry-After` of the route's 503s, in seconds.
+    /// `Retry-After` of the route's 503s while refusals are few, in seconds (stretched up to
+    /// 24 x while the route refuses more than it admits).
     pub retry_after_s: u32,
 }
 

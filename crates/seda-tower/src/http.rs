@@ -6,7 +6,7 @@ use std::task::{Context, Poll, ready};
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use pin_project_lite::pin_project;
-use seda_control::RejectReason;
+use seda_control::{RejectReason, SharedRetryAfter};
 use tower_service::Service;
 
 use crate::admission::Ticket;
@@ -21,15 +21,12 @@ pub const REJECT_HEADER: &str = "x-seda-reject";
 #[derive(Clone)]
 pub struct HttpSeda<S, C> {
     seda: Seda<S, C>,
-    retry_after: HeaderValue,
+    retry: SharedRetryAfter,
 }
 
 impl<S, C> HttpSeda<S, C> {
-    pub(crate) fn new(seda: Seda<S, C>, retry_after_s: u32) -> Self {
-        HttpSeda {
-            seda,
-            retry_after: HeaderValue::from(retry_after_s),
-        }
+    pub(crate) fn new(seda: Seda<S, C>, retry: SharedRetryAfter) -> Self {
+        HttpSeda { seda, retry }
     }
 }
 
@@ -50,15 +47,18 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let class = self.seda.classify.class(&request);
         match self.seda.admit(class) {
-            Ok(ticket) => HttpResponseFuture {
-                state: HttpState::Admitted {
-                    inner: self.seda.inner.call(request),
-                    ticket: Some(ticket),
-                },
-            },
+            Ok(ticket) => {
+                self.retry.admitted();
+                HttpResponseFuture {
+                    state: HttpState::Admitted {
+                        inner: self.seda.inner.call(request),
+                        ticket: Some(ticket),
+                    },
+                }
+            }
             Err(reason) => HttpResponseFuture {
                 state: HttpState::Rejected {
-                    response: Some(unavailable(reason, self.retry_after.clone())),
+                    response: Some(unavailable(reason, self.retry.refused())),
                 },
             },
         }
@@ -67,11 +67,11 @@ where
 
 /// `503 Service Unavailable` with `Retry-After` and the reason; the body is the response
 /// type's default (empty for axum's and hyper's bodies).
-fn unavailable<RB: Default>(reason: RejectReason, retry_after: HeaderValue) -> Response<RB> {
+fn unavailable<RB: Default>(reason: RejectReason, retry_after_s: u32) -> Response<RB> {
     let mut response = Response::new(RB::default());
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     let headers = response.headers_mut();
-    headers.insert(header::RETRY_AFTER, retry_after);
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
     headers.insert(REJECT_HEADER, HeaderValue::from_static(reason.as_str()));
     response
 }

@@ -12,6 +12,7 @@ use crate::admission::{Admission, DEFAULT_TICK, QueueModel, StatsHandle};
 use crate::classify::SingleClass;
 use crate::http::HttpSeda;
 use crate::service::Seda;
+use seda_control::SharedRetryAfter;
 
 /// Default `Retry-After` of a 503, in seconds.
 pub const DEFAULT_RETRY_AFTER_S: u32 = 1;
@@ -100,12 +101,14 @@ impl<C> SedaLayer<C> {
         self.admission.lag.clone()
     }
 
-    /// The same layer answering rejected HTTP requests with `503` and `Retry-After:
-    /// DEFAULT_RETRY_AFTER_S` instead of an error.
+    /// The same layer answering rejected HTTP requests with `503` and `Retry-After` instead of
+    /// an error: [`DEFAULT_RETRY_AFTER_S`] while refusals are few, stretched up to 24 x while
+    /// the layer refuses more requests than it admits ([`seda_control::RetryAfter`]).
     pub fn http(self) -> HttpSedaLayer<C> {
         HttpSedaLayer {
             inner: self,
             retry_after_s: DEFAULT_RETRY_AFTER_S,
+            retry: SharedRetryAfter::around(DEFAULT_RETRY_AFTER_S),
         }
     }
 }
@@ -128,12 +131,15 @@ impl<S, C: Clone> Layer<S> for SedaLayer<C> {
 pub struct HttpSedaLayer<C = SingleClass> {
     inner: SedaLayer<C>,
     retry_after_s: u32,
+    /// Shared by every service the layer makes, so it counts all their refusals.
+    retry: SharedRetryAfter,
 }
 
 impl<C> HttpSedaLayer<C> {
-    /// Sets the `Retry-After` of a 503, in seconds.
+    /// Sets the `Retry-After` of a 503 while refusals are few, in seconds.
     pub fn retry_after(mut self, seconds: u32) -> Self {
         self.retry_after_s = seconds;
+        self.retry = SharedRetryAfter::around(seconds);
         self
     }
 
@@ -152,7 +158,7 @@ impl<S, C: Clone> Layer<S> for HttpSedaLayer<C> {
     type Service = HttpSeda<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        HttpSeda::new(self.inner.layer(inner), self.retry_after_s)
+        HttpSeda::new(self.inner.layer(inner), self.retry.clone())
     }
 }
 

@@ -241,3 +241,38 @@ async fn in_flight_queue_returns_to_zero() {
     let queued = s.state.iter().find(|(k, _)| *k == "queued").unwrap().1;
     assert_eq!(queued, 0.0, "{s:?}");
 }
+
+#[tokio::test]
+async fn retry_after_grows_while_the_layer_refuses_more_than_it_admits() {
+    let gate = Gate::default();
+    gate.closed.store(true, Ordering::SeqCst);
+    let mut svc = ServiceBuilder::new()
+        .layer(SedaLayer::new(gate.clone()).http().retry_after(2))
+        .service_fn(|_r: http::Request<()>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        });
+    let wait = |r: &http::Response<String>| -> u32 {
+        r.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mut waits = Vec::new();
+    // Every request refused for a little over two of the advisor's half-second periods.
+    let end = std::time::Instant::now() + Duration::from_millis(1100);
+    while std::time::Instant::now() < end {
+        let req = http::Request::get("/").body(()).unwrap();
+        let r = svc.ready().await.unwrap().call(req).await.unwrap();
+        assert_eq!(r.status(), 503);
+        waits.push(wait(&r));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(waits[0], 2, "the base wait while refusals are few");
+    let last = *waits.last().unwrap();
+    assert!(
+        last > 2 && last <= 48,
+        "{last} s after {} refusals",
+        waits.len()
+    );
+}

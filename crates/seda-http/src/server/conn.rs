@@ -52,7 +52,7 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         if open >= shared.config.max_connections {
             shared.counters.open.fetch_sub(1, Ordering::SeqCst);
             inc(&shared.counters.refused_connections);
-            refuse(stream, shared.config.retry_after_s);
+            refuse(stream, shared.retry.refused());
             continue;
         }
         inc(&shared.counters.accepted);
@@ -380,18 +380,19 @@ async fn handle(
         drop(rejected);
         cancel.0 = None;
         inc(&shared.counters.rejected_requests);
-        return Ok(overloaded(shared.config.retry_after_s));
+        return Ok(overloaded(shared.retry.refused()));
     }
+    shared.retry.admitted();
     let response = match rx.await {
         Ok(r) => r,
         Err(_) if cancel.0.as_ref().and_then(CancelToken::reason) == Some(Terminated) => {
             // The stage's terminator cut it and the handler gave it up unanswered.
-            terminated(shared.config.retry_after_s)
+            terminated(shared.retry.seconds())
         }
         Err(_) => {
             // Admitted, then dropped without an answer (expired, shutdown, or a handler panic).
             inc(&shared.counters.unanswered);
-            overloaded(shared.config.retry_after_s)
+            overloaded(shared.retry.seconds())
         }
     };
     cancel.0 = None;

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use seda_control::SharedRetryAfter;
 
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Notify, watch as tokio_watch};
@@ -31,6 +32,8 @@ pub(crate) struct Shared {
     pub(crate) config: HttpConfig,
     pub(crate) sink: seda::Sink<HttpRequest>,
     pub(crate) counters: Counters,
+    /// The `Retry-After` of a 503, stretched while refusals outnumber admissions.
+    pub(crate) retry: SharedRetryAfter,
     pub(crate) shutdown: tokio_watch::Sender<bool>,
     /// Signalled whenever a connection closes (shutdown waits on it).
     pub(crate) closed: Notify,
@@ -130,6 +133,7 @@ impl HttpServer {
         };
         let (shutdown, _) = tokio_watch::channel(false);
         let shared = Arc::new(Shared {
+            retry: SharedRetryAfter::around(config.retry_after_s),
             config,
             sink,
             counters: Counters::default(),
