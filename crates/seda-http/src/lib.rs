@@ -46,7 +46,8 @@
 //! connections arrive; past `max_connections` a connection gets `503` and is closed. A request
 //! the first stage does not admit is answered `503 Service Unavailable` with `Retry-After` at
 //! once; the wait grows while refusals outnumber admissions, so clients that honour it stop
-//! costing the server a refusal each ([`seda_control::RetryAfter`]). A request admitted and then dropped (expired, cancelled, shutdown) is answered 503 too.
+//! costing the server a refusal each ([`seda_control::RetryAfter`]). A request admitted and
+//! then dropped (expired, cancelled, shutdown) is answered 503 too.
 //!
 //! HTTP/1.1 with keep-alive and pipelining; HTTP/2 without TLS (h2c, prior knowledge) on the
 //! same port when `h2c` is set.
