@@ -480,5 +480,12 @@ fn encode_frontend(
         MetricType::Gauge,
     )?;
     m.encode_gauge(&(f.open_connections as u64))?;
+    let mut m = enc.encode_descriptor(
+        "seda_http_retry_after_seconds",
+        "The Retry-After a refusal gets now (stretched while refusals outnumber admissions).",
+        None,
+        MetricType::Gauge,
+    )?;
+    m.encode_gauge(&u64::from(f.retry_after_s))?;
     Ok(())
 }

@@ -41,6 +41,12 @@ pub(crate) struct Shared {
     pub(crate) deadline: Mutex<Option<Instant>>,
 }
 
+impl Shared {
+    fn stats(&self) -> FrontendStats {
+        self.counters.snapshot(self.retry.seconds())
+    }
+}
+
 /// A running HTTP front end feeding one stage.
 ///
 /// It owns its tokio runtime(s): one multi-thread runtime of `threads` workers, or with
@@ -147,7 +153,7 @@ impl HttpServer {
                     let counters = shared.clone();
                     let sources = AdminSources {
                         runtime,
-                        frontend: Some(Arc::new(move || counters.counters.snapshot())),
+                        frontend: Some(Arc::new(move || counters.stats())),
                         extra,
                         layers: None,
                     };
@@ -238,7 +244,7 @@ impl HttpServer {
 
     /// The front end's counters.
     pub fn stats(&self) -> FrontendStats {
-        self.shared.counters.snapshot()
+        self.shared.stats()
     }
 
     /// Stops accepting, lets in-flight requests finish and idle connections close, waits up to

@@ -29,8 +29,10 @@ pub(crate) fn inc(c: &AtomicU64) {
 }
 
 impl Counters {
-    pub(crate) fn snapshot(&self) -> FrontendStats {
+    /// The counters now, with the `Retry-After` a refusal would get now.
+    pub(crate) fn snapshot(&self, retry_after_s: u32) -> FrontendStats {
         FrontendStats {
+            retry_after_s,
             open_connections: self.open.load(Ordering::Relaxed),
             accepted_connections: get(&self.accepted),
             refused_connections: get(&self.refused_connections),
@@ -49,6 +51,9 @@ impl Counters {
 /// A snapshot of the front end's counters.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct FrontendStats {
+    /// The `Retry-After` a refusal gets now, seconds: the configured base while refusals are
+    /// few, up to 24 x it while they outnumber admissions.
+    pub retry_after_s: u32,
     /// Connections open now.
     pub open_connections: usize,
     /// Connections accepted and served since start.

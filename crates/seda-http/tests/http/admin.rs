@@ -52,6 +52,7 @@ fn introspection_metrics_and_dashboard_are_on_the_admin_address_only() {
     );
     assert!(text.contains("seda_stage_response_seconds_bucket{stage=\"cache\",le=\"0.001\"}"));
     assert!(text.contains("seda_http_requests_total "));
+    assert!(text.contains("seda_http_retry_after_seconds 1\n"), "{text}");
     let page = get(admin, "/");
     assert_eq!(page.status, 200);
     assert!(page.text().contains("/dashboard.js"));

@@ -109,6 +109,11 @@ fn a_full_queue_answers_503_with_retry_after_at_once(per_core: bool) {
         thread::sleep(Duration::from_millis(2));
     }
     assert!(wait > 1 && wait <= 24, "Retry-After {wait} s");
+    assert_eq!(
+        server.stats().retry_after_s,
+        wait,
+        "the stats say what refusals get"
+    );
     held.release.send(()).expect("release a");
     held.release.send(()).expect("release b");
     assert_eq!(a.join().expect("a").text(), "/a");
