@@ -107,7 +107,6 @@ impl<C> SedaLayer<C> {
     pub fn http(self) -> HttpSedaLayer<C> {
         HttpSedaLayer {
             inner: self,
-            retry_after_s: DEFAULT_RETRY_AFTER_S,
             retry: SharedRetryAfter::around(DEFAULT_RETRY_AFTER_S),
         }
     }
@@ -130,7 +129,6 @@ impl<S, C: Clone> Layer<S> for SedaLayer<C> {
 #[derive(Clone)]
 pub struct HttpSedaLayer<C = SingleClass> {
     inner: SedaLayer<C>,
-    retry_after_s: u32,
     /// Shared by every service the layer makes, so it counts all their refusals.
     retry: SharedRetryAfter,
 }
@@ -138,7 +136,6 @@ pub struct HttpSedaLayer<C = SingleClass> {
 impl<C> HttpSedaLayer<C> {
     /// Sets the `Retry-After` of a 503 while refusals are few, in seconds.
     pub fn retry_after(mut self, seconds: u32) -> Self {
-        self.retry_after_s = seconds;
         self.retry = SharedRetryAfter::around(seconds);
         self
     }
@@ -174,7 +171,7 @@ impl<C> std::fmt::Debug for HttpSedaLayer<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpSedaLayer")
             .field("stats", &self.stats())
-            .field("retry_after_s", &self.retry_after_s)
+            .field("retry_after_s", &self.retry.seconds())
             .finish()
     }
 }

@@ -42,6 +42,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The counters, and the `Retry-After` a refusal gets now.
     fn stats(&self) -> FrontendStats {
         self.counters.snapshot(self.retry.seconds())
     }

@@ -198,8 +198,8 @@ pub struct TunedResponseTimeController {
     /// Lowest queue length since the last outer run.
     min_queued: u64,
     dropped: u64,
-    /// `dropped` and dequeues counted at the last outer run.
-    dropped_at_outer: u64,
+    /// Drops and dequeues since the last outer run.
+    drops_since_outer: u64,
     dequeues_since_outer: u64,
 }
 
@@ -222,7 +222,7 @@ impl TunedResponseTimeController {
             rejections: 0,
             min_queued: 0,
             dropped: 0,
-            dropped_at_outer: 0,
+            drops_since_outer: 0,
             dequeues_since_outer: 0,
             cfg,
         })
@@ -279,7 +279,7 @@ impl TunedResponseTimeController {
         self.last_p_s = sample_s;
         let last = self.last_outer.replace(now).unwrap_or(now);
         let ran_dry = std::mem::replace(&mut self.min_queued, self.queued) == 0;
-        let drops = self.dropped - std::mem::replace(&mut self.dropped_at_outer, self.dropped);
+        let drops = std::mem::take(&mut self.drops_since_outer);
         let dequeues = std::mem::take(&mut self.dequeues_since_outer);
         let wasting = drops as f64 > DROP_TOLERANCE * dequeues as f64;
         if std::mem::take(&mut self.rejections) == 0 {
@@ -346,6 +346,7 @@ impl AdmissionController for TunedResponseTimeController {
         self.dequeued(now);
         let drop = self.cfg.drop_queued.is_some_and(|limit| queued > limit);
         self.dropped += u64::from(drop);
+        self.drops_since_outer += u64::from(drop);
         drop
     }
 
