@@ -73,6 +73,7 @@ fn repeat(args: &RepeatArgs) -> Result<()> {
     let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
     let mut values: Vec<Vec<Option<f64>>> = vec![Vec::new(); headline.len()];
     let mut runs = Vec::new();
+    let mut loaded_runs = Vec::new();
     for i in 1..=args.times {
         eprintln!("== {} run {i} of {}", s.name(), args.times);
         let dir = args.out.join(format!("run-{i}"));
@@ -89,6 +90,10 @@ fn repeat(args: &RepeatArgs) -> Result<()> {
             .flat_map(|h| h.loaded_because.iter().cloned())
             .collect();
         println!("run {i}: {verdict} in {:.0} s", ran.elapsed_s);
+        for why in &loaded {
+            println!("  loaded: {why}");
+        }
+        loaded_runs.push(!loaded.is_empty());
         if let Err(e) = &ran.outcome {
             println!("  could not run: {e:#}");
         }
@@ -102,7 +107,7 @@ fn repeat(args: &RepeatArgs) -> Result<()> {
     let spreads: Vec<_> = headline
         .iter()
         .zip(values)
-        .map(|(path, v)| seda_lab::repeat::spread(path, v))
+        .map(|(path, v)| seda_lab::repeat::spread(path, v, &loaded_runs))
         .collect();
     print!("{}", seda_lab::repeat::table(&spreads));
     let path = args.out.join("repeat.json");
@@ -121,7 +126,7 @@ fn repeat(args: &RepeatArgs) -> Result<()> {
     let flagged = spreads.iter().filter(|s| s.flagged).count();
     if flagged > 0 {
         println!(
-            "{flagged} figure(s) strayed over +-15% of their median or were missing from a run"
+            "{flagged} figure(s) strayed over +-15% of their median, were missing from a quiet run, or had no quiet run"
         );
     }
     Ok(())

@@ -15,7 +15,10 @@ pub struct Spread {
     pub figure: String,
     /// Its value in each run (`None`: absent or not a number in that run).
     pub values: Vec<Option<f64>>,
-    /// Median, min and max of the runs that have it.
+    /// Runs left out of the median, min, max and spread: a loaded machine's (see
+    /// [`crate::health`]), whose figures measure the machine.
+    pub left_out: Vec<usize>,
+    /// Median, min and max of the quiet runs that have it.
     pub median: Option<f64>,
     /// See `median`.
     pub min: Option<f64>,
@@ -24,7 +27,8 @@ pub struct Spread {
     /// `max(max - median, median - min) / |median|`: how far from its median the figure
     /// strayed, as a fraction of it.
     pub spread: Option<f64>,
-    /// Whether the spread exceeds [`MAX_SPREAD`] (or the figure is missing from some run).
+    /// Whether the spread exceeds [`MAX_SPREAD`] (or the figure is missing from some quiet
+    /// run, or no run was quiet).
     pub flagged: bool,
 }
 
@@ -67,9 +71,17 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     }
 }
 
-/// `figure`'s spread over `values`, one per run.
-pub fn spread(figure: &str, values: Vec<Option<f64>>) -> Spread {
-    let have: Vec<f64> = values.iter().flatten().copied().collect();
+/// `figure`'s spread over `values`, one per run, leaving out the runs `loaded` marks. A loaded
+/// run's figures are kept in `values` but do not count: in one `controllers` repeat, the run
+/// whose server got 71% of its core read ours at 0.768 x capacity against 0.970 and 0.983 in
+/// the quiet runs, and made a 2% spread read 21%.
+pub fn spread(figure: &str, values: Vec<Option<f64>>, loaded: &[bool]) -> Spread {
+    let is_loaded = |i: usize| loaded.get(i).copied().unwrap_or(false);
+    let quiet: Vec<Option<f64>> = (0..values.len())
+        .filter(|&i| !is_loaded(i))
+        .map(|i| values[i])
+        .collect();
+    let have: Vec<f64> = quiet.iter().flatten().copied().collect();
     let median = median(&have);
     let min = have.iter().copied().reduce(f64::min);
     let max = have.iter().copied().reduce(f64::max);
@@ -78,10 +90,14 @@ pub fn spread(figure: &str, values: Vec<Option<f64>>) -> Spread {
         (Some(_), Some(lo), Some(hi)) => Some(if hi == lo { 0.0 } else { f64::INFINITY }),
         _ => None,
     };
-    let missing = have.len() < values.len();
+    let missing = have.len() < quiet.len();
     Spread {
         figure: figure.to_string(),
         flagged: missing || spread.is_none_or(|s| s > MAX_SPREAD),
+        left_out: (0..values.len())
+            .filter(|&i| is_loaded(i))
+            .map(|i| i + 1)
+            .collect(),
         values,
         median,
         min,
@@ -113,10 +129,18 @@ pub fn table(spreads: &[Spread]) -> String {
             r.spread
                 .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
             match r.values.iter().filter(|v| v.is_none()).count() {
+                _ if r.median.is_none() => "  no quiet run".to_string(),
                 0 if r.flagged => format!("  > +-{:.0}%", MAX_SPREAD * 100.0),
                 0 => String::new(),
                 n => format!("  missing in {n} run(s)"),
             },
+        );
+    }
+    if let Some(r) = spreads.first().filter(|r| !r.left_out.is_empty()) {
+        let runs: Vec<String> = r.left_out.iter().map(|i| i.to_string()).collect();
+        s += &format!(
+            "left out of the medians and spreads, as loaded: run(s) {}\n",
+            runs.join(", ")
         );
     }
     s
@@ -149,13 +173,30 @@ mod tests {
         let r = spread(
             "g",
             vec![Some(10.0), Some(9.0), Some(12.0), Some(10.0), Some(11.0)],
+            &[],
         );
         assert_eq!(r.median, Some(10.0));
         assert_eq!((r.min, r.max), (Some(9.0), Some(12.0)));
         assert!((r.spread.unwrap() - 0.2).abs() < 1e-12);
         assert!(r.flagged);
-        let r = spread("g", vec![Some(10.0), Some(9.0), Some(11.0)]);
+        let r = spread("g", vec![Some(10.0), Some(9.0), Some(11.0)], &[]);
         assert!(!r.flagged);
-        assert!(spread("g", vec![Some(10.0), None]).flagged);
+        assert!(spread("g", vec![Some(10.0), None], &[]).flagged);
+    }
+
+    #[test]
+    fn loaded_runs_are_left_out_of_the_spread() {
+        let values = vec![Some(0.768), Some(0.970), Some(0.983)];
+        let r = spread("g", values.clone(), &[true, false, false]);
+        assert_eq!(r.min, Some(0.970));
+        assert_eq!(r.left_out, vec![1]);
+        assert!(!r.flagged);
+        assert_eq!(r.values, values);
+        assert!(table(&[r]).contains("as loaded: run(s) 1"));
+        // A loaded run that lacks the figure is not "missing"; no quiet run at all is flagged.
+        assert!(!spread("g", vec![None, Some(1.0)], &[true, false]).flagged);
+        let none = spread("g", vec![Some(1.0)], &[true]);
+        assert!(none.flagged && none.median.is_none());
+        assert!(table(&[none]).contains("no quiet run"));
     }
 }
