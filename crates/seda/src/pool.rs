@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use seda_control::{Controller, PoolObservation, ThreadPoolConfig, ThreadPoolController};
 
 use crate::Time;
+use crate::clock;
 use crate::handoff::{Handoff, Parked};
 use crate::sizer::{OutsideTargets, PoolPeriod, SizerConfig, SizerKind, SizerState, TargetSizer};
 use crate::stage::StageDyn;
@@ -52,6 +53,24 @@ pub(crate) struct Pool {
     /// The sizer's thread target; 0 under SEDA's heuristic (no target).
     target: AtomicUsize,
     sizing: Mutex<Sizing>,
+    /// Under a target sizer, each worker's slot: the stamp at which the batch it is running
+    /// began (0: none). See [`Pool::busy_ns`].
+    running: Mutex<Vec<Arc<AtomicU64>>>,
+}
+
+/// Takes a worker's slot out of [`Pool::running`] when the worker ends, however it ends.
+struct RunningSlot {
+    pool: Arc<Pool>,
+    slot: Arc<AtomicU64>,
+}
+
+impl Drop for RunningSlot {
+    fn drop(&mut self) {
+        self.pool
+            .running
+            .lock()
+            .retain(|s| !Arc::ptr_eq(s, &self.slot));
+    }
 }
 
 /// A pool's sizer and what it last measured.
@@ -105,6 +124,7 @@ impl Pool {
             controller: Mutex::new(ThreadPoolController::new(config)),
             controller_enabled,
             handles: Mutex::new(Vec::new()),
+            running: Mutex::new(Vec::new()),
         })
     }
 
@@ -237,9 +257,27 @@ impl Pool {
         self.stages.lock().iter().map(|s| s.completed()).sum()
     }
 
-    /// Nanoseconds the pool's handlers have run, summed over threads (monotonic).
+    /// Nanoseconds the pool's handlers have run up to now, summed over threads: what the
+    /// stages credited for finished batches, and the batches running now for as long as they
+    /// have run. A stage credits a batch when it ends, and a batch of slow events (the
+    /// `pool-control` io plant's, 8 events of 20-40 ms) outlasts a 160 ms sizer period: counted
+    /// only when finished, a period's busy threads lagged its threads by those just added, the
+    /// pool never read itself saturated while it grew, and PI ran the io plant from 24 threads
+    /// to 42. (A batch that ends between the two reads is missed here and counted in the next
+    /// reading: periods still sum to the handlers' time.)
     fn busy_ns(&self) -> u64 {
-        self.stages.lock().iter().map(|s| s.busy_ns()).sum()
+        let credited: u64 = self.stages.lock().iter().map(|s| s.busy_ns()).sum();
+        let now = clock::stamp();
+        let running: u64 = self
+            .running
+            .lock()
+            .iter()
+            .map(|s| match s.load(Ordering::Relaxed) {
+                0 => 0,
+                began => clock::between(began, now).as_nanos() as u64,
+            })
+            .sum();
+        credited + running
     }
 
     /// Events admitted by the pool's stages (monotonic).
@@ -371,6 +409,15 @@ impl Pool {
 
     fn work(self: Arc<Self>) {
         ON_WORKER.with(|w| w.set(true));
+        // Only a target sizer reads the running batches (SEDA's heuristic does not).
+        let running = (self.target.load(Ordering::Relaxed) > 0).then(|| {
+            let slot = Arc::new(AtomicU64::new(0));
+            self.running.lock().push(slot.clone());
+            RunningSlot {
+                pool: self.clone(),
+                slot,
+            }
+        });
         let mut version = u64::MAX;
         let mut stages: Arc<Vec<Arc<dyn StageDyn>>> = Arc::new(Vec::new());
         let mut turn = 0usize;
@@ -390,7 +437,13 @@ impl Pool {
             let count = stages.len();
             let mut worked = false;
             for i in 0..count {
+                if let Some(r) = &running {
+                    r.slot.store(clock::stamp().max(1), Ordering::Relaxed);
+                }
                 worked |= stages[(turn + i) % count].run_batch();
+                if let Some(r) = &running {
+                    r.slot.store(0, Ordering::Relaxed);
+                }
             }
             turn = turn.wrapping_add(1);
             if worked || self.spin_for_work(&stages) {

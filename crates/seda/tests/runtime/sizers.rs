@@ -156,6 +156,44 @@ fn a_fixed_pool_keeps_its_size_under_load() {
     assert_eq!(rt.stats().stages[0].threads_target, Some(3));
 }
 
+/// A batch of slow events outlasts a sizer's period: its handler time counts in each period it
+/// runs through, not all in the one it ends in. Credited only when a batch ended, a period's
+/// busy threads read 0.0, 9.5 and 3.2 in turn for 4 threads always busy, and a pool that had
+/// just grown never read itself saturated.
+#[test]
+fn busy_threads_count_batches_still_running() {
+    let rt = runtime();
+    let sizer = SizerConfig {
+        period_ms: Some(100),
+        ..SizerConfig::new(SizerKind::Fixed)
+    };
+    let sink = rt
+        .stage(
+            Stage::builder("io")
+                .threads(4)
+                .batch(8)
+                .sizer(sizer)
+                .handler(handler::each(|_: Req, _| {
+                    std::thread::sleep(Duration::from_millis(40))
+                })),
+        )
+        .unwrap();
+    let _load = Producer::start(sink, 100);
+    std::thread::sleep(Duration::from_millis(500));
+    let readings: Vec<f64> = (0..6)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(110));
+            pool(&rt).sizing.busy_threads.unwrap_or(0.0)
+        })
+        .collect();
+    // Every thread is busy all the time; a loaded machine stretches a period's wall time a
+    // little past the handlers' sleeps.
+    assert!(
+        readings.iter().all(|b| (3.4..=4.6).contains(b)),
+        "busy threads per period: {readings:.2?}"
+    );
+}
+
 #[test]
 fn the_self_tuning_pool_reaches_a_throughput_target_on_a_blocking_stage() {
     let rt = runtime();
