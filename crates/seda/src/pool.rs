@@ -263,8 +263,9 @@ impl Pool {
     /// `pool-control` io plant's, 8 events of 20-40 ms) outlasts a 160 ms sizer period: counted
     /// only when finished, a period's busy threads lagged its threads by those just added, the
     /// pool never read itself saturated while it grew, and PI ran the io plant from 24 threads
-    /// to 42. (A batch that ends between the two reads is missed here and counted in the next
-    /// reading: periods still sum to the handlers' time.)
+    /// to 42. (A batch that ends while this reads may count in one reading and not the next,
+    /// which moves up to a batch's time between two periods; they still sum to the handlers'
+    /// time.)
     fn busy_ns(&self) -> u64 {
         let credited: u64 = self.stages.lock().iter().map(|s| s.busy_ns()).sum();
         let now = clock::stamp();

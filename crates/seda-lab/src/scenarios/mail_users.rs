@@ -359,13 +359,17 @@ fn checks(variants: &[Variant], plan: &Plan) -> Vec<Check> {
         .iter()
         .filter_map(|&u| ours.get(u, |s| Some(s.rejected_fraction)).map(|r| (u, r)))
         .collect();
-    let grows = rejected.windows(2).all(|w| w[1].1 >= w[0].1 - 0.05)
-        && rejected
-            .first()
-            .zip(rejected.last())
-            .is_some_and(|(a, b)| b.1 >= a.1 + 0.2);
+    // Each overloaded point against the light load, not one overloaded point against the next:
+    // refused clients wait the `Retry-After` they are sent, which grows while refusals
+    // outnumber admissions, so past saturation the requests at the door do not grow with the
+    // users. In three quick runs 128 users were refused 0.33-0.47 of their requests and 1024
+    // users 0.41-0.54; the run that refused 1024 users least (0.406 against 0.474 at 128)
+    // served the most, 0.939 x capacity.
+    let grows = rejected
+        .split_first()
+        .is_some_and(|(light, rest)| !rest.is_empty() && rest.iter().all(|r| r.1 >= light.1 + 0.2));
     out.push(Check::new(
-        "with control, the rejected fraction grows with the load (no fall over 0.05 between points, +0.2 overall)",
+        "with control, the overloaded points are refused more than the light load (each by +0.2)",
         grows,
         rejected
             .iter()
