@@ -74,7 +74,7 @@ pub fn median(xs: &[f64]) -> Option<f64> {
 /// `figure`'s spread over `values`, one per run, leaving out the runs `loaded` marks. A loaded
 /// run's figures are kept in `values` but do not count: in one `controllers` repeat, the run
 /// whose server got 71% of its core read ours at 0.768 x capacity against 0.970 and 0.983 in
-/// the quiet runs, and made a 2% spread read 21%.
+/// the quiet runs, and made a spread under 1% read 21%.
 pub fn spread(figure: &str, values: Vec<Option<f64>>, loaded: &[bool]) -> Spread {
     let is_loaded = |i: usize| loaded.get(i).copied().unwrap_or(false);
     let quiet: Vec<Option<f64>> = (0..values.len())
@@ -129,7 +129,7 @@ pub fn table(spreads: &[Spread]) -> String {
             r.spread
                 .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
             match r.values.iter().filter(|v| v.is_none()).count() {
-                _ if r.median.is_none() => "  no quiet run".to_string(),
+                _ if r.left_out.len() == r.values.len() => "  no quiet run".to_string(),
                 0 if r.flagged => format!("  > +-{:.0}%", MAX_SPREAD * 100.0),
                 0 => String::new(),
                 n => format!("  missing in {n} run(s)"),
