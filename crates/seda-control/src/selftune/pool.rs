@@ -1090,9 +1090,9 @@ mod tests {
     /// busy (waiting for a channel counts), each reading off by 1%, asked for 0.8 x its peak
     /// and then for twice it. Past 24 threads an addition leaves the capacity flat; judged
     /// only against a fall past the noise, every such addition was kept, and P's last 20
-    /// periods averaged 40.5 threads on the first seed. Now, over 20 seeds, the median holds at most 1.1 x
-    /// 24 threads and none more than 1.25 x (an addition from 23 threads to 27 that reads
-    /// within the noise of scaling is kept, and half of the next is undone: 29).
+    /// periods averaged 40.5 threads on the first seed. Now, over 20 seeds, the median holds
+    /// at most 1.1 x 24 threads and none more than 1.25 x (an addition from 23 threads to 27
+    /// that reads within the noise of scaling is kept, and half of the next is undone: 29).
     #[test]
     fn no_law_runs_past_a_plateau_its_capacity_shows() {
         for law in Law::ALL {
