@@ -259,13 +259,16 @@ impl Pool {
 
     /// Nanoseconds the pool's handlers have run up to now, summed over threads: what the
     /// stages credited for finished batches, and the batches running now for as long as they
-    /// have run. A stage credits a batch when it ends, and a batch of slow events (the
-    /// `pool-control` io plant's, 8 events of 20-40 ms) outlasts a 160 ms sizer period: counted
-    /// only when finished, a period's busy threads lagged its threads by those just added, the
-    /// pool never read itself saturated while it grew, and PI ran the io plant from 24 threads
-    /// to 42. (A batch that ends while this reads may count in one reading and not the next,
-    /// which moves up to a batch's time between two periods; they still sum to the handlers'
-    /// time.)
+    /// have run. A stage credits a batch when it ends, so a batch that outlasts a sizer's
+    /// period (8 events of 40 ms against 100 ms in `busy_threads_count_batches_still_running`)
+    /// made its periods read 0, 9.5 and 3.2 busy threads for 4 always busy. In `pool-control`'s
+    /// quick form (one 20-40 ms event per batch, 160 ms periods), while PI grew the io plant's
+    /// pool by 4 threads a period its busy threads read 4 under its threads each period, the
+    /// pool never read itself saturated, and it ran to 42 threads where 24 suffice; counting
+    /// the running batches, three runs held 24.25-25 threads. Crediting alone accounts for at
+    /// most one event per new thread there, so the rest of that lag is not explained. (A batch
+    /// that ends while this reads may count in one reading and not the next, which moves up to
+    /// a batch's time between two periods; they still sum to the handlers' time.)
     fn busy_ns(&self) -> u64 {
         let credited: u64 = self.stages.lock().iter().map(|s| s.busy_ns()).sum();
         let now = clock::stamp();
