@@ -418,7 +418,11 @@ impl SelfTuningPool {
             // or up in proportion) lie two margins apart: on the PostgreSQL plant
             // (8% noise) one thread added to 8 read flat by chance, and the pool held 8 threads
             // through a phase that asked for twice what they served (0.71 of the best fixed).
-            let decidable = self.capacity_noise_var.is_some() && proportional >= 2.0 * margin;
+            // Nor is one thread judged: the period after it is added carries its start, and in
+            // one CI run one thread added to 19 on the io plant read half its gain, and PD held
+            // 19 threads through the last phase (0.79 of the best fixed pool).
+            let decidable =
+                dn >= 2 && self.capacity_noise_var.is_some() && proportional >= 2.0 * margin;
             if dn > 0 && decidable && m > -margin && m < SCALING_SHARE * proportional - margin {
                 let paid = (dn as f64 * (m / proportional).max(0.0)).floor() as usize;
                 let c = (n0 + paid).max(threads - half as usize);
