@@ -77,9 +77,11 @@ pub fn median(xs: &[f64]) -> Option<f64> {
 /// the quiet runs, and made a spread under 1% read 21%.
 pub fn spread(figure: &str, values: Vec<Option<f64>>, loaded: &[bool]) -> Spread {
     let is_loaded = |i: usize| loaded.get(i).copied().unwrap_or(false);
-    let quiet: Vec<Option<f64>> = (0..values.len())
-        .filter(|&i| !is_loaded(i))
-        .map(|i| values[i])
+    let quiet: Vec<Option<f64>> = values
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !is_loaded(*i))
+        .map(|(_, v)| *v)
         .collect();
     let have: Vec<f64> = quiet.iter().flatten().copied().collect();
     let median = median(&have);

@@ -423,7 +423,7 @@ impl SelfTuningPool {
             // 19 threads through the last phase (0.79 of the best fixed pool).
             let decidable =
                 dn >= 2 && self.capacity_noise_var.is_some() && proportional >= 2.0 * margin;
-            if dn > 0 && decidable && m > -margin && m < SCALING_SHARE * proportional - margin {
+            if decidable && m > -margin && m < SCALING_SHARE * proportional - margin {
                 let paid = (dn as f64 * (m / proportional).max(0.0)).floor() as usize;
                 let c = (n0 + paid).max(threads - half as usize);
                 plateau_ceiling = Some(self.last_ceiling.map_or(c, |last| c.min(last)));
