@@ -10,6 +10,15 @@
 //! machine none of these happen whatever the server does, so a real failure there stays a
 //! failure; on a loaded one the verdict is "loaded: inconclusive" rather than a wrong pass or
 //! fail.
+//!
+//! One more piece of evidence comes from a scenario rather than the watch: readings of the
+//! same saturated server's work per CPU-second that disagree ([`disagreement`]; the mail
+//! service's calibration reads it three times). A core can be slowed without anyone else
+//! running on it: on this machine (a virtual machine) the mail service's requests per
+//! CPU-second moved from 74 to 793 over half an hour with nothing else running, while a
+//! compute loop and a memory-latency loop pinned to the same core moved by less than 15%,
+//! and its calibrations' three populations read 133 to 209 within one calibration in the
+//! slow minutes, 504 to 546 in the fast ones.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +36,31 @@ pub const SERVER_CORE_OTHERS_SECOND: f64 = 0.6;
 pub const LOAD_CORE_OTHERS_RUN: f64 = 0.33;
 /// How late (beyond its 100 ms) a sleeper on the generator's core may wake.
 pub const LAG_MS: f64 = 250.0;
+/// How far readings of one saturated server's work per CPU-second may disagree (the highest
+/// over the lowest, less 1) before they mark the run loaded ([`disagreement`]).
+pub const READINGS_DISAGREE: f64 = 0.3;
+
+/// Why `readings` (what each reading was, and its work per CPU-second of one saturated server)
+/// mark a run loaded, or `None`: they measure the same thing, so where the highest exceeds the
+/// lowest by [`READINGS_DISAGREE`] the machine's speed moved between them. Seven quiet
+/// calibrations of the mail service read within 8-18% (below), slow minutes up to 62%.
+pub fn disagreement(what: &str, readings: &[(String, f64)]) -> Option<String> {
+    let lo = readings.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+    let hi = readings.iter().map(|r| r.1).fold(0.0, f64::max);
+    if !(lo > 0.0 && hi > lo * (1.0 + READINGS_DISAGREE)) {
+        return None;
+    }
+    let list: Vec<String> = readings
+        .iter()
+        .map(|(w, r)| format!("{w}: {r:.0}"))
+        .collect();
+    Some(format!(
+        "{what} disagreed by {:.0}% ({}; loaded from {:.0}%): the machine's speed moved",
+        (hi / lo - 1.0) * 100.0,
+        list.join(", "),
+        READINGS_DISAGREE * 100.0
+    ))
+}
 
 const TICK: Duration = Duration::from_millis(100);
 

@@ -744,6 +744,8 @@ fn working(per_s: f64) -> Result<f64> {
 pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
     let mut best: Option<(f64, f64, BTreeMap<String, u64>)> = None;
     let (mut work, mut server_cpu) = (Work::default(), 0.0);
+    // Each population's completed requests and the server's CPU meanwhile.
+    let mut readings = Vec::new();
     for users_n in CALIBRATION_POPULATIONS {
         let cfg = busy_users(
             server.addr,
@@ -761,6 +763,7 @@ pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
             Some(cpu) if cpu > 0.2 => {
                 work.add(&Work::between(before.1.as_ref(), after.1.as_ref()));
                 server_cpu += cpu;
+                readings.push((users_n, mix(&r.classes, |c| c.completed), cpu));
                 r.summary.counts.completed as f64 / cpu
             }
             _ => wall,
@@ -781,6 +784,18 @@ pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
     } else {
         0.0
     };
+    let priced = work_per_cpu_s(&readings, &work.cost_s());
+    lab.log(format!(
+        "{CALIBRATION_READINGS}: {}",
+        priced
+            .iter()
+            .map(|(w, r)| format!("{w}: {r:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if let Some(why) = crate::health::disagreement(CALIBRATION_READINGS, &priced) {
+        lab.mark_loaded(why);
+    }
     lab.log(format!(
         "capacity {c:.0} requests per CPU-second of the server on the calibration's mix \
          ({wall:.0}/s of wall time); handlers {:.0}% of its CPU",
@@ -793,6 +808,31 @@ pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
         mix,
     })
 }
+
+/// The calibration's `readings` (each population's completed requests and the server's CPU
+/// seconds meanwhile), each priced at the calibration's costs per type (`costs`) per CPU-second
+/// of the server, in handler ms: on a steady machine the three read the handlers' share of a
+/// saturated server's CPU whatever mix each completed, so where they disagree the machine's
+/// speed moved ([`crate::health::disagreement`]).
+fn work_per_cpu_s(
+    readings: &[(usize, BTreeMap<String, u64>, f64)],
+    costs: &BTreeMap<String, f64>,
+) -> Vec<(String, f64)> {
+    readings
+        .iter()
+        .map(|(users, mix, cpu)| {
+            let work: f64 = mix
+                .iter()
+                .map(|(kind, &n)| n as f64 * costs.get(kind).copied().unwrap_or(0.0))
+                .sum();
+            (format!("{users} users"), 1000.0 * work / cpu)
+        })
+        .collect()
+}
+
+/// What [`work_per_cpu_s`] measures, for the log and the reason a run counts as loaded.
+const CALIBRATION_READINGS: &str =
+    "the calibration's populations (handler ms of work per CPU-second of the server)";
 
 #[cfg(test)]
 mod tests {
@@ -827,6 +867,31 @@ mod tests {
             ..cap
         };
         assert!((cap.on_mix(&lists, &none) - 500.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_calibration_is_unsteady_when_its_populations_price_apart() {
+        let costs: BTreeMap<String, f64> =
+            [("login".to_string(), 0.004), ("list".to_string(), 0.001)].into();
+        let mix = |login: u64, list: u64| -> BTreeMap<String, u64> {
+            [("login".to_string(), login), ("list".to_string(), list)].into()
+        };
+        // Different mixes on a steady machine: 1 s of work per CPU-second each (400 of 1,000
+        // requests per CPU-second are logins in one, none in the other).
+        let steady = [(8, mix(100, 0), 0.4), (16, mix(0, 1000), 1.0)];
+        let unsteady = |r: &[(usize, BTreeMap<String, u64>, f64)]| {
+            crate::health::disagreement("populations", &work_per_cpu_s(r, &costs))
+        };
+        assert_eq!(unsteady(&steady), None);
+        // A third population whose requests took 40% more CPU: the machine slowed.
+        let slowed = [
+            steady[0].clone(),
+            steady[1].clone(),
+            (32, mix(0, 1000), 1.4),
+        ];
+        let why = unsteady(&slowed).expect("unsteady");
+        assert!(why.contains("disagreed by 40%"), "{why}");
+        assert!(why.contains("32 users: 714"), "{why}");
     }
 
     #[test]
