@@ -151,7 +151,7 @@ pub(crate) fn write(dir: &Path, info: &RunInfo<'_>, outcome: &Outcome) -> Result
                 "server_core_others_share_any_second": crate::health::SERVER_CORE_OTHERS_SECOND,
                 "load_core_others_share_run": crate::health::LOAD_CORE_OTHERS_RUN,
                 "load_core_lag_ms": crate::health::LAG_MS,
-                "readings_disagree": crate::health::READINGS_DISAGREE,
+                "speed_apart": crate::health::SPEED_APART,
             },
             "loads": info.health,
         },
@@ -219,9 +219,10 @@ fn health_section(loads: &[LoadHealth]) -> String {
          share of the servers' core (run and worst second) and of the load generator's, the \
          generator core's worst wake-up lag, and seconds with nothing completed. A load is \
          *loaded* when others took a fifth of the servers' core, 60% of it in one second, a \
-         third of the generator's, or the generator's core lagged 250 ms, or when readings of one \
-         saturated server's work per CPU-second (the mail service's calibration) disagreed by \
-         30%; the verdict is then inconclusive.\n\n| load | s | servers' CPU | others on servers' core (worst s) | others on \
+         third of the generator's, or the generator's core lagged 250 ms, or when the machine's \
+         speed moved twofold (readings of one saturated server's work per CPU-second in the mail \
+         service's calibration, or a run's speed against its calibration's); the verdict is \
+         then inconclusive.\n\n| load | s | servers' CPU | others on servers' core (worst s) | others on \
          generator's core | lag ms | s without completions | loaded |\n|---|---|---|---|---|---|---|---|\n",
     );
     for h in loads {
