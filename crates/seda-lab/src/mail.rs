@@ -671,7 +671,8 @@ pub struct RunPrice {
     /// Capacity in requests per second of the served mix.
     pub capacity_per_s: f64,
     calibration_per_s: f64,
-    /// The machine's speed in the run against the calibration's ([`RunPrice::speed`]).
+    /// The machine's speed in the run against the calibration's (see
+    /// [`mark_if_machine_moved`](Self::mark_if_machine_moved)).
     speed: Option<f64>,
     served: BTreeMap<String, u64>,
     costs: BTreeMap<String, f64>,
@@ -714,9 +715,7 @@ impl RunPrice {
             .with("cost_s_per_type", &self.costs)
             .with("handler_cpu_s", &self.handler_cpu_s)
     }
-}
 
-impl RunPrice {
     /// Marks the run `what` loaded when the machine ran its requests at under
     /// 1 / [`SPEED_APART`] or over [`SPEED_APART`] times the calibration's speed. A scenario
     /// sizes its load and its target by the calibration (`mail-users`: 1024 users five times
