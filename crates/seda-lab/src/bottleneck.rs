@@ -156,7 +156,7 @@ fn process_runtime_seconds(pid: u32) -> Option<f64> {
 }
 
 /// CPU seconds used so far by process `pid` and its children: those still running (from
-/// `/proc/PID/task/*/children`, by the scheduler's count: [`process_runtime_seconds`]) and
+/// `/proc/PID/task/*/children`, by the scheduler's count: `process_runtime_seconds`) and
 /// those that exited and were reaped (`cutime` and `cstime`), so that the sum does not fall
 /// when a pre-forking server (Apache) retires a worker.
 pub fn process_tree_cpu_seconds(pid: u32) -> Option<f64> {

@@ -787,7 +787,7 @@ fn working(per_s: f64) -> Result<f64> {
 }
 
 /// The capacity of `server` (uncontrolled, warmed up by [`MailServer::start`]) ([`MailCapacity`]):
-/// closed users with no think time in each of [`CALIBRATION_POPULATIONS`], their completed
+/// closed users with no think time in each of `CALIBRATION_POPULATIONS`, their completed
 /// requests over the CPU time the server used meanwhile (requests per CPU-second: another
 /// process taking part of the server's core does not shrink it; the best population gives
 /// `per_s`), and over all of them the handlers' share of that CPU and each type's handler CPU

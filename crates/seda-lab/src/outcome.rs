@@ -50,7 +50,7 @@ impl Check {
 pub const CAPACITY_NOISE: f64 = 0.05;
 
 impl Check {
-    /// The claim that no goodput exceeds its capacity by more than [`CAPACITY_NOISE`]:
+    /// The claim that no goodput exceeds its capacity by more than `CAPACITY_NOISE`:
     /// `fractions` are goodput / capacity per run, by name (`None`: not measured). `how` says
     /// how the capacity was measured.
     ///

@@ -2,7 +2,7 @@
 //! (`mpm_prefork` with a fixed pool of 150 processes, as in SOSP'01) and lighttpd.
 //!
 //! Each launcher writes a complete config file into a work directory and returns a
-//! [`Command`] ready to spawn: the server runs in the foreground on `127.0.0.1:<port>`, serves
+//! [`Command`](std::process::Command) ready to spawn: the server runs in the foreground on `127.0.0.1:<port>`, serves
 //! the given document root, and writes its logs, pid file and temp files under the work
 //! directory. No system config, pid file or log is read or touched.
 //!
