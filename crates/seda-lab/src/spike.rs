@@ -148,7 +148,7 @@ pub fn run(
     );
     let price = mail::RunPrice::new(capacity, &report.classes, &work);
     let mut run = measure(&report, &samples, spike, price.capacity_per_s, control);
-    price.mark_if_machine_moved(lab, name, &run.summary);
+    price.mark_if_machine_moved(lab, name);
     run.summary = price.annotate(run.summary);
     Ok(run)
 }

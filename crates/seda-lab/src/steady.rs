@@ -92,7 +92,7 @@ pub fn run_priced(
     let (report, work) = mail::load_with_work(lab, server.admin, steady.config(server.addr)?)?;
     let price = mail::RunPrice::new(capacity, &report.classes, &work);
     let mut run = measure(&report, steady, price.capacity_per_s, control);
-    price.mark_if_machine_moved(lab, &format!("{} users", steady.users), &run.summary);
+    price.mark_if_machine_moved(lab, &format!("{} users", steady.users));
     run.summary = price.annotate(run.summary);
     Ok(run)
 }

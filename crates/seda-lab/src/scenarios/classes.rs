@@ -10,6 +10,12 @@
 //! Each class is its own load generator (two threads, both on the load core) logging in as
 //! its half of the accounts, so the per-interval rejected fraction of each class comes straight
 //! from its own report.
+//!
+//! Goodput is priced in the server's work, as in `mail-users` ([`crate::mail::RunPrice`]):
+//! each class's requests at what each request type cost over the same third (the server's
+//! stats read when the high class arrives and when it leaves). Priced by the calibration's
+//! requests per second, the high class's goodput followed the machine's speed: 0.70-0.89 x
+//! capacity in five runs, and 0.33 x in a run on a slower minute.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,8 +27,8 @@ use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, settle_time};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::mail_spike::measure_capacity;
-use crate::mail::{self, Control, MailServer};
+use super::mail_spike::measure_mail_capacity;
+use crate::mail::{self, Control, MailCapacity, MailServer, RunPrice, Work};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
 use crate::steady::{add_p90_over_target, fmt, pct, rejected_between, rejected_series};
@@ -80,10 +86,14 @@ impl Plan {
     }
 }
 
-/// What one variant measured: each class's report (times from the start of the low class).
+/// What one variant measured: each class's report (times from the start of the low class),
+/// and what the server's handlers did in the first third (`alone`) and while both classes
+/// were active (`both`).
 struct ClassRun {
     low: Report,
     high: Report,
+    alone: Work,
+    both: Work,
 }
 
 /// Starts the service with `control`, runs the low class for three thirds and the high class
@@ -110,20 +120,28 @@ fn run_variant(lab: &Lab, name: &str, control: &Control, plan: &Plan) -> Result<
         plan.both().0,
         plan.both().1
     ));
+    let stats = || crate::poll::fetch(server.admin);
     let result = match (low_cfg, high_cfg) {
         (Ok(low_cfg), Ok(high_cfg)) => std::thread::scope(|s| {
+            let start = stats();
             let low = s.spawn(|| lab.load(low_cfg));
             let high = s.spawn(|| {
                 std::thread::sleep(Duration::from_secs_f64(plan.third_s));
-                lab.load(high_cfg)
+                let on = stats();
+                let report = lab.load(high_cfg);
+                (report, on, stats())
             });
-            let join = |h: std::thread::ScopedJoinHandle<'_, Result<Report>>| {
-                h.join()
-                    .map_err(|_| anyhow!("a load generator thread panicked"))?
-            };
+            let low = low
+                .join()
+                .map_err(|_| anyhow!("a load generator thread panicked"))??;
+            let (high, on, off) = high
+                .join()
+                .map_err(|_| anyhow!("a load generator thread panicked"))?;
             Ok(ClassRun {
-                low: join(low)?,
-                high: join(high)?,
+                low,
+                high: high?,
+                alone: Work::between(start.as_ref(), on.as_ref()),
+                both: Work::between(on.as_ref(), off.as_ref()),
             })
         }),
         (Err(e), _) | (_, Err(e)) => Err(e),
@@ -148,14 +166,16 @@ impl Scenario for Classes {
             "with/high_both_active/p90_after_settle_over_target",
             "with/high_both_active/rejected_fraction",
             "with/low_both_active/rejected_fraction",
-            // In units of the calibrated capacity: per second it followed the machine's speed
-            // (408-564 requests/s, spread 23%, in five runs).
+            // In units of the capacity on the class's mix, priced by the third's work: per
+            // second it followed the machine's speed (408-564 requests/s, spread 23%, in five
+            // runs), and so did its share of the calibration's requests per second.
             "with/high_both_active/goodput_fraction_of_capacity",
         ]
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
-        let capacity = measure_capacity(lab)?;
+        let cap = measure_mail_capacity(lab)?;
+        let capacity = cap.per_s;
         let target_s = ((USERS as f64 / capacity * TARGET_FRACTION * 100.0).round() / 100.0)
             .clamp(0.05, PAPER_TARGET_S);
         let plan = Plan {
@@ -179,7 +199,7 @@ impl Scenario for Classes {
         plots(lab, &runs, &plan)?;
         let summaries: Vec<(&str, ClassesSummary)> = runs
             .iter()
-            .map(|(name, r)| (*name, summarize(r, &plan, capacity)))
+            .map(|(name, r)| (*name, summarize(r, &plan, &cap)))
             .collect();
         let summary: Map<String, Value> = summaries
             .iter()
@@ -203,6 +223,7 @@ impl Scenario for Classes {
                 "classes": "from the session: accounts 1-50 low (users.class 0), 51-100 high (1)",
                 "corpus_users": mail::CORPUS_USERS,
                 "slowdown": mail::SLOWDOWN,
+                "capacity": cap.describe(),
             }),
             data: Value::Object(
                 runs.iter()
@@ -217,7 +238,21 @@ impl Scenario for Classes {
                     })
                     .collect(),
             ),
-            checks: checks(&summaries),
+            checks: {
+                let mut c = checks(&summaries);
+                // Both classes together while both are active: one server's work.
+                let both = |s: &ClassesSummary| {
+                    s.low_both_active
+                        .goodput_fraction_of_capacity
+                        .zip(s.high_both_active.goodput_fraction_of_capacity)
+                        .map(|(l, h)| l + h)
+                };
+                c.push(Check::within_capacity(
+                    summaries.iter().map(|(n, s)| (*n, both(s))),
+                    mail::HOW,
+                ));
+                c
+            },
             report: report(&summaries, &plan, capacity),
             summary,
         })
@@ -228,6 +263,7 @@ impl Scenario for Classes {
 #[derive(Debug, Clone, Serialize)]
 struct ClassesSummary {
     target_s: f64,
+    /// The calibration's requests per CPU-second (each class's figures carry their own price).
     capacity_per_s: f64,
     /// While both are active: the low class's clock starts with the run, the high class's
     /// when it arrives.
@@ -237,8 +273,14 @@ struct ClassesSummary {
 }
 
 /// One class's figures over `[from_s, to_s)` on its own clock; its goodput also as a share of
-/// the whole service's `capacity` (requests per second).
-fn class_figures(r: &Report, from_s: f64, to_s: f64, target_s: f64, capacity: f64) -> RunSummary {
+/// the whole service's capacity on its mix, `price`d by the server's work over that span.
+fn class_figures(
+    r: &Report,
+    from_s: f64,
+    to_s: f64,
+    target_s: f64,
+    price: &RunPrice,
+) -> RunSummary {
     let (mut good, mut completed, mut secs) = (0, 0, 0.0);
     for i in r
         .series
@@ -254,7 +296,7 @@ fn class_figures(r: &Report, from_s: f64, to_s: f64, target_s: f64, capacity: f6
         p90_admitted_s: r.latency_between(from_s, to_s).map(|l| l.p90_ms / 1000.0),
         ..RunSummary::new(target_s)
     };
-    summary.rates(good, completed, secs, capacity);
+    summary.rates(good, completed, secs, price.capacity_per_s);
     // The simulator's settling rule, as in `mail-users` and the spikes: a class arriving at
     // once (128 logins) spikes first, as in WC03 Figure 15; the p90 after it settles is the
     // one the class lives with.
@@ -262,18 +304,22 @@ fn class_figures(r: &Report, from_s: f64, to_s: f64, target_s: f64, capacity: f6
     let after = r.latency_between((from_s + settle).min(to_s - 1.0), to_s);
     summary.settling(settle, to_s - from_s, after.map(|l| l.p90_ms / 1000.0));
     add_p90_over_target(&mut summary);
-    summary
+    price.annotate(summary)
 }
 
-fn summarize(r: &ClassRun, plan: &Plan, capacity: f64) -> ClassesSummary {
+/// The variant's figures. The high class's requests are all in its third; the low class's
+/// mix is its whole run's (its report counts each type over the run), priced at each third's
+/// costs.
+fn summarize(r: &ClassRun, plan: &Plan, capacity: &MailCapacity) -> ClassesSummary {
     let (on, off) = plan.both();
     let t = plan.target_s;
+    let price = |report: &Report, work: &Work| RunPrice::new(capacity, &report.classes, work);
     ClassesSummary {
         target_s: t,
-        capacity_per_s: capacity,
-        low_both_active: class_figures(&r.low, on, off, t, capacity),
-        high_both_active: class_figures(&r.high, 0.0, off - on, t, capacity),
-        low_alone_before: class_figures(&r.low, 0.0, on, t, capacity),
+        capacity_per_s: capacity.per_s,
+        low_both_active: class_figures(&r.low, on, off, t, &price(&r.low, &r.both)),
+        high_both_active: class_figures(&r.high, 0.0, off - on, t, &price(&r.high, &r.both)),
+        low_alone_before: class_figures(&r.low, 0.0, on, t, &price(&r.low, &r.alone)),
     }
 }
 
@@ -366,7 +412,9 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
     let t = plan.target_s;
     let mut s = format!(
         "**Scale-down.** The service runs {}x slower than this machine (`seda serve mail \
-         --slowdown {}`); its measured capacity is {capacity:.0} requests/s. WC03 ran 128 low and \
+         --slowdown {}`); its measured capacity is {capacity:.0} requests per CPU-second on the \
+         calibration's mix, and each class's goodput is priced on the mix it served ({}). WC03 \
+         ran 128 low and \
          128 high users with a 10 s target for each class, the high class active from 100 s to \
          200 s. Here: 128 users per class, target {t} s for each (128 / capacity), \
          think time {:.1} ms and wait after a rejection {:.2} s (shrunk with the target), the \
@@ -378,6 +426,7 @@ fn report(summaries: &Summaries<'_>, plan: &Plan, capacity: f64) -> String {
          100 of the corpus are of class 1, and a session carries its user's class.\n\n",
         mail::SLOWDOWN,
         mail::SLOWDOWN,
+        mail::HOW,
         20.0 * plan.time_scale(),
         5.0 * plan.time_scale(),
         plan.both().0,

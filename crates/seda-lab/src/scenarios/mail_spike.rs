@@ -40,13 +40,6 @@ pub fn calibrated(lab: &Lab, capacity: f64) -> Spike {
     }
 }
 
-/// Measures the capacity on a fresh, uncontrolled server, in requests per second of the
-/// calibration's own mix (compare goodput with [`measure_mail_capacity`] instead: it prices
-/// the mix a run served).
-pub fn measure_capacity(lab: &Lab) -> Result<f64> {
-    Ok(measure_mail_capacity(lab)?.per_s)
-}
-
 /// Measures the capacity and each request type's cost on a fresh, uncontrolled server.
 pub fn measure_mail_capacity(lab: &Lab) -> Result<mail::MailCapacity> {
     let server = MailServer::start(lab, "calibrate", &Control::None)?;

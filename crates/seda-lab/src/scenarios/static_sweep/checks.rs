@@ -116,25 +116,27 @@ pub(crate) fn checks(points: &[Point], plan: &Plan, quick: bool) -> Vec<Check> {
         ));
     }
     if let (Some(o), Some(x)) = (at(points, "seda", n), at(points, "nginx", n)) {
-        // Per CPU-second each server got: on a shared machine another program can take the
-        // core from one server's point and not the other's, which raw req/s would count
-        // against the server.
-        let ratio = o.throughput_per_cpu_s() / x.throughput_per_cpu_s();
+        // In requests per second, the paper's measure. Another program taking a server's core
+        // makes the run inconclusive (the watch, `crate::health`), which is what comparing per
+        // CPU-second each server got had guarded against; per CPU-second also counted against
+        // the busier server whenever the load generator, not the servers, set the pace (a CI
+        // debug run: nginx on 50% of its core, ours on 95%, 0.49 x per CPU-second and 0.92 x
+        // in requests per second).
+        let ratio = o.throughput_per_s / x.throughput_per_s;
         out.push(Check::new(
             format!(
                 "Haboob's throughput holds up against an event-driven server at {n} clients \
-                 (paper: 201 vs Flash's 173 Mbit/s; here >= 0.5 x nginx, per CPU-second each \
-                 server got)"
+                 (paper: 201 vs Flash's 173 Mbit/s; here >= 0.5 x nginx's requests per second)"
             ),
             ratio >= 0.5,
             format!(
                 "ours {:.0} req/s on {:.0}% of a core, nginx {:.0} req/s on {:.0}%: {ratio:.2} x \
-                 per CPU-second ({:.2} x in req/s)",
+                 ({:.2} x per CPU-second each server got)",
                 o.throughput_per_s,
                 o.server_cpu * 100.0,
                 x.throughput_per_s,
                 x.server_cpu * 100.0,
-                o.throughput_per_s / x.throughput_per_s
+                o.throughput_per_cpu_s() / x.throughput_per_cpu_s()
             ),
         ));
     }
@@ -224,15 +226,28 @@ mod tests {
     }
 
     #[test]
-    fn throughput_is_compared_per_cpu_second_the_server_got() {
-        // Another program took most of our core during our point: 600 req/s on 30% of a core
-        // is 2000 per CPU-second against nginx's 1667.
-        let mut ours = point("seda", 1024, 600.0, 0.2, 0.999);
-        ours.server_cpu = 0.3;
-        let points = vec![ours, point("nginx", 1024, 1500.0, 0.3, 0.999)];
+    fn throughput_is_compared_in_requests_per_second() {
+        // The load generator set the pace: nginx answered 1,500 req/s on 30% of its core, ours
+        // 1,400 on 90%. Ours holds up (0.93 x), though it is 0.31 x per CPU-second.
+        let ours = point("seda", 1024, 1400.0, 0.2, 0.999);
+        let mut nginx = point("nginx", 1024, 1500.0, 0.3, 0.999);
+        nginx.server_cpu = 0.3;
+        let points = vec![ours, nginx];
         let c = checks(&points, &plan(), true);
         let tput = c.iter().find(|c| c.claim.contains("throughput")).unwrap();
         assert!(tput.passed, "{tput:?}");
+        assert!(
+            tput.detail.contains("0.93 x (0.31 x per CPU-second"),
+            "{tput:?}"
+        );
+        // Under half nginx's requests per second fails.
+        let points = vec![
+            point("seda", 1024, 700.0, 0.2, 0.999),
+            point("nginx", 1024, 1500.0, 0.3, 0.999),
+        ];
+        let c = checks(&points, &plan(), true);
+        let tput = c.iter().find(|c| c.claim.contains("throughput")).unwrap();
+        assert!(!tput.passed, "{tput:?}");
     }
 
     #[test]
