@@ -16,7 +16,7 @@
 //! reads it three times), or a run whose requests cost far more or less CPU than the
 //! calibration's ([`SPEED_APART`]). A core can be slowed without anyone else
 //! running on it: on this machine (a virtual machine) the mail service's requests per
-//! CPU-second moved from 74 to 793 over half an hour with nothing else running, while a
+//! CPU-second moved from 75 to 793 over half an hour with nothing else running, while a
 //! compute loop and a memory-latency loop pinned to the same core moved by less than 15%,
 //! and its calibrations' three populations read 133 to 209 within one calibration in the
 //! slow minutes, 504 to 546 in the fast ones.
