@@ -54,16 +54,21 @@ pub fn disagreement(what: &str, readings: &[(String, f64)]) -> Option<String> {
     if !(lo > 0.0 && hi > lo * SPEED_APART) {
         return None;
     }
-    let list: Vec<String> = readings
-        .iter()
-        .map(|(w, r)| format!("{w}: {r:.0}"))
-        .collect();
     Some(format!(
         "{what} were {:.1} x apart ({}; loaded from {SPEED_APART:.0} x): the machine's speed \
          moved",
         hi / lo,
-        list.join(", "),
+        listed(readings),
     ))
+}
+
+/// `readings` as `what: value, ...`, for logs and reasons.
+pub fn listed(readings: &[(String, f64)]) -> String {
+    readings
+        .iter()
+        .map(|(w, r)| format!("{w}: {r:.0}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 const TICK: Duration = Duration::from_millis(100);

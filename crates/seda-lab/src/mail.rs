@@ -835,11 +835,7 @@ pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
     let priced = work_per_cpu_s(&readings, &work.cost_s());
     lab.log(format!(
         "{CALIBRATION_READINGS}: {}",
-        priced
-            .iter()
-            .map(|(w, r)| format!("{w}: {r:.0}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::health::listed(&priced)
     ));
     if let Some(why) = crate::health::disagreement(CALIBRATION_READINGS, &priced) {
         lab.mark_loaded(why);

@@ -238,21 +238,7 @@ impl Scenario for Classes {
                     })
                     .collect(),
             ),
-            checks: {
-                let mut c = checks(&summaries);
-                // Both classes together while both are active: one server's work.
-                let both = |s: &ClassesSummary| {
-                    s.low_both_active
-                        .goodput_fraction_of_capacity
-                        .zip(s.high_both_active.goodput_fraction_of_capacity)
-                        .map(|(l, h)| l + h)
-                };
-                c.push(Check::within_capacity(
-                    summaries.iter().map(|(n, s)| (*n, both(s))),
-                    mail::HOW,
-                ));
-                c
-            },
+            checks: checks(&summaries),
             report: report(&summaries, &plan, capacity),
             summary,
         })
@@ -344,6 +330,13 @@ fn checks(summaries: &Summaries<'_>) -> Vec<Check> {
     let target = variant(summaries, "with").map(|s| s.target_s);
     let high = variant(summaries, "with").map(|s| &s.high_both_active);
     let p_high = high.and_then(|h| h.p90_admitted_after_settle_s);
+    // Both classes together while both are active: one server's work.
+    let together = |s: &ClassesSummary| {
+        s.low_both_active
+            .goodput_fraction_of_capacity
+            .zip(s.high_both_active.goodput_fraction_of_capacity)
+            .map(|(l, h)| l + h)
+    };
     let settle = high.and_then(|h| h.settle_time_s);
     let settled = high.and_then(|h| h.settled).unwrap_or(false);
     vec![
@@ -378,6 +371,7 @@ fn checks(summaries: &Summaries<'_>) -> Vec<Check> {
             lo0.zip(hi0).is_some_and(|(l, h)| (l - h).abs() <= 0.1),
             format!("without: low {}, high {}", pct(lo0), pct(hi0)),
         ),
+        Check::within_capacity(summaries.iter().map(|(n, s)| (*n, together(s))), mail::HOW),
     ]
 }
 
