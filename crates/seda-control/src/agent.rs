@@ -93,12 +93,20 @@ impl Default for AgentPolicy {
 }
 
 impl AgentPolicy {
-    /// The reply for a poll, given the cumulative counts. A window with no traffic keeps the
+    /// The reply for a poll, given the cumulative counts. The first poll only starts the
+    /// first window and answers the configured weight. A window with no traffic keeps the
     /// previous weight (an idle replica is not a slow one), except after a drain, when the
     /// replica asks for [`probe_weight_pct`](Self::probe_weight_pct) to show whether it has
     /// recovered; one with fewer than [`min_arrivals`](Self::min_arrivals) keeps it too.
     pub fn reply(&mut self, now: AgentSample) -> String {
-        let before = self.last.unwrap_or_default();
+        let Some(before) = self.last else {
+            // The first poll starts the first window: what the replica did before a balancer
+            // asked (an earlier balancer's traffic, a slowdown since lifted) is no window of
+            // this one's. Judging it made a replica the lab's `cluster` had slowed in an
+            // earlier run start the next at 1% of its weight.
+            self.last = Some(now);
+            return self.format(now.limit);
+        };
         let delta = |a: u64, b: u64| a.saturating_sub(b);
         let arrived = delta(now.admitted, before.admitted) + delta(now.rejected, before.rejected);
         let probe = self.probe_weight_pct.clamp(1, 100);
@@ -130,12 +138,17 @@ impl AgentPolicy {
                 self.weight_pct = probe;
             }
         }
+        self.format(now.limit)
+    }
+
+    /// The reply line for the current weight and the controller's concurrency limit.
+    fn format(&self, limit: Option<u64>) -> String {
         let state = if self.weight_pct == 0 {
             "drain".to_string()
         } else {
             format!("ready,{}%", self.weight_pct)
         };
-        match now.limit {
+        match limit {
             Some(n) => format!("{state},maxconn:{}\n", n.max(1)),
             None => format!("{state}\n"),
         }
@@ -238,11 +251,23 @@ mod tests {
     #[test]
     fn counters_that_go_backwards_do_not_underflow() {
         let mut p = AgentPolicy::default();
+        p.reply(sample(0, 0, 0));
         p.reply(sample(100, 100, 100));
         let back = AgentSample {
             limit: Some(0),
             ..sample(10, 10, 10)
         };
         assert_eq!(p.reply(back), "ready,50%,maxconn:1\n");
+    }
+
+    #[test]
+    fn what_the_replica_did_before_the_first_poll_is_not_judged() {
+        let mut p = AgentPolicy::default();
+        // A replica that served a tenth of its requests before any balancer asked (slowed in
+        // an earlier run) starts at its full weight...
+        assert_eq!(p.reply(sample(900, 100, 100)), "ready,100%\n");
+        // ...and is judged from then on.
+        assert_eq!(p.reply(sample(1000, 100, 200)), "ready,100%\n");
+        assert_eq!(p.reply(sample(1100, 100, 250)), "ready,50%\n");
     }
 }
