@@ -683,14 +683,10 @@ pub struct RunPrice {
 }
 
 impl RunPrice {
-    /// Prices the requests `classes` completed within the target by `work`, the server's
+    /// Prices `served`, the requests of each type completed within the target over the span
+    /// the run's goodput counts ([`Report::good_by_class_between`]), by `work`, the server's
     /// handler CPU over the run.
-    pub fn new(
-        capacity: &MailCapacity,
-        classes: &[seda_load::record::ClassStats],
-        work: &Work,
-    ) -> RunPrice {
-        let served = mix(classes, |c| c.good);
+    pub fn new(capacity: &MailCapacity, served: BTreeMap<String, u64>, work: &Work) -> RunPrice {
         let costs = work.cost_s();
         RunPrice {
             capacity_per_s: capacity.on_mix(&served, &costs),

@@ -101,7 +101,7 @@ pub const FIGURE_7_STAGE: &str = "mail.list_folders";
 
 /// Starts the service with `control` (behind `front` if given: a function that puts a proxy
 /// in front of the server and returns the address to load), runs `spike` against it, and
-/// measures; goodput is compared with `capacity` on the mix of requests the run completed
+/// measures; goodput is compared with `capacity` on the mix of requests the spike completed
 /// within the target, each type priced at its handler CPU over the run
 /// ([`MailCapacity::on_mix`]).
 pub fn run(
@@ -146,7 +146,9 @@ pub fn run(
         samples.first().map(|s| &s.stats),
         samples.last().map(|s| &s.stats),
     );
-    let price = mail::RunPrice::new(capacity, &report.classes, &work);
+    // The spike's own mix: control turns some types away more than others while it lasts.
+    let served = report.good_by_class_between(spike.onset_s() - 1e-6, spike.end_s() - 1e-6);
+    let price = mail::RunPrice::new(capacity, served, &work);
     let mut run = measure(&report, &samples, spike, price.capacity_per_s, control);
     price.mark_if_machine_moved(lab, name);
     run.summary = price.annotate(run.summary);
@@ -320,6 +322,7 @@ mod tests {
             level: 0.0,
             active: 0,
             aimd_window: None,
+            good_by_class: Vec::new(),
         }
     }
 

@@ -293,19 +293,21 @@ fn class_figures(
     price.annotate(summary)
 }
 
-/// The variant's figures. The high class's requests are all in its third; the low class's
-/// mix is its whole run's (its report counts each type over the run), priced at each third's
-/// costs.
+/// The variant's figures, each class's goodput priced on the mix it served in the third it
+/// counts, at that third's costs.
 fn summarize(r: &ClassRun, plan: &Plan, capacity: &MailCapacity) -> ClassesSummary {
     let (on, off) = plan.both();
     let t = plan.target_s;
-    let price = |report: &Report, work: &Work| RunPrice::new(capacity, &report.classes, work);
+    let figures = |report: &Report, from: f64, to: f64, work: &Work| {
+        let served = report.good_by_class_between(from - 1e-6, to - 1e-6);
+        class_figures(report, from, to, t, &RunPrice::new(capacity, served, work))
+    };
     ClassesSummary {
         target_s: t,
         capacity_per_s: capacity.per_s,
-        low_both_active: class_figures(&r.low, on, off, t, &price(&r.low, &r.both)),
-        high_both_active: class_figures(&r.high, 0.0, off - on, t, &price(&r.high, &r.both)),
-        low_alone_before: class_figures(&r.low, 0.0, on, t, &price(&r.low, &r.alone)),
+        low_both_active: figures(&r.low, on, off, &r.both),
+        high_both_active: figures(&r.high, 0.0, off - on, &r.both),
+        low_alone_before: figures(&r.low, 0.0, on, &r.alone),
     }
 }
 

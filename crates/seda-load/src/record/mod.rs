@@ -96,6 +96,8 @@ pub(crate) struct Recorder {
     current_start: Duration,
     series: Vec<IntervalStats>,
     classes: Vec<(String, Window)>,
+    /// Completed within the target per class in the current interval.
+    current_good_by_class: Vec<u64>,
     clients: Vec<ClientStats>,
     statuses: BTreeMap<u16, u64>,
     error_kinds: BTreeMap<&'static str, u64>,
@@ -115,6 +117,7 @@ pub(crate) struct Recorder {
 impl Recorder {
     pub(crate) fn new(classes: Vec<String>, goodput_target: Duration) -> Recorder {
         Recorder {
+            current_good_by_class: vec![0; classes.len()],
             good_us: goodput_target.as_micros().min(u128::from(u64::MAX)) as u64,
             total: Window::new(),
             current: Window::new(),
@@ -178,6 +181,12 @@ impl Recorder {
         if let Some((_, w)) = self.classes.get_mut(class) {
             w.done(outcome, us, good);
         }
+        if matches!(outcome, Outcome::Response { status, .. } if status < 500)
+            && us <= good
+            && let Some(n) = self.current_good_by_class.get_mut(class)
+        {
+            *n += 1;
+        }
         self.in_flight = self.in_flight.saturating_sub(1);
         match outcome {
             Outcome::Response { status, .. } => {
@@ -229,6 +238,10 @@ impl Recorder {
             level: self.level,
             active: self.active,
             aimd_window: self.aimd_window,
+            good_by_class: std::mem::replace(
+                &mut self.current_good_by_class,
+                vec![0; self.classes.len()],
+            ),
         });
         self.current_start = now;
         self.series.last().expect("just pushed")
@@ -379,5 +392,36 @@ mod tests {
         assert_eq!(rep.completed_within_between(0.0, 1.0, ms(25)), 2);
         assert_eq!(rep.completed_within_between(0.0, 9.0, ms(25)), 3);
         assert_eq!(rep.completed_within_between(0.0, 9.0, ms(1)), 0);
+    }
+
+    #[test]
+    fn each_intervals_mix_counts_the_classes_completed_in_time() {
+        let mut r = Recorder::new(vec!["a".into(), "b".into()], Duration::from_millis(10));
+        let status = |status| Outcome::Response { status, bytes: 1 };
+        let ms = Duration::from_millis;
+        // In time, late, rejected and failed: only the first counts.
+        for (class, outcome, latency) in [
+            (0, status(200), ms(5)),
+            (0, status(200), ms(20)),
+            (1, status(503), ms(1)),
+            (1, status(500), ms(1)),
+            (1, status(303), ms(2)),
+        ] {
+            r.sent(0, class);
+            r.done(0, class, outcome, latency);
+        }
+        r.close_interval(Duration::from_secs(1));
+        r.sent(0, 1);
+        r.done(0, 1, status(200), ms(5));
+        let rep = r.report("t".into(), Duration::from_secs(2));
+        assert_eq!(rep.series[0].good_by_class, [1, 1]);
+        assert_eq!(rep.series[1].good_by_class, [0, 1]);
+        let mix = |from, to| {
+            rep.good_by_class_between(from, to)
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(mix(1.0, 2.0), [("a".to_string(), 0), ("b".to_string(), 1)]);
+        assert_eq!(mix(0.0, 2.0), [("a".to_string(), 1), ("b".to_string(), 2)]);
     }
 }

@@ -91,6 +91,10 @@ pub struct IntervalStats {
     /// The client's AIMD window at the end of the interval, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aimd_window: Option<f64>,
+    /// Completed within the target, per class, in the order of [`Report::classes`]: the mix
+    /// a span of the run served ([`Report::good_by_class_between`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub good_by_class: Vec<u64>,
 }
 
 /// The whole run.
@@ -185,6 +189,24 @@ impl Report {
             }
         }
         merged.filter(|h| !h.is_empty()).map(|h| Latency::of(&h))
+    }
+
+    /// Requests of each class completed within the target in the intervals that start in
+    /// `[from_s, to_s)`: the mix a span of the run served (a spike's, say, where admission
+    /// control turned some types away more than others).
+    pub fn good_by_class_between(&self, from_s: f64, to_s: f64) -> BTreeMap<String, u64> {
+        let mut out: BTreeMap<String, u64> =
+            self.classes.iter().map(|c| (c.name.clone(), 0)).collect();
+        for i in self
+            .series
+            .iter()
+            .filter(|i| i.t_s >= from_s && i.t_s < to_s)
+        {
+            for (class, n) in self.classes.iter().zip(&i.good_by_class) {
+                *out.entry(class.name.clone()).or_default() += n;
+            }
+        }
+        out
     }
 
     /// Requests completed within `limit` in the intervals that start in `[from_s, to_s)` (to
