@@ -199,7 +199,7 @@ impl Scenario for Classes {
         plots(lab, &runs, &plan)?;
         let summaries: Vec<(&str, ClassesSummary)> = runs
             .iter()
-            .map(|(name, r)| (*name, summarize(r, &plan, &cap)))
+            .map(|(name, r)| (*name, summarize(lab, name, r, &plan, &cap)))
             .collect();
         let summary: Map<String, Value> = summaries
             .iter()
@@ -293,21 +293,30 @@ fn class_figures(
     price.annotate(summary)
 }
 
-/// The variant's figures, each class's goodput priced on the mix it served in the third it
-/// counts, at that third's costs.
-fn summarize(r: &ClassRun, plan: &Plan, capacity: &MailCapacity) -> ClassesSummary {
+/// The variant `name`'s figures, each class's goodput priced on the mix it served in the
+/// third it counts, at that third's costs; a third whose requests ran at another speed than
+/// the calibration's marks the run loaded ([`RunPrice::mark_if_machine_moved`]).
+fn summarize(
+    lab: &Lab,
+    name: &str,
+    r: &ClassRun,
+    plan: &Plan,
+    capacity: &MailCapacity,
+) -> ClassesSummary {
     let (on, off) = plan.both();
     let t = plan.target_s;
-    let figures = |report: &Report, from: f64, to: f64, work: &Work| {
+    let figures = |what: &str, report: &Report, from: f64, to: f64, work: &Work| {
         let served = report.good_by_class_between(from - 1e-6, to - 1e-6);
-        class_figures(report, from, to, t, &RunPrice::new(capacity, served, work))
+        let price = RunPrice::new(capacity, served, work);
+        price.mark_if_machine_moved(lab, &format!("{name}, {what}"));
+        class_figures(report, from, to, t, &price)
     };
     ClassesSummary {
         target_s: t,
         capacity_per_s: capacity.per_s,
-        low_both_active: figures(&r.low, on, off, &r.both),
-        high_both_active: figures(&r.high, 0.0, off - on, &r.both),
-        low_alone_before: figures(&r.low, 0.0, on, &r.alone),
+        low_both_active: figures("low class beside high", &r.low, on, off, &r.both),
+        high_both_active: figures("high class", &r.high, 0.0, off - on, &r.both),
+        low_alone_before: figures("low class alone", &r.low, 0.0, on, &r.alone),
     }
 }
 
