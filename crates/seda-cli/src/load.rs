@@ -65,9 +65,10 @@ pub struct LoadArgs {
     /// Closed model: number of users (connections).
     #[arg(short = 'c', long, default_value_t = 64)]
     users: usize,
-    /// Think time between a reply and the next request (closed and partly-open).
-    #[arg(long, value_parser = dur, default_value = "0ms")]
-    think: Duration,
+    /// Think time between a reply and the next request (closed and partly-open) [default: 0,
+    /// or 20 ms with `--workload mail`].
+    #[arg(long, value_parser = dur)]
+    think: Option<Duration>,
     /// Draw think times from an exponential distribution with mean --think.
     #[arg(long)]
     think_exp: bool,
@@ -193,10 +194,8 @@ pub struct LoadArgs {
 /// Runs `seda load`.
 pub fn run(mut args: LoadArgs) -> anyhow::Result<()> {
     if matches!(args.workload, WorkloadArg::Mail) {
-        // WC03's e-mail users: 20 ms think time, and "wait 5 s, then log in again" after a 503.
-        if args.think.is_zero() {
-            args.think = seda_mail::user_model::THINK_TIME;
-        }
+        // WC03's e-mail users: "wait 5 s, then log in again" after a 503 (and 20 ms think
+        // time, in `build`).
         args.backoff
             .get_or_insert(seda_mail::user_model::REJECT_BACKOFF);
     }
@@ -273,10 +272,18 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
             }
         }
     };
+    // WC03's e-mail users think 20 ms unless told otherwise; `--think 0ms` says otherwise.
+    let think = a
+        .think
+        .unwrap_or(if matches!(a.workload, WorkloadArg::Mail) {
+            seda_mail::user_model::THINK_TIME
+        } else {
+            Duration::ZERO
+        });
     let model = match a.model {
         ModelArg::Closed => Model::Closed(Closed {
             users: a.users,
-            think: a.think,
+            think,
             think_exponential: a.think_exp,
             ramp: a.ramp,
         }),
@@ -293,13 +300,13 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
             users: a.users,
             patience_min: a.patience_min,
             patience_max: a.patience_max,
-            think: a.think,
+            think,
             max_outstanding: a.max_outstanding,
         }),
         ModelArg::PartlyOpen => Model::PartlyOpen(PartlyOpen {
             sessions_per_s: a.rate,
             stay_probability: a.stay,
-            think: a.think,
+            think,
             max_sessions: a.max_connections,
         }),
     };
@@ -355,6 +362,23 @@ mod tests {
     fn config(args: &[&str]) -> anyhow::Result<LoadConfig> {
         let cli = Cli::try_parse_from(std::iter::once("load").chain(args.iter().copied()))?;
         build(&cli.args)
+    }
+
+    #[test]
+    fn mail_users_think_20_ms_unless_told_otherwise_even_zero() {
+        let think = |extra: &[&str]| {
+            let mut args = vec!["http://127.0.0.1:1/", "--workload", "mail"];
+            args.extend_from_slice(extra);
+            match config(&args).unwrap().model {
+                Model::Closed(c) => c.think,
+                m => panic!("not closed: {m:?}"),
+            }
+        };
+        assert_eq!(think(&[]), seda_mail::user_model::THINK_TIME);
+        assert_eq!(think(&["--think", "0ms"]), Duration::ZERO);
+        assert_eq!(think(&["--think", "5ms"]), Duration::from_millis(5));
+        let other = config(&["http://127.0.0.1:1/x"]).unwrap();
+        assert!(matches!(other.model, Model::Closed(Closed { think, .. }) if think.is_zero()));
     }
 
     #[test]
