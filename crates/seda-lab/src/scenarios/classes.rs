@@ -382,7 +382,7 @@ fn checks(summaries: &Summaries<'_>) -> Vec<Check> {
             lo0.zip(hi0).is_some_and(|(l, h)| (l - h).abs() <= 0.1),
             format!("without: low {}, high {}", pct(lo0), pct(hi0)),
         ),
-        Check::within_capacity(summaries.iter().map(|(n, s)| (*n, together(s))), mail::HOW),
+        Check::within_capacity(summaries.iter().map(|(n, s)| (*n, together(s)))),
     ]
 }
 

@@ -173,7 +173,6 @@ fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
         Check::within_capacity(
             runs.iter()
                 .map(|(n, r)| (*n, r.summary.goodput_fraction_of_capacity)),
-            mail::HOW,
         ),
         // Observed: which controller leads is the experiment's finding, not a claim of the
         // papers; the report names the leader.

@@ -101,7 +101,6 @@ impl Scenario for MailSpike {
         checks.push(Check::within_capacity(
             runs.iter()
                 .map(|(n, r)| (*n, r.summary.goodput_fraction_of_capacity)),
-            mail::HOW,
         ));
         Ok(Outcome {
             paper: "WC03 Figures 7 and 10".into(),

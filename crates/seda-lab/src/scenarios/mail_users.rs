@@ -303,7 +303,6 @@ impl Scenario for MailUsers {
                             .iter()
                             .map(|(_, r)| (v.name, r.summary.goodput_fraction_of_capacity))
                     }),
-                    mail::HOW,
                 ));
                 c
             },

@@ -123,7 +123,6 @@ impl Scenario for PerStage {
                 c.push(Check::within_capacity(
                     runs.iter()
                         .map(|(n, r)| (*n, r.summary.goodput_fraction_of_capacity)),
-                    mail::HOW,
                 ));
                 c
             },

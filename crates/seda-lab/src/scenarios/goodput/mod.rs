@@ -153,7 +153,6 @@ impl Scenario for Goodput {
             points
                 .iter()
                 .map(|p| (p.variant, p.summary.goodput_fraction_of_capacity)),
-            CAPACITY_HOW,
         ));
         Ok(Outcome {
             paper: "SSM04 Figures 5, 6 and 7 (Self-Tuning)".into(),
