@@ -672,7 +672,7 @@ pub struct RunPrice {
     pub capacity_per_s: f64,
     calibration_per_s: f64,
     /// The machine's speed in the run against the calibration's (see
-    /// [`mark_if_machine_moved`](Self::mark_if_machine_moved)).
+    /// `mark_if_machine_moved`).
     speed: Option<f64>,
     served: BTreeMap<String, u64>,
     costs: BTreeMap<String, f64>,
@@ -685,10 +685,17 @@ pub struct RunPrice {
 impl RunPrice {
     /// Prices `served`, the requests of each type completed within the target over the span
     /// the run's goodput counts ([`Report::good_by_class_between`]), by `work`, the server's
-    /// handler CPU over the run.
-    pub fn new(capacity: &MailCapacity, served: BTreeMap<String, u64>, work: &Work) -> RunPrice {
+    /// handler CPU over the run, and marks the run `what` loaded where the machine's speed
+    /// moved (`mark_if_machine_moved`).
+    pub fn new(
+        lab: &Lab,
+        what: &str,
+        capacity: &MailCapacity,
+        served: BTreeMap<String, u64>,
+        work: &Work,
+    ) -> RunPrice {
         let costs = work.cost_s();
-        RunPrice {
+        let price = RunPrice {
             capacity_per_s: capacity.on_mix(&served, &costs),
             calibration_per_s: capacity.per_s,
             speed: speed(&served, &capacity.cost_s, &costs),
@@ -699,7 +706,9 @@ impl RunPrice {
                 .iter()
                 .map(|(k, w)| (k.clone(), w.cpu_s))
                 .collect(),
-        }
+        };
+        price.mark_if_machine_moved(lab, what);
+        price
     }
 
     /// `summary` with the figures behind the price.
@@ -723,7 +732,7 @@ impl RunPrice {
     /// do not show it (at 1024 users uncontrolled servers read 0.43-1.10 of their
     /// calibration's speed and controlled ones 0.56-1.00 in nine runs; in one CI run every
     /// `mail-spike` variant read 0.37-0.46).
-    pub fn mark_if_machine_moved(&self, lab: &Lab, what: &str) {
+    fn mark_if_machine_moved(&self, lab: &Lab, what: &str) {
         if let Some(v) = self.speed
             && !(1.0 / SPEED_APART..=SPEED_APART).contains(&v)
         {

@@ -148,9 +148,8 @@ pub fn run(
     );
     // The spike's own mix: control turns some types away more than others while it lasts.
     let served = report.good_by_class_between(spike.onset_s() - 1e-6, spike.end_s() - 1e-6);
-    let price = mail::RunPrice::new(capacity, served, &work);
+    let price = mail::RunPrice::new(lab, name, capacity, served, &work);
     let mut run = measure(&report, &samples, spike, price.capacity_per_s, control);
-    price.mark_if_machine_moved(lab, name);
     run.summary = price.annotate(run.summary);
     Ok(run)
 }

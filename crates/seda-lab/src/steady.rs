@@ -91,9 +91,9 @@ pub fn run_priced(
 ) -> Result<SteadyRun> {
     let (report, work) = mail::load_with_work(lab, server.admin, steady.config(server.addr)?)?;
     let served = report.good_by_class_between(0.0, f64::INFINITY);
-    let price = mail::RunPrice::new(capacity, served, &work);
+    let what = format!("{} users", steady.users);
+    let price = mail::RunPrice::new(lab, &what, capacity, served, &work);
     let mut run = measure(&report, steady, price.capacity_per_s, control);
-    price.mark_if_machine_moved(lab, &format!("{} users", steady.users));
     run.summary = price.annotate(run.summary);
     Ok(run)
 }

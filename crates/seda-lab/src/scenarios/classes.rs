@@ -295,7 +295,7 @@ fn class_figures(
 
 /// The variant `name`'s figures, each class's goodput priced on the mix it served in the
 /// third it counts, at that third's costs; a third whose requests ran at another speed than
-/// the calibration's marks the run loaded ([`RunPrice::mark_if_machine_moved`]).
+/// the calibration's marks the run loaded ([`RunPrice::new`]).
 fn summarize(
     lab: &Lab,
     name: &str,
@@ -307,8 +307,7 @@ fn summarize(
     let t = plan.target_s;
     let figures = |what: &str, report: &Report, from: f64, to: f64, work: &Work| {
         let served = report.good_by_class_between(from - 1e-6, to - 1e-6);
-        let price = RunPrice::new(capacity, served, work);
-        price.mark_if_machine_moved(lab, &format!("{name}, {what}"));
+        let price = RunPrice::new(lab, &format!("{name}, {what}"), capacity, served, work);
         class_figures(report, from, to, t, &price)
     };
     ClassesSummary {

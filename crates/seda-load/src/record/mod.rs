@@ -57,8 +57,10 @@ impl Window {
         }
     }
 
-    fn done(&mut self, outcome: Outcome, latency_us: u64, good_us: u64) {
+    /// Counts `outcome`; whether it completed within `good_us`.
+    fn done(&mut self, outcome: Outcome, latency_us: u64, good_us: u64) -> bool {
         let c = &mut self.counts;
+        let mut good = false;
         match outcome {
             Outcome::Response { status: 503, .. } => c.rejected += 1,
             Outcome::Response { status, bytes } if status >= 500 => {
@@ -70,6 +72,7 @@ impl Window {
                 c.bytes += bytes;
                 if latency_us <= good_us {
                     c.good += 1;
+                    good = true;
                 }
                 self.hist
                     .saturating_record(latency_us.clamp(1, MAX_LATENCY_US));
@@ -81,6 +84,7 @@ impl Window {
                 c.refused += 1;
             }
         }
+        good
     }
 
     fn latency(&self) -> Latency {
@@ -177,14 +181,11 @@ impl Recorder {
         let us = latency.as_micros().min(u128::from(MAX_LATENCY_US)) as u64;
         let good = self.good_us;
         self.total.done(outcome, us, good);
-        self.current.done(outcome, us, good);
+        let in_time = self.current.done(outcome, us, good);
         if let Some((_, w)) = self.classes.get_mut(class) {
             w.done(outcome, us, good);
         }
-        if matches!(outcome, Outcome::Response { status, .. } if status < 500)
-            && us <= good
-            && let Some(n) = self.current_good_by_class.get_mut(class)
-        {
+        if in_time && let Some(n) = self.current_good_by_class.get_mut(class) {
             *n += 1;
         }
         self.in_flight = self.in_flight.saturating_sub(1);
