@@ -56,10 +56,9 @@ impl Scenario for PerStage {
 
     /// The figures Figure 11 and the checks are about: how each variant rejects, and what
     /// the uncontrolled service serves. WC03's token bucket raises its rate by `adj_i` per
-    /// period, and in the quick form's 8 s it is still climbing (one run's per-stage
-    /// rejections fell from 0.61 to 0.35 over its 6 measured seconds), so its goodput and
-    /// its last second's p90 say where that climb stood when the run ended (0.47-0.89 x
-    /// capacity and 0.18-2.65 x the target in five runs); both stay in the summary.
+    /// period and is still climbing when the quick form ends, so its goodput and its last
+    /// second's p90 say where that climb stood (the README gives the runs); both stay in the
+    /// summary.
     fn headline(&self) -> &'static [&'static str] {
         &[
             "per_stage/rejected_spread",
