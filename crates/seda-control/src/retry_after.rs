@@ -21,6 +21,14 @@
 //! ratio. Clients that ignore the header see a larger number and lose nothing; a service that
 //! stops refusing is back at `base` within a few seconds, and each period without any request
 //! halves the wait.
+//!
+//! Each refusal is told a wait spread over `[wait, (1 + SPREAD) x wait]`, up to the longest
+//! wait (upward: a client may keep a floor of its own, as WC03's users wait at least 5 s,
+//! and a spread below it would be lost): clients refused together
+//! who wait the same time come back together. In `mail-spike` the 1,617 users who arrived in
+//! one second were refused in one second, came back together every 2.5 s (the scaled wait),
+//! 930-1,240 refusals in one second and almost none in the next, and the service completed
+//! about half as much in the seconds of each wave.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,6 +38,14 @@ use crate::{InvalidConfig, Time};
 
 /// The most a period shrinks the wait by (see the module docs).
 const MOST_SHRINK: f64 = 0.8;
+
+/// A refusal is told at most `1 + SPREAD` times the wait (see the module docs).
+pub const SPREAD: f64 = 0.5;
+
+/// The golden ratio's fractional part: successive multiples of it, modulo 1, fill `[0, 1)`
+/// evenly (a low-discrepancy sequence), so that any run of refusals is spread, without a
+/// random source.
+const GOLDEN: f64 = 0.618_033_988_749_894_9;
 
 /// Parameters of [`RetryAfter`].
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +113,8 @@ pub struct RetryAfter {
     period_start: Option<Time>,
     admitted: u64,
     refused: u64,
+    /// Refusals answered, for the spread.
+    answered: u64,
 }
 
 impl RetryAfter {
@@ -117,6 +135,7 @@ impl RetryAfter {
             period_start: None,
             admitted: 0,
             refused: 0,
+            answered: 0,
         }
     }
 
@@ -131,14 +150,20 @@ impl RetryAfter {
         self.admitted += n;
     }
 
-    /// A request was refused at `now`: the `Retry-After` to send it, seconds.
+    /// A request was refused at `now`: the `Retry-After` to send it, seconds, spread over
+    /// `[seconds, (1 + SPREAD) x seconds]` (see the module docs), at most the longest wait.
     pub fn refused(&mut self, now: Time) -> u32 {
         self.roll(now);
         self.refused += 1;
-        self.seconds()
+        // The first refusal is told the wait itself.
+        let share = (self.answered as f64 * GOLDEN).fract();
+        self.answered = self.answered.wrapping_add(1);
+        let wait = f64::from(self.cfg.base_s) * self.factor;
+        let longest = f64::from(self.cfg.longest_s());
+        (wait * (1.0 + SPREAD * share)).round().min(longest) as u32
     }
 
-    /// The current wait, seconds.
+    /// The current wait, seconds: the least a refusal is told.
     pub fn seconds(&self) -> u32 {
         (f64::from(self.cfg.base_s) * self.factor).round() as u32
     }
@@ -278,8 +303,10 @@ mod tests {
             }
         }
         assert_eq!(r.seconds(), 120);
-        // Quiet for three seconds: back at the base.
-        assert_eq!(r.refused(MS(13_000)), 5);
+        // At the longest wait there is no more room to spread.
+        assert!((0..100).all(|_| r.refused(MS(10_000)) == 120));
+        // Quiet for three seconds: back at the base (spread by at most half of it).
+        assert!((5..=8).contains(&r.refused(MS(13_000))));
     }
 
     /// Two threads share `r` for a little over two of its periods; each round admits one
@@ -314,6 +341,27 @@ mod tests {
             admitting.admitted();
         }
         assert_eq!(admitting.refused(), 1);
+    }
+
+    /// Clients refused together are told waits spread evenly over half a wait above it: of
+    /// 1,000 refused in one period at a wait of 10 s, each of 11 to 14 s is told to at least
+    /// 14% of them (the rounded ends, 10 and 15, to half as many), the first 10 s.
+    #[test]
+    fn refusals_at_once_are_told_spread_waits() {
+        let mut r = RetryAfter::around(10);
+        let mut told = [0u32; 17];
+        for i in 0..1000 {
+            let s = r.refused(MS(0));
+            if i == 0 {
+                assert_eq!(s, 10);
+            }
+            told[s.min(16) as usize] += 1;
+        }
+        assert_eq!(told[..10].iter().sum::<u32>() + told[16], 0, "{told:?}");
+        for (s, &n) in told.iter().enumerate().skip(11).take(4) {
+            assert!((140..=260).contains(&n), "{s} s told to {n}: {told:?}");
+        }
+        assert!(told[10] >= 70 && told[15] >= 70, "{told:?}");
     }
 
     #[test]

@@ -51,8 +51,10 @@ impl Counters {
 /// A snapshot of the front end's counters.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct FrontendStats {
-    /// The `Retry-After` a refusal gets now, seconds: the configured base while refusals are
-    /// few, up to 24 x it while they outnumber admissions.
+    /// The `Retry-After` a refusal gets now, seconds, at least: the configured base while
+    /// refusals are few, up to 24 x it while they outnumber admissions; each refusal is told
+    /// up to half as much again, within 24 x the base (spread so that refused clients do not
+    /// return together).
     pub retry_after_s: u32,
     /// Connections open now.
     pub open_connections: usize,

@@ -109,10 +109,10 @@ fn a_full_queue_answers_503_with_retry_after_at_once(per_core: bool) {
         thread::sleep(Duration::from_millis(2));
     }
     assert!(wait > 1 && wait <= 24, "Retry-After {wait} s");
-    assert_eq!(
-        server.stats().retry_after_s,
-        wait,
-        "the stats say what refusals get"
+    let least = server.stats().retry_after_s;
+    assert!(
+        (least..=2 * least).contains(&wait),
+        "the stats say what refusals get: at least {least} s, told {wait} s"
     );
     held.release.send(()).expect("release a");
     held.release.send(()).expect("release b");
