@@ -25,6 +25,9 @@ pub struct Steady {
     pub target_s: f64,
     /// Multiplies WC03's think time and wait after a rejection (1: the paper's).
     pub time_scale: f64,
+    /// Users wait as long as a 503's `Retry-After` asks where it asks for longer than WC03's
+    /// wait; `false`: WC03's fixed wait only, as the paper's users did.
+    pub honour_retry_after: bool,
 }
 
 impl Steady {
@@ -39,6 +42,9 @@ impl Steady {
         )?;
         cfg.warmup = Duration::from_secs_f64(self.warmup_s);
         cfg.goodput_target = Duration::from_secs_f64(self.target_s);
+        if !self.honour_retry_after {
+            cfg.client.retry_after_scale = None;
+        }
         Ok(cfg)
     }
 }

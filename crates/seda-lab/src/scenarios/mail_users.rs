@@ -142,6 +142,7 @@ impl Plan {
             duration_s: self.duration_s,
             target_s: self.target_s,
             time_scale: self.time_scale(),
+            honour_retry_after: true,
         }
     }
 
