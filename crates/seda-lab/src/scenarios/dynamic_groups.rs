@@ -44,7 +44,7 @@ impl Scenario for DynamicGroups {
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
-        let quarter = lab.pick(Duration::from_secs(6), Duration::from_secs(30));
+        let quarter = lab.pick(Duration::from_secs(12), Duration::from_secs(30));
         let (addr, admin, child) =
             thesis_open::start(lab, "self_tuning", &self_tuning_stage(), TARGET)?;
         let mut level = 0;
