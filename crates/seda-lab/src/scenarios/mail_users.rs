@@ -245,8 +245,9 @@ impl Scenario for MailUsers {
             // of five runs (about 3 s in the others). Nor the mean by Little's law over the
             // target (it stays in the summary): it is 1024 users over the throughput, divided
             // by a target that follows the calibrated capacity, so it carries the noise of
-            // two measurements of the machine's speed, 9.1-12.1 x in three runs on
-            // 2026-12-02 (17%) where the goodput read 0.325-0.343 x capacity (3%).
+            // two measurements of the machine's speed: in two sets of runs on 2026-12-02 it
+            // strayed 17% and 34% from its median, the goodput 3% and 22% (the machine ran
+            // the uncontrolled server at 0.72-1.08 x the calibration's speed in the second).
             "none/goodput_fraction_of_capacity",
         ]
     }
