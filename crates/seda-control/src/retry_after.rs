@@ -158,14 +158,20 @@ impl RetryAfter {
         // The first refusal is told the wait itself.
         let share = (self.answered as f64 * GOLDEN).fract();
         self.answered = self.answered.wrapping_add(1);
-        let wait = f64::from(self.cfg.base_s) * self.factor;
         let longest = f64::from(self.cfg.longest_s());
-        (wait * (1.0 + SPREAD * share)).round().min(longest) as u32
+        (self.wait_s() * (1.0 + SPREAD * share))
+            .round()
+            .min(longest) as u32
     }
 
     /// The current wait, seconds: the least a refusal is told.
     pub fn seconds(&self) -> u32 {
-        (f64::from(self.cfg.base_s) * self.factor).round() as u32
+        self.wait_s().round() as u32
+    }
+
+    /// The current wait, seconds, unrounded.
+    fn wait_s(&self) -> f64 {
+        f64::from(self.cfg.base_s) * self.factor
     }
 
     /// Ends the periods that are over by `now`.

@@ -45,7 +45,8 @@
 //! # Overload
 //!
 //! A stage whose queue is full rejects at enqueue: the client gets 503 with `Retry-After: 5`
-//! (spread up to 7, so that refused clients do not return together).
+//! (spread up to 8, half a wait above it rounded, so that refused clients do not return
+//! together).
 //! Runtime configuration (stage names `mail.<type>`) can add token buckets or adaptive
 //! controllers per type. A request's class comes from the service's own tables
 //! ([`admission_class`]): `2 x users.class` for a login of that account, `2 x users.class + 1`
