@@ -120,6 +120,21 @@ pub(crate) fn plateau(p: &[Sample]) -> (f64, f64) {
     )
 }
 
+/// The plant's own noise at a fixed size: the mean of `|y - mean| / mean` over a fixed pool's
+/// periods after its first (the start-up), averaged `group` at a time into the sizers' control
+/// period. A predictor that knew the plant's mean would err this much a period; the ARX
+/// model, which predicts from threads, can do better only where the noise of one period carries
+/// into the next. `None` with fewer than two such periods.
+pub(crate) fn noise(p: &[Sample], group: usize) -> Option<f64> {
+    let periods: Vec<f64> = p
+        .get(1..)?
+        .chunks_exact(group.max(1))
+        .map(|c| mean(c.iter().map(|s| s.throughput_per_s)))
+        .collect();
+    let m = mean(periods.iter().copied());
+    (periods.len() >= 2 && m > 0.0).then(|| mean(periods.iter().map(|y| (y - m).abs())) / m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +183,11 @@ mod tests {
             s(24.0, 8, 0.0),
         ];
         assert_eq!(plateau(&bursts), (20.0, 8.0));
+        // After a start-up period, 16 and 24 a period: 4 from their mean of 20, 0.2 of it;
+        // averaged two at a time they read 20 each, no noise at that period.
+        let fixed = [&[s(5.0, 8, 0.0)][..], &bursts[..]].concat();
+        assert_eq!(noise(&fixed, 1), Some(0.2));
+        assert_eq!(noise(&fixed, 2), Some(0.0));
+        assert_eq!(noise(&fixed[..2], 1), None);
     }
 }

@@ -65,8 +65,16 @@ fn sizer(name: &str, period: Duration) -> SizerConfig {
 /// The best fixed pool `(threads, events/s)`, and every size's `(threads, events/s)`.
 type Sweep = ((usize, f64), Vec<(f64, f64)>);
 
-/// The throughput of a fixed pool of `n` threads run for `length`.
-fn fixed(lab: &Lab, plant: Plant, work: &Work, n: usize, length: Duration) -> Result<f64> {
+/// A fixed pool's reading: its throughput (events/s) and the plant's noise at that size, at
+/// the sizers' control period `control` ([`metrics::noise`]).
+fn fixed(
+    lab: &Lab,
+    plant: Plant,
+    work: &Work,
+    n: usize,
+    length: Duration,
+    control: Duration,
+) -> Result<(f64, Option<f64>)> {
     let period = lab.pick(QUICK_PERIOD, Duration::from_millis(100));
     let run = plant::run(
         work,
@@ -77,11 +85,13 @@ fn fixed(lab: &Lab, plant: Plant, work: &Work, n: usize, length: Duration) -> Re
         lab.server_cpu,
     )?;
     let (y, _) = metrics::plateau(&run.samples);
+    let group = (control.as_secs_f64() / period.as_secs_f64()).round() as usize;
+    let noise = metrics::noise(&run.samples, group);
     lab.log(format!(
         "{}: fixed pool of {n}: {y:.0} events/s",
         plant.name
     ));
-    Ok(y)
+    Ok((y, noise))
 }
 
 /// How long a size of the sweep runs.
@@ -102,10 +112,11 @@ fn reference_length(lab: &Lab) -> Duration {
 const SWEEP_TIE: f64 = 0.01;
 
 /// Runs a fixed pool of every size of the plant's sweep, in increasing order.
-fn sweep(lab: &Lab, plant: Plant, work: &Work) -> Result<Sweep> {
+fn sweep(lab: &Lab, plant: Plant, work: &Work, control: Duration) -> Result<Sweep> {
     let mut points = Vec::new();
     for &n in lab.pick(plant.sizes.0, plant.sizes.1) {
-        points.push((n as f64, fixed(lab, plant, work, n, sweep_length(lab))?));
+        let (y, _) = fixed(lab, plant, work, n, sweep_length(lab), control)?;
+        points.push((n as f64, y));
     }
     let most = points.iter().map(|p| p.1).fold(0.0, f64::max);
     let best = points
@@ -178,18 +189,24 @@ impl Scenario for PoolControl {
                 continue;
             }
             let work = plant.open()?;
-            let (swept, sweep_points) = sweep(lab, plant, &work)?;
+            let (swept, sweep_points) = sweep(lab, plant, &work, period)?;
             // The best fixed pool is read again beside the sizers ([`Best`]): the plants drift
             // over minutes (the PostgreSQL plant's best fixed pool read 2,183/s in a sweep and
             // 1,362/s twenty minutes on), and the sweep's best is the largest of several noisy
             // readings, which overstates it. The quick form reads it only after the last sizer,
             // to stay under a minute.
-            let reference = || fixed(lab, plant, &work, swept.0, reference_length(lab));
+            let reference = || fixed(lab, plant, &work, swept.0, reference_length(lab), period);
             let mut best = Best {
                 threads: swept.0,
                 swept: swept.1,
-                readings: vec![if lab.quick { swept.1 } else { reference()? }],
+                readings: Vec::new(),
+                noises: Vec::new(),
             };
+            if lab.quick {
+                best.readings.push(swept.1);
+            } else {
+                best.read(reference()?);
+            }
             let mut runs = Vec::new();
             for (i, name) in SIZERS.into_iter().enumerate() {
                 let phases: Vec<(Duration, Option<f64>)> = PHASES
@@ -207,7 +224,7 @@ impl Scenario for PoolControl {
                 )?;
                 runs.push((name, run));
                 if !lab.quick || i + 1 == SIZERS.len() {
-                    best.readings.push(reference()?);
+                    best.read(reference()?);
                 }
             }
             let mut rows = Vec::new();
@@ -230,6 +247,7 @@ impl Scenario for PoolControl {
                     "threads": best.threads,
                     "sweep_per_s": best.swept,
                     "readings_per_s": best.readings,
+                    "noise": best.noise(),
                 }),
             );
             plot(lab, plant, &runs)?;
@@ -309,9 +327,23 @@ struct Best {
     threads: usize,
     swept: f64,
     readings: Vec<f64>,
+    /// The plant's noise in each reading beside the sizers ([`metrics::noise`]).
+    noises: Vec<f64>,
 }
 
 impl Best {
+    fn read(&mut self, (per_s, noise): (f64, Option<f64>)) {
+        self.readings.push(per_s);
+        self.noises.extend(noise);
+    }
+
+    /// The plant's noise at the best fixed size, the mean over the readings beside the
+    /// sizers: the floor under the ARX model's one-step error.
+    fn noise(&self) -> Option<f64> {
+        let n = self.noises.len();
+        (n > 0).then(|| self.noises.iter().sum::<f64>() / n as f64)
+    }
+
     /// The throughput sizer `i`'s share is of: the mean of the two readings beside it (the
     /// last two where there are fewer readings than sizers).
     fn beside(&self, i: usize) -> f64 {
@@ -363,7 +395,7 @@ fn checks(all: &Results<'_>) -> Vec<Check> {
             p_knee.throughput_per_s, seda_knee.throughput_per_s
         ),
     ));
-    for (plant, _, _) in all {
+    for (plant, best, _) in all {
         let p = get(plant.name, "p");
         checks.push(Check::observed(
             format!(
@@ -397,7 +429,11 @@ fn checks(all: &Results<'_>) -> Vec<Check> {
                 plant.name
             ),
             p.arx_error.is_some_and(|e| e <= 0.1),
-            format!("P's model: {}", opt(p.arx_error)),
+            format!(
+                "P's model: {}; the plant's own noise at the best fixed size: {}",
+                opt(p.arx_error),
+                opt(best.noise())
+            ),
         ));
         checks.push(Check::observed(
             format!(
@@ -431,6 +467,7 @@ mod tests {
             threads: 12,
             swept: readings[0],
             readings: readings.to_vec(),
+            noises: Vec::new(),
         }
     }
 

@@ -34,7 +34,9 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
             "## Plant `{}`: {}\n\nBest fixed pool: {} threads, {:.0} events/s in the sweep; read \
              again beside the sizers at {} events/s, and each sizer's share is of the mean of the \
              two readings beside it (in the quick form, the sweep's and the last; the plant \
-             drifts between runs).\n\n\
+             drifts between runs). At that size a control period's throughput strayed \
+             from its mean by {} of it on average: the plant's own noise, the floor under the \
+             ARX error (a predictor that knew the mean would err that much).\n\n\
              | sizer | share of best fixed | events/s | threads | steady error | tracking error \
              | settle periods | thread overshoot | ARX error |\n|---|---|---|---|---|---|---|---|---|\n",
             plant.name,
@@ -42,6 +44,7 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
             best.threads,
             best.swept,
             readings.join(", "),
+            opt(best.noise()),
         );
         for (name, f) in rows {
             s += &format!(
