@@ -56,7 +56,7 @@ fn targeted_half(p: &[Sample]) -> Option<(&[Sample], f64)> {
     Some((tail, t))
 }
 
-fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+pub(crate) fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     let (sum, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
     if n == 0 { f64::NAN } else { sum / n as f64 }
 }

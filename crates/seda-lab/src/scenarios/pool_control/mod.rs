@@ -65,17 +65,21 @@ fn sizer(name: &str, period: Duration) -> SizerConfig {
 /// The best fixed pool `(threads, events/s)`, and every size's `(threads, events/s)`.
 type Sweep = ((usize, f64), Vec<(f64, f64)>);
 
-/// A fixed pool's reading: its throughput (events/s) and the plant's noise at that size, at
-/// the sizers' control period `control` ([`metrics::noise`]).
+/// The period a fixed pool's throughput is read at.
+fn fixed_period(lab: &Lab) -> Duration {
+    lab.pick(QUICK_PERIOD, Duration::from_millis(100))
+}
+
+/// The throughput (events/s) of a fixed pool of `n` threads run for `length`, and its
+/// periods.
 fn fixed(
     lab: &Lab,
     plant: Plant,
     work: &Work,
     n: usize,
     length: Duration,
-    control: Duration,
-) -> Result<(f64, Option<f64>)> {
-    let period = lab.pick(QUICK_PERIOD, Duration::from_millis(100));
+) -> Result<(f64, Vec<plant::Sample>)> {
+    let period = fixed_period(lab);
     let run = plant::run(
         work,
         sizer("fixed", period),
@@ -85,13 +89,11 @@ fn fixed(
         lab.server_cpu,
     )?;
     let (y, _) = metrics::plateau(&run.samples);
-    let group = (control.as_secs_f64() / period.as_secs_f64()).round() as usize;
-    let noise = metrics::noise(&run.samples, group);
     lab.log(format!(
         "{}: fixed pool of {n}: {y:.0} events/s",
         plant.name
     ));
-    Ok((y, noise))
+    Ok((y, run.samples))
 }
 
 /// How long a size of the sweep runs.
@@ -112,11 +114,10 @@ fn reference_length(lab: &Lab) -> Duration {
 const SWEEP_TIE: f64 = 0.01;
 
 /// Runs a fixed pool of every size of the plant's sweep, in increasing order.
-fn sweep(lab: &Lab, plant: Plant, work: &Work, control: Duration) -> Result<Sweep> {
+fn sweep(lab: &Lab, plant: Plant, work: &Work) -> Result<Sweep> {
     let mut points = Vec::new();
     for &n in lab.pick(plant.sizes.0, plant.sizes.1) {
-        let (y, _) = fixed(lab, plant, work, n, sweep_length(lab), control)?;
-        points.push((n as f64, y));
+        points.push((n as f64, fixed(lab, plant, work, n, sweep_length(lab))?.0));
     }
     let most = points.iter().map(|p| p.1).fold(0.0, f64::max);
     let best = points
@@ -189,13 +190,18 @@ impl Scenario for PoolControl {
                 continue;
             }
             let work = plant.open()?;
-            let (swept, sweep_points) = sweep(lab, plant, &work, period)?;
+            let (swept, sweep_points) = sweep(lab, plant, &work)?;
             // The best fixed pool is read again beside the sizers ([`Best`]): the plants drift
             // over minutes (the PostgreSQL plant's best fixed pool read 2,183/s in a sweep and
             // 1,362/s twenty minutes on), and the sweep's best is the largest of several noisy
             // readings, which overstates it. The quick form reads it only after the last sizer,
             // to stay under a minute.
-            let reference = || fixed(lab, plant, &work, swept.0, reference_length(lab), period);
+            // Each reading also gives the plant's noise at the sizers' period.
+            let group = (period.as_secs_f64() / fixed_period(lab).as_secs_f64()).round() as usize;
+            let reference = || {
+                let (y, samples) = fixed(lab, plant, &work, swept.0, reference_length(lab))?;
+                anyhow::Ok((y, metrics::noise(&samples, group)))
+            };
             let mut best = Best {
                 threads: swept.0,
                 swept: swept.1,
@@ -340,8 +346,7 @@ impl Best {
     /// The plant's noise at the best fixed size, the mean over the readings beside the
     /// sizers: the floor under the ARX model's one-step error.
     fn noise(&self) -> Option<f64> {
-        let n = self.noises.len();
-        (n > 0).then(|| self.noises.iter().sum::<f64>() / n as f64)
+        (!self.noises.is_empty()).then(|| metrics::mean(self.noises.iter().copied()))
     }
 
     /// The throughput sizer `i`'s share is of: the mean of the two readings beside it (the
