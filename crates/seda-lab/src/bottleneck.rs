@@ -162,38 +162,111 @@ fn process_runtime_seconds(pid: u32) -> Option<f64> {
 pub fn process_tree_cpu_seconds(pid: u32) -> Option<f64> {
     let own = process_cpu_seconds(pid)?;
     let reaped = stat_seconds(pid, 13).unwrap_or(0.0);
-    let children: f64 = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .ok()?
+    let children: f64 = children(pid)
+        .into_iter()
+        .filter_map(|c| process_runtime_seconds(c).or_else(|| process_cpu_seconds(c)))
+        .sum();
+    Some(own + reaped + children)
+}
+
+/// The running children of process `pid` (`/proc/PID/task/*/children`).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
         .flat_map(|list| {
             list.split_whitespace()
                 .filter_map(|c| c.parse::<u32>().ok())
                 .collect::<Vec<_>>()
         })
-        .filter_map(|c| process_runtime_seconds(c).or_else(|| process_cpu_seconds(c)))
-        .sum();
-    Some(own + reaped + children)
+        .collect()
+}
+
+/// One thread of a process tree: its id, the CPU seconds it has run by the scheduler's count,
+/// and the core it last ran on.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadCpu {
+    /// The thread's id.
+    pub tid: u32,
+    /// CPU seconds it has run (`schedstat`).
+    pub run_s: f64,
+    /// The core it last ran on (`processor` in its `stat`).
+    pub cpu: usize,
+}
+
+/// The live threads of process `pid` and of its children (a PostgreSQL postmaster's
+/// backends).
+pub fn tree_threads(pid: u32) -> Vec<ThreadCpu> {
+    std::iter::once(pid)
+        .chain(children(pid))
+        .flat_map(|p| {
+            let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+                .into_iter()
+                .flatten();
+            tasks.filter_map(|t| {
+                let dir = t.ok()?.path();
+                let tid = dir.file_name()?.to_str()?.parse().ok()?;
+                let ns: f64 = std::fs::read_to_string(dir.join("schedstat"))
+                    .ok()?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()?;
+                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+                // `processor` is field 39 of `stat`, the 37th after the command name.
+                let cpu = stat
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .nth(36)?
+                    .parse()
+                    .ok()?;
+                Some(ThreadCpu {
+                    tid,
+                    run_s: ns / 1e9,
+                    cpu,
+                })
+            })
+        })
+        .collect()
 }
 
 /// CPU seconds core `cpu` has spent busy since boot (user, nice, system, irq, softirq and
 /// steal, from `/proc/stat`), whoever ran there: less the server's own, the work of others.
 pub fn core_busy_seconds(cpu: usize) -> Option<f64> {
+    // user nice system idle iowait irq softirq steal
+    core_stat(cpu).map(|v| {
+        [0, 1, 2, 5, 6, 7]
+            .iter()
+            .filter_map(|&i| v.get(i))
+            .sum::<f64>()
+            / 100.0
+    })
+}
+
+/// CPU seconds the hypervisor has taken from core `cpu` since boot (`steal` in `/proc/stat`):
+/// time this virtual CPU wanted to run and did not, which [`core_busy_seconds`] counts as busy.
+pub fn core_steal_seconds(cpu: usize) -> Option<f64> {
+    core_stat(cpu)
+        .and_then(|v| v.get(7).copied())
+        .map(|t| t / 100.0)
+}
+
+/// Core `cpu`'s line of `/proc/stat`, in ticks.
+fn core_stat(cpu: usize) -> Option<Vec<f64>> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let name = format!("cpu{cpu}");
     let line = stat
         .lines()
         .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal
-    let busy = [0, 1, 2, 5, 6, 7]
-        .iter()
-        .filter_map(|&i| v.get(i))
-        .sum::<f64>();
-    Some(busy / 100.0)
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect(),
+    )
 }
 
 /// Closed users requesting pages from `addr`: [`THINK`] (exponential) and [`REJECT_WAIT`] after

@@ -215,24 +215,27 @@ fn health_section(loads: &[LoadHealth]) -> String {
     let mut s = String::from(
         "\n## The machine during the run\n\nEach load, watched once a second (`health` in \
          `result.json` has every second): the servers' CPU on their core, other processes' \
-         share of the servers' core (run and worst second) and of the load generator's, the \
-         generator core's worst wake-up lag, and seconds with nothing completed. A load is \
+         share of the servers' core (run and worst second) and of the load generator's, with \
+         the part of it the hypervisor took from this virtual machine (steal), the generator \
+         core's worst wake-up lag, and seconds with nothing completed. A load is \
          *loaded* when others took a fifth of the servers' core, 60% of it in one second, a \
          third of the generator's, or the generator's core lagged 250 ms, or when the machine's \
          speed moved twofold (readings of one saturated server's work per CPU-second in the mail \
          service's calibration, or a run's speed against its calibration's); the verdict is \
-         then inconclusive.\n\n| load | s | servers' CPU | others on servers' core (worst s) | others on \
-         generator's core | lag ms | s without completions | loaded |\n|---|---|---|---|---|---|---|---|\n",
+         then inconclusive.\n\n| load | s | servers' CPU | others on servers' core (worst s), steal | \
+         others on generator's core, steal | lag ms | s without completions | loaded |\n|---|---|---|---|---|---|---|---|\n",
     );
     for h in loads {
         s += &format!(
-            "| {} | {:.0} | {:.0}% | {:.0}% ({:.0}%) | {:.0}% | {:.0} | {} | {} |\n",
+            "| {} | {:.0} | {:.0}% | {:.0}% ({:.0}%), {:.0}% | {:.0}%, {:.0}% | {:.0} | {} | {} |\n",
             h.label,
             h.duration_s,
             h.server_cpu_share * 100.0,
             h.server_core_others_share * 100.0,
             h.worst_second_server_core_others_share * 100.0,
+            h.server_core_steal_share * 100.0,
             h.load_core_others_share * 100.0,
+            h.load_core_steal_share * 100.0,
             h.worst_lag_ms,
             h.seconds_without_completions,
             if h.loaded() {
