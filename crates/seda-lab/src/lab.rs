@@ -29,6 +29,8 @@ pub struct Lab {
     plots: Mutex<Vec<String>>,
     /// The processes started with [`spawn`](Self::spawn): the servers a load is watched for.
     servers: Mutex<Vec<u32>>,
+    /// Unpinned services the servers rely on ([`Lab::uses_service`]).
+    services: Mutex<Vec<u32>>,
     /// Every load's watch, in order.
     loads: Mutex<Vec<LoadHealth>>,
 }
@@ -48,6 +50,7 @@ impl Lab {
             name: name.to_string(),
             plots: Mutex::new(Vec::new()),
             servers: Mutex::new(Vec::new()),
+            services: Mutex::new(Vec::new()),
             loads: Mutex::new(Vec::new()),
         })
     }
@@ -93,6 +96,16 @@ impl Lab {
         Ok(child)
     }
 
+    /// Counts `pids` (each with its children) as part of the system under test from the next
+    /// load on: services the servers rely on that run unpinned, such as the lab's PostgreSQL
+    /// ([`crate::postgres::postmasters`]), whose work the watch would otherwise call other
+    /// processes' (`proxy-spike`'s database backends took 33-44% of the generator's core).
+    pub fn uses_service(&self, pids: Vec<u32>) {
+        if let Ok(mut s) = self.services.lock() {
+            s.extend(pids);
+        }
+    }
+
     /// Runs the load generator on the load core and returns its report. The run is watched
     /// ([`crate::health`]): the CPU the servers got, other processes' use of both cores, the
     /// generator core's lag, and the completions of every second go into `result.json`.
@@ -112,6 +125,7 @@ impl Lab {
             server_pids: live,
             server_cpu: self.server_cpu,
             load_cpu: self.load_cpu,
+            service_pids: self.services.lock().map(|s| s.clone()).unwrap_or_default(),
         });
         // On a thread of its own: the generator pins the thread it runs on to the load core,
         // and pinned, the calling thread would stay there, so that every later scenario of the

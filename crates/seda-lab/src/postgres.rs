@@ -20,6 +20,37 @@ pub fn missing() -> Option<String> {
         .then(|| format!("no PostgreSQL listening on {ADDR}"))
 }
 
+/// The PostgreSQL servers running here (each `postgres` process whose parent is not one): a
+/// scenario on the lab's database hands them to [`crate::Lab::uses_service`], so that their
+/// backends' work on the load generator's core counts as the system's, not as interference.
+pub fn postmasters() -> Vec<u32> {
+    let comm = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok();
+    let parent = |pid: &str| -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Some(
+            stat.rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .to_string(),
+        )
+    };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| comm(pid).is_some_and(|c| c.trim() == "postgres"))
+        .filter(|pid| {
+            parent(pid)
+                .and_then(|pp| comm(&pp))
+                .is_none_or(|c| c.trim() != "postgres")
+        })
+        .filter_map(|pid| pid.parse().ok())
+        .collect()
+}
+
 /// Vacuums the mail tables with `prefix`, where they exist, so that a scenario's servers start
 /// on the same store each run: autovacuum is off on the lab's machine, and every refile and
 /// delete would leave its dead row behind for every later run to read past
@@ -30,4 +61,26 @@ pub fn reclaim_mail_tables(prefix: &str) -> anyhow::Result<()> {
         store.reclaim()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_postmaster_and_its_backends_are_found_where_postgresql_runs() {
+        if let Some(why) = super::missing() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let pids = super::postmasters();
+        assert!(
+            !pids.is_empty(),
+            "PostgreSQL listens, but no postmaster was found"
+        );
+        // Its children (the checkpointer, the writer, ...) are in its tree.
+        let threads: Vec<_> = pids
+            .iter()
+            .flat_map(|&p| crate::bottleneck::tree_threads(p))
+            .collect();
+        assert!(threads.len() > pids.len(), "{threads:?}");
+    }
 }

@@ -13,14 +13,22 @@ fn busy_loop() -> Command {
     c
 }
 
-#[test]
-fn a_process_hogging_the_servers_core_makes_the_run_loaded() {
+/// Whether this machine can pin processes to two cores and read `/proc`.
+fn can_pin() -> bool {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = ["/usr/bin/taskset", "/bin/taskset"]
         .iter()
         .any(|p| std::path::Path::new(p).exists());
-    if cpus < 2 || !pinned || !std::path::Path::new("/proc/stat").exists() {
+    let ok = cpus >= 2 && pinned && std::path::Path::new("/proc/stat").exists();
+    if !ok {
         eprintln!("skipped: needs two CPUs, taskset and /proc");
+    }
+    ok
+}
+
+#[test]
+fn a_process_hogging_the_servers_core_makes_the_run_loaded() {
+    if !can_pin() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("seda-lab-health-{}", std::process::id()));
@@ -31,6 +39,7 @@ fn a_process_hogging_the_servers_core_makes_the_run_loaded() {
         server_pids: vec![server.pid()],
         server_cpu: Some(0),
         load_cpu: Some(1),
+        service_pids: Vec::new(),
     });
     std::thread::sleep(Duration::from_secs(4));
     let seconds = watch.stop();
@@ -55,4 +64,46 @@ fn a_process_hogging_the_servers_core_makes_the_run_loaded() {
         h.server_cpu_share * 100.0,
         h.loaded_because
     );
+}
+
+#[test]
+fn a_service_the_system_relies_on_is_not_counted_as_others() {
+    if !can_pin() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("seda-lab-service-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A "database" busy on the generator's core, as the lab's unpinned PostgreSQL can be.
+    let service = Child::spawn("service", &busy_loop(), Some(1), &dir).unwrap();
+    // The server's core is left unwatched: the other test's hogs run there.
+    let watched = |service_pids| Watched {
+        server_pids: Vec::new(),
+        server_cpu: None,
+        load_cpu: Some(1),
+        service_pids,
+    };
+    let run = |w| {
+        let watch = Watch::start(w);
+        std::thread::sleep(Duration::from_secs(3));
+        LoadHealth::assess("service".into(), watch.stop(), None)
+    };
+    let unknown = run(watched(Vec::new()));
+    let known = run(watched(vec![service.pid()]));
+    service.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    let services = known
+        .seconds
+        .iter()
+        .map(|s| s.services_cpu_share)
+        .sum::<f64>()
+        / known.seconds.len().max(1) as f64;
+    eprintln!(
+        "others on the generator's core: {:.0}% unknown, {:.0}% known as a service ({:.0}%)",
+        unknown.load_core_others_share * 100.0,
+        known.load_core_others_share * 100.0,
+        services * 100.0
+    );
+    assert!(unknown.loaded(), "{unknown:?}");
+    assert!(services > 0.5, "the service ran {services}");
+    assert!(!known.loaded(), "{:?}", known.loaded_because);
 }

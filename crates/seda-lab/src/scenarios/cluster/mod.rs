@@ -144,6 +144,8 @@ impl Scenario for Cluster {
                 ..Outcome::default()
             });
         }
+        // The app's database runs unpinned: its backends are the system's work, not others'.
+        lab.uses_service(crate::postgres::postmasters());
         let target_s = lab.pick(0.5, 1.0);
         let time_scale = target_s;
         let replicas = start_replicas(lab, target_s)?;

@@ -174,6 +174,8 @@ impl Scenario for ProxySpike {
                 ..Outcome::default()
             });
         }
+        // The app's database runs unpinned: its backends are the system's work, not others'.
+        lab.uses_service(crate::postgres::postmasters());
         let target_s = lab.pick(0.5, 1.0);
         let underload_for = lab.pick(Duration::from_secs(2), Duration::from_secs(10));
         let upstream = Upstream::start(lab, "gunicorn_calibrate")?;
