@@ -4,7 +4,8 @@
 //!
 //! Every load a scenario drives ([`Lab::load`](crate::Lab::load)) is watched. A run is
 //! *loaded* only on evidence that cannot come from the system under test itself: other
-//! processes (not the servers, not this process) busy on the server's core for a fifth of the
+//! processes (not the servers, not this process, not the services the servers rely on, such
+//! as the lab's PostgreSQL: [`Watched::service_pids`]) busy on the server's core for a fifth of the
 //! run or most of some second, or on the load generator's core for a third of the run, or the
 //! generator's core leaving a 100 ms sleeper waiting a quarter of a second more. On a quiet
 //! machine none of these happen whatever the server does, so a real failure there stays a
