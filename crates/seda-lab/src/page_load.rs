@@ -4,7 +4,7 @@
 //! light load costs each server process in CPU per request.
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
@@ -38,13 +38,20 @@ pub struct PageRun {
 }
 
 /// Runs `spike` against the page at `addr` (whatever serves it) and measures it against
-/// `capacity`.
+/// `capacity`, a calibration's pages per second. With `renderer_cpu` (the CPU seconds so far
+/// of the processes that render the pages, pinned to the server core, and that render nothing
+/// else) the capacity is this run's own instead: the pages they completed in the spike per
+/// CPU-second they ran in it, so goodput / capacity is the share of a core they spent on pages
+/// answered within the target and cannot pass 1. A calibration's pages per second follow the
+/// machine's speed (`proxy-spike`'s HAProxy read 1.30 x one that way). `tower-spike` passes
+/// none: its service also answers its refusals, which would count as pages' cost.
 pub fn spike(
     lab: &Lab,
     name: &str,
     addr: SocketAddr,
     spike: &Spike,
     capacity: f64,
+    renderer_cpu: Option<&(dyn Fn() -> Option<f64> + Sync)>,
 ) -> Result<PageRun> {
     let total = spike.before_s + spike.spike_s + spike.after_s;
     let mut cfg = bottleneck::users(
@@ -64,8 +71,32 @@ pub fn spike(
         spike.onset_s(),
         spike.target_s
     ));
-    let report = lab.load(cfg)?;
-    Ok(measure(&report, spike, capacity))
+    let start = Instant::now();
+    let at = |t_s: f64, read: &dyn Fn() -> Option<f64>| {
+        std::thread::sleep(Duration::from_secs_f64(t_s).saturating_sub(start.elapsed()));
+        read()
+    };
+    let (report, cpu) = std::thread::scope(|s| {
+        let sampler = renderer_cpu.map(|read| {
+            let at = &at;
+            s.spawn(move || {
+                let before = at(spike.onset_s(), read);
+                before.zip(at(spike.end_s(), read)).map(|(a, b)| b - a)
+            })
+        });
+        let report = lab.load(cfg);
+        (report, sampler.and_then(|h| h.join().ok().flatten()))
+    });
+    let mut run = measure(&report?, spike, capacity);
+    let s = &mut run.summary;
+    if let (Some(cpu), Some(pages)) = (cpu.filter(|c| *c > 0.01), s.throughput_per_s)
+        && pages > 0.0
+    {
+        let per_cpu_s = pages * spike.spike_s / cpu;
+        s.capacity_per_s = Some(per_cpu_s);
+        s.goodput_fraction_of_capacity = Some(s.goodput_per_s / per_cpu_s);
+    }
+    Ok(run)
 }
 
 fn measure(report: &Report, spike: &Spike, capacity: f64) -> PageRun {

@@ -156,7 +156,7 @@ impl Scenario for ProxySpike {
 
     fn headline(&self) -> &'static [&'static str] {
         &[
-            "seda_proxy/goodput_per_s",
+            "seda_proxy/goodput_fraction_of_capacity",
             "seda_proxy/p90_admitted_after_settle_s",
             "seda_proxy/underload/cpu_ms_per_request/1/1",
             "haproxy_maxconn_128/underload/cpu_ms_per_request/1/1",
@@ -222,7 +222,10 @@ impl Scenario for ProxySpike {
                 underload.p99_ms,
                 underload.cpu_ms_per_request
             ));
-            let spike_run = page_load::spike(lab, front.name(), addr, &spike, capacity)?;
+            let upstream_pid = upstream.child.pid();
+            let rendered = move || process_tree_cpu_seconds(upstream_pid);
+            let spike_run =
+                page_load::spike(lab, front.name(), addr, &spike, capacity, Some(&rendered))?;
             if let Some(p) = proxy {
                 p.stop();
             }

@@ -177,7 +177,7 @@ impl Scenario for TowerSpike {
                 "{}: underload p50 {:.2} ms, p99 {:.2} ms, {:?} CPU ms per request",
                 v.name, underload.p50_ms, underload.p99_ms, underload.cpu_ms_per_request
             ));
-            let spike_run = page_load::spike(lab, &v.name, demo.addr, &spike, capacity)?;
+            let spike_run = page_load::spike(lab, &v.name, demo.addr, &spike, capacity, None)?;
             demo.child.stop();
             runs.push(Run {
                 variant: v,
