@@ -133,9 +133,15 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
 /// and `stime`, 13 `cutime` and `cstime` (reaped children's). Ticks are USER_HZ, 100 on Linux.
 fn stat_seconds(pid: u32, first: usize) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = f.get(first)?.parse::<f64>().ok()? + f.get(first + 1)?.parse::<f64>().ok()?;
+    let ticks = stat_field(&stat, first)?.parse::<f64>().ok()?
+        + stat_field(&stat, first + 1)?.parse::<f64>().ok()?;
     Some(ticks / 100.0)
+}
+
+/// Field `n` of a `/proc/.../stat` line, counting from 0 after the command name (which may
+/// hold spaces) in parentheses: 0 is the state, 1 the parent's pid, 36 the core it last ran on.
+pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
+    stat.rsplit_once(')')?.1.split_whitespace().nth(n)
 }
 
 /// CPU seconds the live threads of process `pid` have run, by the scheduler's own count
@@ -215,14 +221,7 @@ pub fn tree_threads(pid: u32) -> Vec<ThreadCpu> {
                     .parse()
                     .ok()?;
                 let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-                // `processor` is field 39 of `stat`, the 37th after the command name.
-                let cpu = stat
-                    .rsplit_once(')')?
-                    .1
-                    .split_whitespace()
-                    .nth(36)?
-                    .parse()
-                    .ok()?;
+                let cpu = stat_field(&stat, 36)?.parse().ok()?;
                 Some(ThreadCpu {
                     tid,
                     run_s: ns / 1e9,

@@ -27,13 +27,7 @@ pub fn postmasters() -> Vec<u32> {
     let comm = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok();
     let parent = |pid: &str| -> Option<String> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        Some(
-            stat.rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(1)?
-                .to_string(),
-        )
+        crate::bottleneck::stat_field(&stat, 1).map(str::to_string)
     };
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
