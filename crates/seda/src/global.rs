@@ -16,10 +16,10 @@
 //! while running (FAIR07 Figure 5-7); the dropper keeps the threshold of the first target.
 //!
 //! Every stats period the control thread feeds [`GlobalTargets`] the exit stage's mean and p90
-//! response times and throughput and the entry stage's arrival rate, and gives every pool its
-//! share of the throughput target: the target times the pool's stages' admitted events over the
-//! entry's (FAIR07 equation 1: stages in series share the target, parallel branches split it by
-//! their measured proportions). A self-tuning pool steers to that share unless it has a target
+//! response times and throughput, the entry stage's arrival rate and the events waiting in every
+//! stage's queue, and gives every pool its share of the throughput target: the target times the
+//! pool's stages' admitted events over the entry's (FAIR07 equation 1: stages in series share
+//! the target, parallel branches split it by their measured proportions). A self-tuning pool steers to that share unless it has a target
 //! of its own. The entry stage gets the selective dropper (FAIR07 Section 4.2.3, the catalogue's
 //! `selective_dropper`) unless its settings name another admission controller.
 
@@ -172,6 +172,7 @@ impl GlobalControl {
             percentile_response: secs_to_duration(xp.response.p90_s),
             throughput_per_s: xp.counters.completed as f64 / secs(xp.duration_s),
             arrivals_per_s: ep.counters.arrivals as f64 / secs(ep.duration_s),
+            waiting: stages.iter().map(|s| s.queue_len as f64).sum(),
         };
         let target = self.targets.update(sample);
         self.snapshot.throughput_target_per_s = target;

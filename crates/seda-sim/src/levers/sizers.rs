@@ -136,6 +136,7 @@ impl SelfTunedPool {
             percentile_response: Duration::from_secs_f64(p.p90_response_s.unwrap_or(0.0).max(0.0)),
             throughput_per_s: y,
             arrivals_per_s: p.arrivals_per_s(),
+            waiting: p.queue_len as f64,
         };
         g.update(sample).unwrap_or(p.arrivals_per_s())
     }
