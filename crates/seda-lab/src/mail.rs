@@ -524,12 +524,10 @@ pub fn with_front_end(handler_share: f64) -> f64 {
 
 /// One sentence for reports: how the mail service's capacity is measured.
 pub const HOW: &str = "goodput / capacity is CPU-seconds of requests completed within the \
-    target per CPU-second of the server: the service counts each request type's handler CPU \
-    time, and a run's requests of each type are priced at what an answered request of the type \
-    cost in that run's measured window (the work of requests cut or given up bought nothing) \
-    over the handlers' share of the server's CPU in the calibration (8, 16 and 32 closed users \
-    without think time; the rest is the front end's), so a saturated uncontrolled server reads \
-    about 1";
+    target per CPU-second of the server: each request completed in time is priced at the \
+    handler CPU the service says it cost (its `Server-Timing: cpu` header), over the handlers' \
+    share of the server's CPU in the calibration (8, 16 and 32 closed users without think time; \
+    the rest is the front end's), so a saturated uncontrolled server reads about 1";
 
 /// What one request type's handlers did, cumulative or between two snapshots.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -675,6 +673,7 @@ pub struct RunPrice {
     /// `mark_if_machine_moved`).
     speed: Option<f64>,
     served: BTreeMap<String, u64>,
+    /// What a request of each type served in time cost, seconds of handler CPU.
     costs: BTreeMap<String, f64>,
     /// Handler CPU seconds of each type over the run's window, whether its requests came in
     /// time, late or not at all: beside the server's CPU, it tells where a core that served
@@ -683,24 +682,39 @@ pub struct RunPrice {
 }
 
 impl RunPrice {
-    /// Prices `served`, the requests of each type completed within the target over the span
-    /// the run's goodput counts ([`Report::good_by_class_between`]), by `work`, the server's
-    /// handler CPU over the run, and marks the run `what` loaded where the machine's speed
-    /// moved (`mark_if_machine_moved`).
+    /// Prices the requests of each type `report` completed within the target in the intervals
+    /// that start in `[from_s, to_s)` (the span the run's goodput counts), each at what the
+    /// service said it cost (its `Server-Timing`), a type without those at what an answered
+    /// request of it cost over the run (`work`, the server's handler CPU), and marks the run
+    /// `what` loaded where the machine's speed moved (`mark_if_machine_moved`).
+    ///
+    /// The requests' own costs, because a type's mean misprices the ones answered in time:
+    /// a search of a large mailbox costs ten times one of a small one, and under CoDel the
+    /// large ones were answered late, so the searches in time were priced at 28 ms each where
+    /// the run's 1.7 CPU-seconds of searches bought them far less, and its goodput read 1.06 x
+    /// capacity.
     pub fn new(
         lab: &Lab,
         what: &str,
         capacity: &MailCapacity,
-        served: BTreeMap<String, u64>,
+        report: &Report,
+        (from_s, to_s): (f64, f64),
         work: &Work,
     ) -> RunPrice {
+        let served = report.good_by_class_between(from_s, to_s);
         let costs = work.cost_s();
+        let mut prices = costs.clone();
+        for (kind, c) in report.good_server_cpu_between(from_s, to_s) {
+            if c.timed > 0 && c.cpu_s.is_finite() {
+                prices.insert(kind, c.cpu_s / c.timed as f64);
+            }
+        }
         let price = RunPrice {
-            capacity_per_s: capacity.on_mix(&served, &costs),
+            capacity_per_s: capacity.on_mix(&served, &prices),
             calibration_per_s: capacity.per_s,
             speed: speed(&served, &capacity.cost_s, &costs),
             served,
-            costs,
+            costs: prices,
             handler_cpu_s: work
                 .per_type
                 .iter()

@@ -147,8 +147,8 @@ pub fn run(
         samples.last().map(|s| &s.stats),
     );
     // The spike's own mix: control turns some types away more than others while it lasts.
-    let served = report.good_by_class_between(spike.onset_s() - 1e-6, spike.end_s() - 1e-6);
-    let price = mail::RunPrice::new(lab, name, capacity, served, &work);
+    let span = (spike.onset_s() - 1e-6, spike.end_s() - 1e-6);
+    let price = mail::RunPrice::new(lab, name, capacity, &report, span, &work);
     let mut run = measure(&report, &samples, spike, price.capacity_per_s, control);
     run.summary = price.annotate(run.summary);
     Ok(run)
@@ -322,6 +322,7 @@ mod tests {
             active: 0,
             aimd_window: None,
             good_by_class: Vec::new(),
+            good_server_cpu_by_class: Vec::new(),
         }
     }
 

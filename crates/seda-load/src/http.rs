@@ -82,6 +82,9 @@ pub(crate) struct Capture {
     /// The response's `Retry-After` in delay-seconds, read whatever `headers_on` says (an
     /// HTTP-date is not read).
     pub retry_after_s: Option<u32>,
+    /// The server's CPU time for the request, from a `Server-Timing` metric named `cpu`
+    /// ([`server_cpu_us`]), read whatever `headers_on` says.
+    pub server_cpu_us: Option<u64>,
 }
 
 impl Capture {
@@ -89,6 +92,7 @@ impl Capture {
         self.body.clear();
         self.headers.clear();
         self.retry_after_s = None;
+        self.server_cpu_us = None;
     }
 }
 
@@ -199,6 +203,28 @@ pub fn parse_response_in_pieces(input: &[u8], step: usize) -> Option<(u16, u64)>
         .ok()
         .flatten()
         .map(|r| (r.status, r.body_bytes))
+}
+
+/// The `dur` (milliseconds) of the metric named `cpu` in a `Server-Timing` header value (W3C
+/// Server Timing: `cpu;dur=2.4, db;dur=1`), in microseconds: what the server says the
+/// request cost it, so that goodput can be priced in the server's work request by request.
+/// `None` where there is no such metric or its duration is not a finite, non-negative number.
+pub(crate) fn server_cpu_us(value: &[u8]) -> Option<u64> {
+    let value = std::str::from_utf8(value).ok()?;
+    value.split(',').find_map(|metric| {
+        let mut parts = metric.split(';');
+        if !parts.next()?.trim().eq_ignore_ascii_case("cpu") {
+            return None;
+        }
+        parts.find_map(|param| {
+            let (name, v) = param.split_once('=')?;
+            if !name.trim().eq_ignore_ascii_case("dur") {
+                return None;
+            }
+            let ms: f64 = v.trim().trim_matches('"').parse().ok()?;
+            (ms.is_finite() && ms >= 0.0).then(|| (ms * 1e3).round().min(u64::MAX as f64) as u64)
+        })
+    })
 }
 
 /// Appends the encoding of `req` to `out`.
@@ -373,6 +399,8 @@ impl Parser {
                 capture.retry_after_s = std::str::from_utf8(h.value)
                     .ok()
                     .and_then(|v| v.trim().parse().ok());
+            } else if h.name.eq_ignore_ascii_case("server-timing") {
+                capture.server_cpu_us = capture.server_cpu_us.or_else(|| server_cpu_us(h.value));
             } else if h.name.eq_ignore_ascii_case("connection") {
                 for token in h.value.split(|&b| b == b',') {
                     let token = token.trim_ascii();
@@ -672,6 +700,21 @@ mod tests {
             parse_in_steps(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab", 5),
             Err(HttpError::Closed)
         ));
+    }
+
+    #[test]
+    fn reads_the_cpu_metric_of_server_timing() {
+        assert_eq!(server_cpu_us(b"cpu;dur=2.4"), Some(2_400));
+        assert_eq!(
+            server_cpu_us(b"db;dur=9, CPU ; desc=\"x\" ; dur=\"0.5\""),
+            Some(500)
+        );
+        assert_eq!(server_cpu_us(b"db;dur=9"), None);
+        assert_eq!(server_cpu_us(b"cpu"), None);
+        assert_eq!(server_cpu_us(b"cpu;dur=-1"), None);
+        assert_eq!(server_cpu_us(b"cpu;dur=NaN"), None);
+        assert_eq!(server_cpu_us(b"cpu;dur=1e400"), None);
+        assert_eq!(server_cpu_us(&[0xff, 0xfe]), None);
     }
 
     #[test]

@@ -306,8 +306,15 @@ fn summarize(
     let (on, off) = plan.both();
     let t = plan.target_s;
     let figures = |what: &str, report: &Report, from: f64, to: f64, work: &Work| {
-        let served = report.good_by_class_between(from - 1e-6, to - 1e-6);
-        let price = RunPrice::new(lab, &format!("{name}, {what}"), capacity, served, work);
+        let span = (from - 1e-6, to - 1e-6);
+        let price = RunPrice::new(
+            lab,
+            &format!("{name}, {what}"),
+            capacity,
+            report,
+            span,
+            work,
+        );
         class_figures(report, from, to, t, &price)
     };
     ClassesSummary {

@@ -145,6 +145,31 @@ fn work(s: &RunSummary) -> f64 {
     s.goodput_fraction_of_capacity.unwrap_or(0.0)
 }
 
+/// The handler CPU, in seconds, a run spent beyond what its requests answered in time said
+/// they cost (its `handler_cpu_s` against `served_mix` x `cost_s_per_type`), and the type
+/// that wasted the most, with how much; last, all its handler CPU.
+fn wasted(s: &RunSummary) -> Option<(f64, String, f64, f64)> {
+    let get = |key: &str| s.extra.get(key)?.as_object().cloned();
+    let (cpu, served, cost) = (
+        get("handler_cpu_s")?,
+        get("served_mix")?,
+        get("cost_s_per_type")?,
+    );
+    let mut by_type: Vec<(String, f64)> = cpu
+        .iter()
+        .filter_map(|(kind, c)| {
+            let n = served.get(kind).and_then(Value::as_f64).unwrap_or(0.0);
+            let price = cost.get(kind).and_then(Value::as_f64).unwrap_or(0.0);
+            Some((kind.clone(), (c.as_f64()? - n * price).max(0.0)))
+        })
+        .collect();
+    by_type.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total = by_type.iter().map(|(_, w)| w).sum();
+    let all = cpu.values().filter_map(Value::as_f64).sum();
+    let (kind, most) = by_type.into_iter().next()?;
+    Some((total, kind, most, all))
+}
+
 fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
     let run = |name: &str| {
         runs.iter()
@@ -309,6 +334,19 @@ fn why_peer_wins(name: &str, peer: &RunSummary, ours: &RunSummary) -> String {
             ours.rejected_fraction * 100.0
         ));
     }
+    // Work that bought no answer in time: handler CPU over the run (a light second either
+    // side of the spike) beyond what the requests answered in time during the spike said they
+    // cost. In one quick run ours' handlers spent 1.28 s on searches whose answers in time
+    // cost 0.45 s (searches cut at half the target), CoDel's 0.51 s for 0.48 s.
+    if let (Some((a, kind, most, all)), Some((b, ..))) = (wasted(ours), wasted(peer))
+        && a > b + 0.05 * all
+    {
+        why.push(format!(
+            "ours' handlers spent {a:.2} s of CPU on work that bought no answer in time \
+             against {name}'s {b:.2} s, the most on {kind} ({most:.2} s): requests cut, given \
+             up or answered late"
+        ));
+    }
     // The variants run one after another; the machine's speed (a run's work per CPU-second
     // against the calibration's) can move between them by more than the controllers differ.
     let speed = |s: &RunSummary| s.extra.get("speed_against_calibration")?.as_f64();
@@ -397,6 +435,28 @@ mod tests {
         // As much work in both: not the reason.
         let peer = ours.clone();
         assert!(!why_peer_wins("vegas", &peer, &ours).contains("handlers worked"));
+    }
+
+    #[test]
+    fn work_that_bought_no_answer_in_time_is_named() {
+        use serde_json::json;
+        // Run 4 of a quick set: ours' searches cost 1.28 s for 47 answered in time at 9.6 ms.
+        let summary = |search_cpu: f64, in_time: u64| {
+            RunSummary::new(0.5)
+                .with("handler_cpu_s", json!({"login": 0.6, "search": search_cpu}))
+                .with("served_mix", json!({"login": 600, "search": in_time}))
+                .with("cost_s_per_type", json!({"login": 0.001, "search": 0.0096}))
+        };
+        let (ours, peer) = (summary(1.28, 47), summary(0.51, 50));
+        let why = why_peer_wins("codel", &peer, &ours);
+        assert!(
+            why.contains(
+                "ours' handlers spent 0.83 s of CPU on work that bought no answer in time \
+                 against codel's 0.03 s, the most on search (0.83 s)"
+            ),
+            "{why}"
+        );
+        assert!(!why_peer_wins("codel", &ours, &ours).contains("bought no answer"));
     }
 
     #[test]

@@ -156,6 +156,7 @@ impl Client {
                 Outcome::Response {
                     status,
                     bytes: body_bytes,
+                    server_cpu_us: self.capture.server_cpu_us,
                 }
             }
         };
@@ -209,7 +210,7 @@ impl Client {
     /// The reply a session sees, for an outcome.
     pub fn reply<'a>(&'a self, outcome: &Outcome) -> Option<Reply<'a>> {
         match *outcome {
-            Outcome::Response { status, bytes } => Some(Reply {
+            Outcome::Response { status, bytes, .. } => Some(Reply {
                 status,
                 body_bytes: bytes,
                 body: &self.capture.body,

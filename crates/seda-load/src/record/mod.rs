@@ -3,7 +3,9 @@
 
 mod report;
 
-pub use report::{ClassStats, ClientStats, Counts, IntervalStats, Latency, Report, Summary};
+pub use report::{
+    ClassStats, ClientStats, Counts, IntervalStats, Latency, Report, ServerCpu, Summary,
+};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -28,8 +30,13 @@ pub fn jain_index(xs: &[f64]) -> Option<f64> {
 /// How one request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// A response other than 503 arrived (a 5xx other than 503 is counted as an error).
-    Response { status: u16, bytes: u64 },
+    /// A response other than 503 arrived (a 5xx other than 503 is counted as an error), with
+    /// the CPU time the server said it cost (`Server-Timing: cpu;dur=...`), if it said.
+    Response {
+        status: u16,
+        bytes: u64,
+        server_cpu_us: Option<u64>,
+    },
     /// The per-request deadline passed first.
     Timeout,
     /// Connection or protocol failure.
@@ -63,7 +70,7 @@ impl Window {
         let mut good = false;
         match outcome {
             Outcome::Response { status: 503, .. } => c.rejected += 1,
-            Outcome::Response { status, bytes } if status >= 500 => {
+            Outcome::Response { status, bytes, .. } if status >= 500 => {
                 c.errors += 1;
                 c.bytes += bytes;
             }
@@ -102,6 +109,8 @@ pub(crate) struct Recorder {
     classes: Vec<(String, Window)>,
     /// Completed within the target per class in the current interval.
     current_good_by_class: Vec<u64>,
+    /// Of those, the ones whose server said what they cost, and that cost in microseconds.
+    current_good_cpu_by_class: Vec<(u64, u64)>,
     clients: Vec<ClientStats>,
     statuses: BTreeMap<u16, u64>,
     error_kinds: BTreeMap<&'static str, u64>,
@@ -122,6 +131,7 @@ impl Recorder {
     pub(crate) fn new(classes: Vec<String>, goodput_target: Duration) -> Recorder {
         Recorder {
             current_good_by_class: vec![0; classes.len()],
+            current_good_cpu_by_class: vec![(0, 0); classes.len()],
             good_us: goodput_target.as_micros().min(u128::from(u64::MAX)) as u64,
             total: Window::new(),
             current: Window::new(),
@@ -188,6 +198,16 @@ impl Recorder {
         if in_time && let Some(n) = self.current_good_by_class.get_mut(class) {
             *n += 1;
         }
+        if in_time
+            && let Outcome::Response {
+                server_cpu_us: Some(cpu),
+                ..
+            } = outcome
+            && let Some((n, us)) = self.current_good_cpu_by_class.get_mut(class)
+        {
+            *n += 1;
+            *us = us.saturating_add(cpu);
+        }
         self.in_flight = self.in_flight.saturating_sub(1);
         match outcome {
             Outcome::Response { status, .. } => {
@@ -243,6 +263,16 @@ impl Recorder {
                 &mut self.current_good_by_class,
                 vec![0; self.classes.len()],
             ),
+            good_server_cpu_by_class: std::mem::replace(
+                &mut self.current_good_cpu_by_class,
+                vec![(0, 0); self.classes.len()],
+            )
+            .into_iter()
+            .map(|(timed, us)| ServerCpu {
+                timed,
+                cpu_s: us as f64 / 1e6,
+            })
+            .collect(),
         });
         self.current_start = now;
         self.series.last().expect("just pushed")
@@ -329,6 +359,7 @@ mod tests {
             Outcome::Response {
                 status: 200,
                 bytes: 10,
+                server_cpu_us: None,
             },
             ms(1),
         );
@@ -338,6 +369,7 @@ mod tests {
             Outcome::Response {
                 status: 200,
                 bytes: 10,
+                server_cpu_us: None,
             },
             ms(50),
         );
@@ -347,6 +379,7 @@ mod tests {
             Outcome::Response {
                 status: 503,
                 bytes: 0,
+                server_cpu_us: None,
             },
             ms(1),
         );
@@ -379,6 +412,7 @@ mod tests {
         let ok = || Outcome::Response {
             status: 200,
             bytes: 1,
+            server_cpu_us: None,
         };
         let ms = Duration::from_millis;
         for latency in [ms(5), ms(20), ms(40)] {
@@ -398,7 +432,11 @@ mod tests {
     #[test]
     fn each_intervals_mix_counts_the_classes_completed_in_time() {
         let mut r = Recorder::new(vec!["a".into(), "b".into()], Duration::from_millis(10));
-        let status = |status| Outcome::Response { status, bytes: 1 };
+        let status = |status| Outcome::Response {
+            status,
+            bytes: 1,
+            server_cpu_us: Some(100),
+        };
         let ms = Duration::from_millis;
         // In time, late, rejected and failed: only the first counts.
         for (class, outcome, latency) in [
@@ -424,5 +462,10 @@ mod tests {
         };
         assert_eq!(mix(1.0, 2.0), [("a".to_string(), 0), ("b".to_string(), 1)]);
         assert_eq!(mix(0.0, 2.0), [("a".to_string(), 1), ("b".to_string(), 2)]);
+        // Each of the four in time said it cost 100 us.
+        let cpu = rep.good_server_cpu_between(0.0, 2.0);
+        assert_eq!(cpu["a"].timed, 1);
+        assert_eq!(cpu["b"].timed, 2);
+        assert!((cpu["b"].cpu_s - 200e-6).abs() < 1e-12);
     }
 }

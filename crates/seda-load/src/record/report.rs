@@ -95,6 +95,20 @@ pub struct IntervalStats {
     /// a span of the run served ([`Report::good_by_class_between`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub good_by_class: Vec<u64>,
+    /// Of those, per class, the ones whose server said what they cost (`Server-Timing: cpu`)
+    /// and that cost: the server's work that went into goodput
+    /// ([`Report::good_server_cpu_between`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub good_server_cpu_by_class: Vec<ServerCpu>,
+}
+
+/// Requests whose server said what they cost it, and the CPU-seconds it said.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ServerCpu {
+    /// Requests that carried a `Server-Timing: cpu` metric.
+    pub timed: u64,
+    /// The sum of their metrics, seconds.
+    pub cpu_s: f64,
 }
 
 /// The whole run.
@@ -204,6 +218,24 @@ impl Report {
         {
             for (class, n) in self.classes.iter().zip(&i.good_by_class) {
                 *out.entry(class.name.clone()).or_default() += n;
+            }
+        }
+        out
+    }
+
+    /// Per class, the requests completed within the target whose server said what they cost,
+    /// and that cost, in the intervals that start in `[from_s, to_s)`.
+    pub fn good_server_cpu_between(&self, from_s: f64, to_s: f64) -> BTreeMap<String, ServerCpu> {
+        let mut out: BTreeMap<String, ServerCpu> = BTreeMap::new();
+        for i in self
+            .series
+            .iter()
+            .filter(|i| i.t_s >= from_s && i.t_s < to_s)
+        {
+            for (class, c) in self.classes.iter().zip(&i.good_server_cpu_by_class) {
+                let e = out.entry(class.name.clone()).or_default();
+                e.timed += c.timed;
+                e.cpu_s += c.cpu_s;
             }
         }
         out

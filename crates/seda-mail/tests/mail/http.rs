@@ -63,10 +63,21 @@ fn serves_pages_over_http() {
     );
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert!(r.contains("Folders of user2"));
-    // Each type's handlers count the CPU they used: what the lab prices goodput with.
+    // Each type's handlers count the CPU they used, and each response says what it cost: what
+    // the lab prices goodput with.
     let cpu = server.service().handler_cpu_s();
     assert!(cpu["login"] > 0.0 && cpu["list_folders"] > 0.0, "{cpu:?}");
     assert_eq!(cpu["search"], 0.0);
+    let said_ms: f64 = r
+        .lines()
+        .find_map(|l| l.strip_prefix("server-timing: cpu;dur="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no server-timing in {r}"));
+    // To the header's microsecond.
+    assert!(
+        said_ms > 0.0 && said_ms <= cpu["list_folders"] * 1e3 + 1e-3,
+        "{said_ms} ms, {cpu:?}"
+    );
 
     let r = exchange(
         addr,
