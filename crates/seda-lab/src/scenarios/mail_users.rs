@@ -196,7 +196,7 @@ fn run_variant(
     // 13-25 searches in a run's window; at half, 0.916 (0.883-0.928) and 16-40.
     let options = ServeOptions {
         terminate_search: matches!(control, Control::SingleStage { .. })
-            .then(|| format!("kind = \"fixed\"\nthreshold_s = {}\n", 0.5 * plan.target_s)),
+            .then(|| format!("kind = \"fixed\"\nthreshold_s = {}\n", 0.25 * plan.target_s)),
         ..ServeOptions::default()
     };
     let server = MailServer::start_with(lab, name, &control, &options)?;
