@@ -109,8 +109,8 @@ pub(crate) struct Recorder {
     classes: Vec<(String, Window)>,
     /// Completed within the target per class in the current interval.
     current_good_by_class: Vec<u64>,
-    /// Of those, the ones whose server said what they cost, and that cost in microseconds.
-    current_good_cpu_by_class: Vec<(u64, u64)>,
+    /// Of those, the ones whose server said what they cost, and that cost.
+    current_good_cpu_by_class: Vec<ServerCpu>,
     clients: Vec<ClientStats>,
     statuses: BTreeMap<u16, u64>,
     error_kinds: BTreeMap<&'static str, u64>,
@@ -131,7 +131,7 @@ impl Recorder {
     pub(crate) fn new(classes: Vec<String>, goodput_target: Duration) -> Recorder {
         Recorder {
             current_good_by_class: vec![0; classes.len()],
-            current_good_cpu_by_class: vec![(0, 0); classes.len()],
+            current_good_cpu_by_class: vec![ServerCpu::default(); classes.len()],
             good_us: goodput_target.as_micros().min(u128::from(u64::MAX)) as u64,
             total: Window::new(),
             current: Window::new(),
@@ -203,10 +203,10 @@ impl Recorder {
                 server_cpu_us: Some(cpu),
                 ..
             } = outcome
-            && let Some((n, us)) = self.current_good_cpu_by_class.get_mut(class)
+            && let Some(c) = self.current_good_cpu_by_class.get_mut(class)
         {
-            *n += 1;
-            *us = us.saturating_add(cpu);
+            c.timed += 1;
+            c.cpu_s += cpu as f64 / 1e6;
         }
         self.in_flight = self.in_flight.saturating_sub(1);
         match outcome {
@@ -265,14 +265,8 @@ impl Recorder {
             ),
             good_server_cpu_by_class: std::mem::replace(
                 &mut self.current_good_cpu_by_class,
-                vec![(0, 0); self.classes.len()],
-            )
-            .into_iter()
-            .map(|(timed, us)| ServerCpu {
-                timed,
-                cpu_s: us as f64 / 1e6,
-            })
-            .collect(),
+                vec![ServerCpu::default(); self.classes.len()],
+            ),
         });
         self.current_start = now;
         self.series.last().expect("just pushed")
