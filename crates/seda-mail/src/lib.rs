@@ -72,6 +72,7 @@ pub mod corpus;
 pub mod html;
 pub mod password;
 mod request;
+mod search_cost;
 mod server;
 mod service;
 pub mod session;

@@ -225,10 +225,23 @@ impl MailResponse {
     /// The answer to a request the stage's terminator cut (SERT06): 503, `Retry-After`, and
     /// `x-seda-reject: terminated`.
     pub fn terminated(retry_after_s: u32) -> MailResponse {
-        let mut r = MailResponse::error(
-            503,
+        MailResponse::cut(
             "The request ran too long while the service was overloaded; try again shortly.",
-        );
+            retry_after_s,
+        )
+    }
+
+    /// The answer to a request refused because it would run past its stage's termination
+    /// threshold: as [`MailResponse::terminated`], said in the future tense.
+    pub fn predicted_too_long(retry_after_s: u32) -> MailResponse {
+        MailResponse::cut(
+            "The request would run too long while the service is overloaded; try again shortly.",
+            retry_after_s,
+        )
+    }
+
+    fn cut(message: &str, retry_after_s: u32) -> MailResponse {
+        let mut r = MailResponse::error(503, message);
         r.headers
             .push(("retry-after".into(), retry_after_s.to_string()));
         r.with_header("x-seda-reject", "terminated".into())

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 
 use crate::html;
 use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
+use crate::search_cost::{SearchCosts, SearchJob};
 use crate::session::{Refused, Session, SessionLimits, Sessions};
 use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, Page, SearchField, Sort, Store, StoreError};
 
@@ -230,10 +231,12 @@ impl MailService {
         // told. At 1024 `mail-users` users, retried every 0.2 s, the cut searches kept 16-20%
         // of the core busy without a reply.
         let cut_wait_s = RetryAfterConfig::new(RETRY_AFTER_S).longest_s();
+        let search_costs = Arc::new(SearchCosts::default());
         for kind in RequestKind::ALL {
             let c = core.clone();
             let slow = slowdown.clone();
             let cpu = cpu.clone();
+            let search_costs = search_costs.clone();
             let mut builder = Stage::builder(kind.stage_name());
             if let Some(shared) = &options.shared_admission {
                 builder = builder.admission(Box::new(shared.clone()));
@@ -253,9 +256,24 @@ impl MailService {
                     .threads(options.threads.max(1))
                     .threshold(options.threshold.max(1))
                     .batch(1)
-                    .handler(handler::each(move |ev: MailEvent, _cx| {
+                    .handler(handler::each(move |ev: MailEvent, cx| {
                         let start = seda::thread_cpu_time();
-                        let mut response = c.respond(kind, &ev.request);
+                        let began = Instant::now();
+                        // In a terminable search stage, a search predicted to run past the
+                        // threshold is refused before it runs, as it would be cut after
+                        // running that long (see `SearchCosts`).
+                        let search = cx
+                            .termination_threshold()
+                            .filter(|_| kind == RequestKind::Search)
+                            .and_then(|t| Some((c.search_job(&ev.request)?, t)));
+                        let refused = search
+                            .as_ref()
+                            .is_some_and(|(job, t)| search_costs.would_run_past(job, *t));
+                        let mut response = if refused {
+                            MailResponse::predicted_too_long(cut_wait_s)
+                        } else {
+                            c.respond(kind, &ev.request)
+                        };
                         let cancel = &ev.request.meta.cancel;
                         let slowdown = slow.load(Ordering::Relaxed);
                         let mut cut_while_slowed = false;
@@ -273,16 +291,23 @@ impl MailService {
                             });
                             cut_while_slowed = now < until;
                         }
-                        // The store gave the request up (503), or the cut came while the
-                        // slowdown ran: if the terminator cut it, say so and let the stage count
-                        // it terminated.
-                        if (response.status == 503 || cut_while_slowed)
+                        if refused {
+                            // Counted terminated by the stage, as if cut.
+                            cancel.terminate_now();
+                        } else if (response.status == 503 || cut_while_slowed)
                             && cancel.checkpoint() == Err(CancelReason::Terminated)
                         {
+                            // The store gave the request up (503), or the cut came while the
+                            // slowdown ran: the terminator cut it; say so, and the stage counts
+                            // it terminated.
                             response = MailResponse::terminated(cut_wait_s);
                         }
                         let used = now.saturating_sub(start);
-                        cpu[kind.index()].add(used, response.status != 503);
+                        let answered = response.status != 503;
+                        cpu[kind.index()].add(used, answered);
+                        if let Some((job, _)) = search.filter(|_| !refused) {
+                            search_costs.record(&job, used, began.elapsed(), answered);
+                        }
                         response.headers.push(server_timing(used));
                         ev.respond(response);
                     }))
@@ -652,21 +677,41 @@ impl Core {
     }
 
     fn search(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        let q = req.param("q").unwrap_or("").trim();
-        if q.is_empty() || q.chars().count() > MAX_QUERY_CHARS {
-            return Err(bad("Search for 1 to 200 characters."));
-        }
-        let (field, label) = match req.param("in") {
-            None | Some("" | "headers") => (SearchField::Headers, "subject and sender"),
-            Some("body") => (SearchField::Body, "body text"),
-            Some(_) => return Err(bad("Search in `headers` or `body`.")),
-        };
+        let (q, field) = search_params(req)?;
         let rows = self
             .store
             .search(s.user, q, field, MAX_RESULTS, &req.meta)
             .map_err(store_error)?;
+        let label = match field {
+            SearchField::Headers => "subject and sender",
+            SearchField::Body => "body text",
+        };
         Ok(MailResponse::html(html::search_page(q, label, &rows)))
     }
+
+    /// The search `req` asks for, as [`SearchCosts`] sees it: `None` for one the handler
+    /// refuses anyway (no session, bad parameters) or whose mailbox cannot be read.
+    fn search_job(&self, req: &MailRequest) -> Option<SearchJob> {
+        let s = self.session(req)?;
+        let (q, field) = search_params(req).ok()?;
+        let folders = self.store.folders(s.user, &req.meta).ok()?;
+        let messages = folders.iter().map(|f| f.count.max(0) as u64).sum();
+        Some(SearchJob::new(q, field, messages))
+    }
+}
+
+/// A search's text and where it looks.
+fn search_params(req: &MailRequest) -> Result<(&str, SearchField), MailResponse> {
+    let q = req.param("q").unwrap_or("").trim();
+    if q.is_empty() || q.chars().count() > MAX_QUERY_CHARS {
+        return Err(bad("Search for 1 to 200 characters."));
+    }
+    let field = match req.param("in") {
+        None | Some("" | "headers") => SearchField::Headers,
+        Some("body") => SearchField::Body,
+        Some(_) => return Err(bad("Search in `headers` or `body`.")),
+    };
+    Ok((q, field))
 }
 
 #[cfg(test)]

@@ -2,10 +2,12 @@
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
 
 /// What a handler knows about where it runs.
 pub struct Cx<'a> {
     stage: &'a str,
+    termination_threshold: Option<Duration>,
     failed: Cell<u64>,
 }
 
@@ -18,9 +20,10 @@ impl std::fmt::Debug for Cx<'_> {
 }
 
 impl<'a> Cx<'a> {
-    pub(crate) fn new(stage: &'a str) -> Self {
+    pub(crate) fn new(stage: &'a str, termination_threshold: Option<Duration>) -> Self {
         Cx {
             stage,
+            termination_threshold,
             failed: Cell::new(0),
         }
     }
@@ -28,6 +31,14 @@ impl<'a> Cx<'a> {
     /// The name of the stage running the handler.
     pub fn stage(&self) -> &str {
         self.stage
+    }
+
+    /// In a terminable stage, the running time past which its terminator cuts a request now
+    /// (SERT06); `None` in a stage without a terminator. A handler that can tell a request's
+    /// cost before doing the work may refuse one that would be cut anyway, instead of spending
+    /// the threshold on it.
+    pub fn termination_threshold(&self) -> Option<Duration> {
+        self.termination_threshold
     }
 
     /// Records that one event of the batch failed (its handler panicked).

@@ -101,6 +101,26 @@ impl CancelToken {
         }
     }
 
+    /// Gives the request up as terminated without running it: for a handler that can tell
+    /// the request would run past its stage's termination threshold
+    /// ([`Cx::termination_threshold`](crate::handler::Cx::termination_threshold)), so that it
+    /// is not cut after spending that long. The stage counts it terminated, as if its
+    /// terminator had cut it (never a latency sample). False, changing nothing, if the
+    /// request was cancelled.
+    pub fn terminate_now(&self) -> bool {
+        match self
+            .0
+            .compare_exchange(LIVE, TERMINATED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) | Err(TERMINATED) => true,
+            Err(TERMINATING) => {
+                self.0.store(TERMINATED, Ordering::Release);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Whether a handler gave the request up at a [`checkpoint`](Self::checkpoint) after its
     /// termination.
     pub(crate) fn was_terminated(&self) -> bool {
@@ -272,5 +292,22 @@ mod tests {
         assert!(!gone.terminate());
         assert_eq!(gone.checkpoint(), Err(CancelReason::Cancelled));
         assert!(!gone.was_terminated());
+    }
+
+    #[test]
+    fn a_handler_may_terminate_a_request_before_running_it() {
+        let t = CancelToken::new();
+        assert!(t.terminate_now());
+        assert!(t.was_terminated());
+        assert_eq!(t.checkpoint(), Err(CancelReason::Terminated));
+        // Asked to stop by the terminator first: the same.
+        let asked = CancelToken::new();
+        assert!(asked.terminate());
+        assert!(asked.terminate_now() && asked.was_terminated());
+        // A client that left first keeps its reason.
+        let gone = CancelToken::new();
+        gone.cancel();
+        assert!(!gone.terminate_now());
+        assert_eq!(gone.reason(), Some(CancelReason::Cancelled));
     }
 }

@@ -30,6 +30,11 @@
 //! 249/s) and the mean response time of completed requests went from 0.275 s to 0.267 s; in
 //! two earlier runs, whose shared pool the runtime's sizer could still resize, it rose (0.27 s
 //! to 0.33 s, 0.32 s to 0.33 s) while within 1 s went from 53.4% to 62.9% and 58.6% to 68.1%.
+//! Since the service refuses, before it runs, a search it predicts the terminator would cut
+//! (the same words in a mailbox of the same size cost the same: `seda-mail`'s
+//! `search_cost.rs`), termination came out ahead in each of four quick runs on 2026-12-03:
+//! 85.1% within 1 s at the median (77.5-88.5%) against 67.5% (59.1-76.0%), with 1.1% of the
+//! requests terminated or refused as predicted (0.8-1.2%).
 
 use std::time::Duration;
 

@@ -184,7 +184,7 @@ impl Sort {
 }
 
 /// Where a search looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SearchField {
     /// Subject and sender.
     Headers,

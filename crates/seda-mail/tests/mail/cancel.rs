@@ -194,3 +194,65 @@ fn a_search_cut_during_the_slowdown_is_terminated() {
         .expect("search stage");
     assert_eq!(search.totals.counters.terminated, 1);
 }
+
+/// A search the terminator cut is refused the next time before it runs (its cost is learned
+/// per query and field, by the message of the mailbox, see `search_cost.rs`), and counted
+/// terminated as if cut; a query the service has not run yet runs.
+#[test]
+fn a_search_that_would_be_cut_again_is_refused_before_it_runs() {
+    let corpus = small_corpus();
+    let user = corpus
+        .users()
+        .iter()
+        .max_by_key(|u| u.folders.iter().map(|f| f.count).sum::<i64>())
+        .expect("a user")
+        .id as u64;
+    let store = backends("cancel_predicted", &corpus).remove(0);
+    let options = ServiceOptions {
+        slowdown: 1000,
+        terminate: Some(seda::TerminateConfig {
+            kind: "fixed".into(),
+            params: [("threshold_s".to_string(), 0.01)].into(),
+        }),
+        ..ServiceOptions::default()
+    };
+    let (rt, svc) = service(store, options);
+    let sid = login(&svc, user);
+    let search = |q: &str| {
+        call(
+            &svc,
+            req("GET", &format!("/search?q={q}&in=body"), Some(&sid), ""),
+        )
+    };
+    let ran = "ran too long";
+    let refused = "would run too long";
+    let first = search("zqxjnosuchphrase");
+    assert!(
+        first.status == 503 && first.body.contains(ran),
+        "{}",
+        first.body
+    );
+    let again = search("ZQXJnosuchphrase");
+    assert!(
+        again.status == 503 && again.body.contains(refused),
+        "{}",
+        again.body
+    );
+    assert_eq!(again.header("x-seda-reject"), Some("terminated"));
+    assert_eq!(again.header("retry-after"), Some("120"));
+    let other = search("anotherphrase");
+    assert!(
+        other.status == 503 && other.body.contains(ran),
+        "{}",
+        other.body
+    );
+    rt.shutdown();
+    let stage = rt
+        .stats()
+        .stages
+        .into_iter()
+        .find(|s| s.name == "mail.search")
+        .expect("search stage");
+    assert_eq!(stage.totals.counters.terminated, 3);
+    assert_eq!(stage.totals.response.count, 0);
+}

@@ -314,7 +314,10 @@ impl<E: Event> StageCore<E> {
             );
         }
         let previous = set_current_stage(self.id);
-        let cx = Cx::new(&self.name);
+        let cx = Cx::new(
+            &self.name,
+            self.termination.as_ref().map(Termination::threshold),
+        );
         let outcome = catch_unwind(AssertUnwindSafe(|| self.handler.handle(&mut events, &cx)));
         set_current_stage(previous);
         let end_stamp = clock::stamp();

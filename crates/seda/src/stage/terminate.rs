@@ -145,9 +145,14 @@ impl Termination {
             .store(micros(t.threshold()), Ordering::Relaxed);
     }
 
+    /// The threshold in force.
+    pub(crate) fn threshold(&self) -> Duration {
+        Duration::from_micros(self.threshold_us.load(Ordering::Relaxed))
+    }
+
     /// One control tick: cancels, as terminated, the requests running past the threshold.
     pub(crate) fn cut(&self, now: Instant) {
-        let threshold = Duration::from_micros(self.threshold_us.load(Ordering::Relaxed));
+        let threshold = self.threshold();
         let running = self.running.lock();
         for r in running.values() {
             if now.saturating_duration_since(r.started) > threshold && r.token.terminate() {

@@ -33,9 +33,10 @@ fn long_requests_are_terminated_short_ones_complete() {
                 .threads(4)
                 .batch(1)
                 .terminate(Box::new(FixedThreshold(Duration::from_millis(50))))
-                .handler(handler::each(move |(meta, long): (Meta, bool), _| {
+                .handler(handler::each(move |(meta, long): (Meta, bool), cx| {
                     let r = work(&meta, long);
-                    tx.lock().unwrap().send((long, r)).unwrap();
+                    let seen = cx.termination_threshold();
+                    tx.lock().unwrap().send((long, r, seen)).unwrap();
                 })),
         )
         .unwrap();
@@ -44,7 +45,9 @@ fn long_requests_are_terminated_short_ones_complete() {
         sink.enqueue((Meta::new(), i < longs)).expect("admitted");
     }
     for _ in 0..longs + shorts {
-        let (long, r) = rx.recv_timeout(UNCUT * 2).expect("answered");
+        let (long, r, seen) = rx.recv_timeout(UNCUT * 2).expect("answered");
+        // The handler sees the threshold in force, to refuse work it can tell would be cut.
+        assert_eq!(seen, Some(Duration::from_millis(50)));
         if long {
             assert_eq!(r, Err(CancelReason::Terminated));
         } else {
@@ -61,6 +64,23 @@ fn long_requests_are_terminated_short_ones_complete() {
     let t = s.termination.as_ref().expect("terminable");
     assert_eq!((t.kind, t.running), ("fixed", 0));
     assert!(t.requested >= longs);
+}
+
+#[test]
+fn a_stage_without_a_terminator_shows_its_handler_no_threshold() {
+    let rt = Runtime::start().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let sink = rt
+        .stage(
+            Stage::builder("plain").handler(handler::each(move |(): (), cx| {
+                tx.lock().unwrap().send(cx.termination_threshold()).unwrap();
+            })),
+        )
+        .unwrap();
+    sink.enqueue(()).expect("admitted");
+    assert_eq!(rx.recv_timeout(UNCUT).expect("answered"), None);
+    rt.shutdown();
 }
 
 #[test]
