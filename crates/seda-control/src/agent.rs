@@ -26,6 +26,12 @@
 //! [`AgentPolicy::fast_below`] of its arrivals plus the backlog it started with decides at once.
 //! A healthy replica completes its backlog within a response time, so this needs the poll
 //! interval (`agent-inter`) to exceed a quarter of the service's normal response time.
+//!
+//! The same test runs on the last poll alone when the replica had a backlog of at least
+//! [`AgentPolicy::fast_backlog`] at the poll before. A window still open when the replica
+//! slows holds the completions it made before, and in the lab's `cluster` a replica slowed
+//! at 7-13 arrivals a poll held 5-7 requests, received 0-5 a poll and completed 0-3: its
+//! window took 2 s to decide, where the poll after its backlog stood still shows it at once.
 
 /// Cumulative counts a replica's agent reads at each poll.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,14 +71,35 @@ pub struct AgentPolicy {
     /// Share of the demand served under which a window of [`fast_arrivals`](Self::fast_arrivals)
     /// decides (0.25).
     pub fast_below: f64,
+    /// Backlog at the previous poll from which the last poll alone decides when it served
+    /// under [`fast_below`](Self::fast_below) of that backlog and its arrivals (4): a healthy
+    /// replica holds a request or two at a poll and completes them before the next.
+    pub fast_backlog: u64,
     /// Lowest weight reported while not drained, in percent (1).
     pub min_weight_pct: u32,
     /// Weight a drained replica comes back with after a window with no traffic, in percent
     /// (10): a drained replica gets no new sessions, so without a probe it could never show
     /// it has recovered.
     pub probe_weight_pct: u32,
+    /// Polls a drained replica with no traffic waits before it asks for the probe weight (8:
+    /// 2 s at the lab's 250 ms `agent-inter`), doubled each time in a row a probe ends drained
+    /// again, up to 16 x. A replica drained because it stalled still completes a request now
+    /// and then, and its sticky sessions leave it idle for a poll soon after the drain: in the
+    /// lab's `cluster`, a replica slowed 50 x asked for its probe 0.5-1.2 s after its drain
+    /// and took a twentieth of new sessions again while still slowed. Envoy's outlier
+    /// detection ejects a host for 30 s times its ejections, for the same reason. A drained
+    /// replica that serves its sticky sessions well comes back at the probe weight at once.
+    pub probe_after_polls: u32,
     last: Option<AgentSample>,
+    /// The sample of the previous poll.
+    previous: Option<AgentSample>,
     weight_pct: u32,
+    /// Polls since the replica was drained.
+    drained_polls: u32,
+    /// Probes in a row that ended drained (reset once the weight is back to 100%).
+    failed_probes: u32,
+    /// The weight is climbing back from a probe.
+    probing: bool,
 }
 
 impl Default for AgentPolicy {
@@ -84,10 +111,16 @@ impl Default for AgentPolicy {
             min_arrivals: 20,
             fast_arrivals: 10,
             fast_below: 0.25,
+            fast_backlog: 3,
             min_weight_pct: 1,
             probe_weight_pct: 10,
+            probe_after_polls: 8,
             last: None,
+            previous: None,
             weight_pct: 100,
+            drained_polls: 0,
+            failed_probes: 0,
+            probing: false,
         }
     }
 }
@@ -99,6 +132,7 @@ impl AgentPolicy {
     /// replica asks for [`probe_weight_pct`](Self::probe_weight_pct) to show whether it has
     /// recovered; one with fewer than [`min_arrivals`](Self::min_arrivals) keeps it too.
     pub fn reply(&mut self, now: AgentSample) -> String {
+        let previous = self.previous.replace(now);
         let Some(before) = self.last else {
             // The first poll starts the first window: what the replica did before a balancer
             // asked (an earlier balancer's traffic, a slowdown since lifted) is no window of
@@ -114,18 +148,37 @@ impl AgentPolicy {
         // Completions can lead arrivals in a window (requests queued in the last one).
         let mut served = (completed / arrived.max(1) as f64).min(1.0);
         let demand = arrived + before.outstanding;
-        let stalled =
+        let mut stalled =
             demand >= self.fast_arrivals.max(1) && completed < self.fast_below * demand as f64;
         if stalled {
             served = served.min(completed / demand as f64);
+        }
+        // The last poll alone, from a backlog that should have moved.
+        if let Some(p) = previous.filter(|p| p.outstanding >= self.fast_backlog.max(1)) {
+            let asked =
+                p.outstanding + delta(now.admitted, p.admitted) + delta(now.rejected, p.rejected);
+            let done = delta(now.completed, p.completed) as f64;
+            if done < self.fast_below * asked as f64 {
+                stalled = true;
+                served = served.min(done / asked as f64);
+            }
+        }
+        let was = self.weight_pct;
+        if was == 0 {
+            self.drained_polls = self.drained_polls.saturating_add(1);
         }
         if arrived >= self.min_arrivals.max(1) || stalled {
             self.last = Some(now);
             self.weight_pct = if served < self.drain_below {
                 0
             } else if served < self.healthy {
-                let w = (f64::from(self.weight_pct.max(probe)) * served).round() as u32;
-                w.clamp(self.min_weight_pct.max(1), 100)
+                // A drained replica comes back only when it serves well (or by the probe).
+                let w = (f64::from(self.weight_pct) * served).round() as u32;
+                if self.weight_pct == 0 {
+                    0
+                } else {
+                    w.clamp(self.min_weight_pct.max(1), 100)
+                }
             } else if self.weight_pct == 0 {
                 probe
             } else {
@@ -134,11 +187,33 @@ impl AgentPolicy {
         } else if arrived == 0 {
             // Also re-bases counters that went backwards (a restarted server).
             self.last = Some(now);
-            if self.weight_pct == 0 {
+            let wait = self.probe_after_polls << self.failed_probes.min(4);
+            if self.weight_pct == 0 && self.drained_polls >= wait {
                 self.weight_pct = probe;
             }
         }
+        self.note_drains(was);
         self.format(now.limit)
+    }
+
+    /// Restarts the count of polls drained and counts the probes that ended drained, after a
+    /// reply that moved the weight from `was`.
+    fn note_drains(&mut self, was: u32) {
+        match (was, self.weight_pct) {
+            (0, 0) => {}
+            (_, 0) => {
+                self.drained_polls = 0;
+                if self.probing {
+                    self.failed_probes = self.failed_probes.saturating_add(1);
+                }
+            }
+            (0, _) => self.probing = true,
+            (_, 100) => {
+                self.probing = false;
+                self.failed_probes = 0;
+            }
+            _ => {}
+        }
     }
 
     /// The reply line for the current weight and the controller's concurrency limit.
@@ -197,10 +272,21 @@ mod tests {
         let mut p = AgentPolicy::default();
         p.reply(sample(0, 0, 0));
         assert_eq!(p.reply(sample(95, 5, 5)), "drain\n");
+        // With no traffic, it waits 8 polls before its probe.
+        for _ in 0..7 {
+            assert_eq!(p.reply(sample(95, 5, 5)), "drain\n");
+        }
         assert_eq!(p.reply(sample(95, 5, 5)), "ready,10%\n");
-        // Still serving almost nothing under the probe: drained again.
+        // Still serving almost nothing under the probe: drained again, and the next probe
+        // waits twice as long.
         assert_eq!(p.reply(sample(150, 6, 10)), "drain\n");
-        // Sticky sessions still arrive while drained; served well, it comes back at the probe.
+        for _ in 0..15 {
+            assert_eq!(p.reply(sample(150, 6, 10)), "drain\n");
+        }
+        let mut idle = p.clone();
+        assert_eq!(idle.reply(sample(150, 6, 10)), "ready,10%\n");
+        // Sticky sessions still arrive while drained; served well, it comes back at the probe
+        // at once.
         assert_eq!(p.reply(sample(180, 6, 40)), "ready,10%\n");
         assert_eq!(p.reply(sample(210, 6, 70)), "ready,20%\n");
     }
@@ -246,6 +332,34 @@ mod tests {
         assert_eq!(p.reply(at(143, 115, 28)), "ready,4%\n");
         // Then nothing completes: drained.
         assert_eq!(p.reply(at(145, 115, 30)), "drain\n");
+    }
+
+    #[test]
+    fn a_backlog_that_stands_still_for_a_poll_decides_an_open_window() {
+        let at = |admitted, completed, outstanding| AgentSample {
+            outstanding,
+            ..sample(admitted, 0, completed)
+        };
+        let mut p = AgentPolicy::default();
+        p.reply(at(100, 100, 0));
+        // The window opens healthy: 10 arrive, 10 complete. Then the replica slows: 5 arrive,
+        // 1 completes, 4 wait; 15 arrivals are too few for the window.
+        assert_eq!(p.reply(at(110, 110, 0)), "ready,100%\n");
+        assert_eq!(p.reply(at(115, 111, 4)), "ready,100%\n");
+        // 1 more arrives, none completes of the 5 asked since the last poll: drained, though
+        // the window (16 arrivals, 11 served) would not decide.
+        let mut slowed = p.clone();
+        assert_eq!(slowed.reply(at(116, 111, 5)), "drain\n");
+        // Drained, it completes 1 of the 5: it stays drained (only serving well, or the probe
+        // after a wait, brings it back).
+        assert_eq!(slowed.reply(at(116, 112, 4)), "drain\n");
+        // A backlog that moves (4 of 5 complete) decides nothing.
+        assert_eq!(p.reply(at(116, 115, 1)), "ready,100%\n");
+        // Nor does a poll from a backlog of a request or two.
+        let mut q = AgentPolicy::default();
+        q.reply(at(0, 0, 0));
+        q.reply(at(2, 0, 2));
+        assert_eq!(q.reply(at(3, 0, 3)), "ready,100%\n");
     }
 
     #[test]

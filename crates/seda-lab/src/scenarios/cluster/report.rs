@@ -81,15 +81,19 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
          users, no think time); partly-open mail sessions offer {LOAD_X} x that, which two \
          replicas could carry alone. At {:.0} s, replica r1's slowdown is multiplied by \
          {SLOW_X} (`--slowdown-on-usr1`). HAProxy keeps each session on the replica that \
-         logged it in (stick table on the `sid` cookie), so only new sessions, and sessions \
-         refused with 503 that log in again, can move. Agent weights: HAProxy asks each \
+         logged it in (stick table on the `sid` cookie; a login starts a new session and is \
+         placed afresh), so only new sessions, and sessions refused with 503 that log in \
+         again, can move. Agent weights: HAProxy asks each \
          replica's agent every 250 ms; the agent steers its weight by the share of the \
          requests reaching its stages since the last poll that they served (completed, not \
          rejected or dropped): multiplied by that share when it is under 0.9, plus 10 points \
          when it is not, `drain` under 0.1. A replica whose backlog stops moving is judged at \
          once: when it completes under a quarter of its arrivals plus the requests already \
-         waiting in it, its weight is multiplied by that share (its sessions wait for their \
-         replies, so once it slows few new requests arrive to fill a window).\n\n",
+         waiting in it, over its window or over the last poll from a backlog of 3 or more, its \
+         weight is multiplied by that share (its sessions wait for their replies, so once it \
+         slows few new requests arrive to fill a window). A drained replica comes back at 10% \
+         when it serves its sticky sessions well, or after 2 s without traffic (twice as long \
+         after each such probe that ends drained).\n\n",
         t.target_s, t.slow_at_s
     );
     s += "r1's share of the new sessions (logins) HAProxy placed, before the slowdown, in the \
