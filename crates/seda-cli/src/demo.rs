@@ -19,8 +19,8 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     println!(
         "seda demo: the e-mail service (SQLite) on CPU 0, emulated users on CPU 1; 3 users, then \
          a flash crowd, then 3 again.\nEach run starts a fresh server: no overload control, our \
-         per-stage response-time controller, and a fixed limit of 128 connections.\nAbout a \
-         minute...\n"
+         per-stage response-time controller (which also cuts long searches), and a fixed limit \
+         of 128 connections.\nAbout a minute...\n"
     );
     let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
     let spike = scenario::find("mail-spike")?;

@@ -218,6 +218,23 @@ impl Default for ServeOptions {
     }
 }
 
+impl ServeOptions {
+    /// Our lever beside admission for a p90 target of `target_s`: a search is cut once it has
+    /// run for a quarter of the target (SERT06's lever, a fixed threshold), and the service
+    /// refuses before it runs one it predicts would run that long. After its wait in a queue,
+    /// such a search is unlikely to be answered in time; `mail-users` tells how the quarter
+    /// was chosen.
+    pub fn cutting_searches(target_s: f64) -> ServeOptions {
+        ServeOptions {
+            terminate_search: Some(format!(
+                "kind = \"fixed\"\nthreshold_s = {}\n",
+                0.25 * target_s
+            )),
+            ..ServeOptions::default()
+        }
+    }
+}
+
 /// A running `seda serve mail`.
 #[derive(Debug)]
 pub struct MailServer {

@@ -11,7 +11,7 @@ use seda_sim::summary::{RunSummary, fraction, settle_time};
 use serde_json::{Value, json};
 
 use crate::lab::Lab;
-use crate::mail::{self, Control, MailCapacity, MailServer};
+use crate::mail::{self, Control, MailCapacity, MailServer, ServeOptions};
 use crate::plot::{LineChart, Series};
 use crate::poll::{Sample, StatsPoller, controller_series};
 use crate::steady::ended;
@@ -99,8 +99,8 @@ pub type Front = dyn Fn(&Lab, SocketAddr) -> Result<(SocketAddr, crate::Child)>;
 /// The stage whose controller WC03's Figure 7 plots.
 pub const FIGURE_7_STAGE: &str = "mail.list_folders";
 
-/// Starts the service with `control` (behind `front` if given: a function that puts a proxy
-/// in front of the server and returns the address to load), runs `spike` against it, and
+/// Starts the service with `control` and `options` (behind `front` if given: a function that
+/// puts a proxy in front of the server and returns the address to load), runs `spike` against it, and
 /// measures; goodput is compared with `capacity` on the mix of requests the spike completed
 /// within the target, each type priced at its handler CPU over the run
 /// ([`MailCapacity::on_mix`]).
@@ -111,8 +111,9 @@ pub fn run(
     spike: &Spike,
     capacity: &MailCapacity,
     front: Option<&Front>,
+    options: &ServeOptions,
 ) -> Result<SpikeRun> {
-    let server = MailServer::start(lab, name, control)?;
+    let server = MailServer::start_with(lab, name, control, options)?;
     let (addr, proxy) = match front {
         Some(f) => {
             let (a, c) = f(lab, server.addr)?;

@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde_json::{Map, Value, json};
 
 use crate::mail;
-use crate::mail::Control;
+use crate::mail::{Control, ServeOptions};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
 use crate::scenarios::mail_spike::{calibrated, measure_mail_capacity};
@@ -81,7 +81,10 @@ impl Scenario for Controllers {
         for kind in kinds {
             let c = control(kind, spike.target_s)?;
             described.push(json!({"kind": kind, "what": about(kind), "control": c.describe()}));
-            runs.push((kind, spike::run(lab, kind, &c, &spike, &cap, None)?));
+            runs.push((
+                kind,
+                spike::run(lab, kind, &c, &spike, &cap, None, &ServeOptions::default())?,
+            ));
         }
         let chart = |title: &str, y: &str, pick: fn(&SpikeRun) -> &Vec<(f64, f64)>| LineChart {
             title: title.into(),

@@ -209,10 +209,9 @@ fn run_variant(
     // CPU-seconds the handlers spent; at a quarter three read 0.897 (0.882-0.932), at an
     // eighth 0.872 (0.872-0.876). The service also refuses, before it runs, a search it
     // predicts the terminator would cut (see the module's documentation).
-    let options = ServeOptions {
-        terminate_search: matches!(control, Control::SingleStage { .. })
-            .then(|| format!("kind = \"fixed\"\nthreshold_s = {}\n", 0.25 * plan.target_s)),
-        ..ServeOptions::default()
+    let options = match control {
+        Control::SingleStage { .. } => ServeOptions::cutting_searches(plan.target_s),
+        _ => ServeOptions::default(),
     };
     let server = MailServer::start_with(lab, name, &control, &options)?;
     let mut runs = Vec::new();
