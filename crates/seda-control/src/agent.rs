@@ -72,7 +72,7 @@ pub struct AgentPolicy {
     /// decides (0.25).
     pub fast_below: f64,
     /// Backlog at the previous poll from which the last poll alone decides when it served
-    /// under [`fast_below`](Self::fast_below) of that backlog and its arrivals (4): a healthy
+    /// under [`fast_below`](Self::fast_below) of that backlog and its arrivals (3): a healthy
     /// replica holds a request or two at a poll and completes them before the next.
     pub fast_backlog: u64,
     /// Lowest weight reported while not drained, in percent (1).

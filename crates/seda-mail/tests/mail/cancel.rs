@@ -144,14 +144,9 @@ fn a_write_stage_cannot_be_made_terminable() {
     rt.shutdown();
 }
 
-/// A search whose handler is cut while the emulated slowdown runs (`--slowdown`: the handler
-/// keeps its core busy for that many times its own CPU time) stops there and is answered as
-/// terminated, as a slower machine's handler would have been cut at the same moment; the lab's
-/// `mail-search` relies on it. The search itself takes a few milliseconds (a scan of one small
-/// mailbox's bodies), so the cut lands in the slowdown, not in SQLite: before the slowdown
-/// looked at the cut, this search was answered 200 after seconds of spinning.
-#[test]
-fn a_search_cut_during_the_slowdown_is_terminated() {
+/// The service on tables prefixed `prefix`, 1000 x slowed, its searches cut after 10 ms, and a
+/// session of the user with the largest mailbox.
+fn slowed_and_terminable(prefix: &str) -> (seda::Runtime, std::sync::Arc<MailService>, String) {
     let corpus = small_corpus();
     let user = corpus
         .users()
@@ -159,7 +154,7 @@ fn a_search_cut_during_the_slowdown_is_terminated() {
         .max_by_key(|u| u.folders.iter().map(|f| f.count).sum::<i64>())
         .expect("a user")
         .id as u64;
-    let store = backends("cancel_slowdown", &corpus).remove(0);
+    let store = backends(prefix, &corpus).remove(0);
     let options = ServiceOptions {
         slowdown: 1000,
         terminate: Some(seda::TerminateConfig {
@@ -170,6 +165,18 @@ fn a_search_cut_during_the_slowdown_is_terminated() {
     };
     let (rt, svc) = service(store, options);
     let sid = login(&svc, user);
+    (rt, svc, sid)
+}
+
+/// A search whose handler is cut while the emulated slowdown runs (`--slowdown`: the handler
+/// keeps its core busy for that many times its own CPU time) stops there and is answered as
+/// terminated, as a slower machine's handler would have been cut at the same moment; the lab's
+/// `mail-search` relies on it. The search itself takes a few milliseconds (a scan of one small
+/// mailbox's bodies), so the cut lands in the slowdown, not in SQLite: before the slowdown
+/// looked at the cut, this search was answered 200 after seconds of spinning.
+#[test]
+fn a_search_cut_during_the_slowdown_is_terminated() {
+    let (rt, svc, sid) = slowed_and_terminable("cancel_slowdown");
     let r = call(
         &svc,
         req("GET", "/search?q=zqxjnosuchphrase&in=body", Some(&sid), ""),
@@ -200,24 +207,7 @@ fn a_search_cut_during_the_slowdown_is_terminated() {
 /// terminated as if cut; a query the service has not run yet runs.
 #[test]
 fn a_search_that_would_be_cut_again_is_refused_before_it_runs() {
-    let corpus = small_corpus();
-    let user = corpus
-        .users()
-        .iter()
-        .max_by_key(|u| u.folders.iter().map(|f| f.count).sum::<i64>())
-        .expect("a user")
-        .id as u64;
-    let store = backends("cancel_predicted", &corpus).remove(0);
-    let options = ServiceOptions {
-        slowdown: 1000,
-        terminate: Some(seda::TerminateConfig {
-            kind: "fixed".into(),
-            params: [("threshold_s".to_string(), 0.01)].into(),
-        }),
-        ..ServiceOptions::default()
-    };
-    let (rt, svc) = service(store, options);
-    let sid = login(&svc, user);
+    let (rt, svc, sid) = slowed_and_terminable("cancel_predicted");
     let search = |q: &str| {
         call(
             &svc,
