@@ -189,7 +189,7 @@ fn without_an_upstream_it_says_what_to_give() {
 }
 
 /// HAProxy in front of the proxy takes its weight from the agent-check: full while the proxy
-/// admits everything, lower while it sheds (skipped where HAProxy is not installed;
+/// admits everything, lower or drained while it sheds (skipped where HAProxy is not installed;
 /// `.ci/packages` installs it).
 #[test]
 fn haproxy_weights_the_proxy_by_its_admission_state() {
@@ -293,11 +293,12 @@ fn haproxy_weight(sock: &std::path::Path) -> Option<u32> {
     s.read_to_string(&mut csv).ok()?;
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next()?.trim_start_matches("# ").split(',').collect();
-    let col = header.iter().position(|h| *h == "weight")?;
-    lines
-        .find(|l| l.starts_with("b,r1,"))?
-        .split(',')
-        .nth(col)?
-        .parse()
-        .ok()
+    let column = |name: &str| header.iter().position(|h| *h == name);
+    let (weight, status) = (column("weight")?, column("status")?);
+    let row: Vec<&str> = lines.find(|l| l.starts_with("b,r1,"))?.split(',').collect();
+    // An agent's `drain` puts the server in the DRAIN state and leaves its weight as it was.
+    if row.get(status)?.contains("DRAIN") {
+        return Some(0);
+    }
+    row.get(weight)?.parse().ok()
 }
