@@ -68,6 +68,7 @@
 
 #![warn(missing_docs)]
 
+mod checkpointer;
 pub mod corpus;
 pub mod html;
 pub mod password;

@@ -108,7 +108,7 @@ const SPIN_READ: Duration = Duration::from_micros(20);
 /// core in the kernel, and the handlers' own work, run between those system calls, cost from
 /// 53 to 71 us a login where it cost 51-58 us unslowed: the same server's logins varied from 654
 /// to 1,368 per second from one load to the next.
-fn spin_until(mut now: Duration, until: Duration, stop: impl Fn() -> bool) -> Duration {
+pub(crate) fn spin_until(mut now: Duration, until: Duration, stop: impl Fn() -> bool) -> Duration {
     let mut per_ns = 0.0_f64;
     let mut batch = 0_u64;
     while now < until && !stop() {
@@ -226,6 +226,7 @@ impl MailService {
         let mut sinks = Vec::new();
         let slowdown = Arc::new(AtomicU32::new(options.slowdown.clamp(1, MAX_SLOWDOWN)));
         let cpu: Arc<[HandlerCpu; RequestKind::ALL.len()]> = Arc::default();
+        crate::checkpointer::start(&core.store, slowdown.clone());
         // A search cut or refused for running too long is a refusal like the admission
         // controller's, told the same stretched wait: its retry is predicted and refused before
         // it runs (see `SearchCosts`), so it costs no more than a refusal at the door. (Told

@@ -130,6 +130,9 @@ pub(crate) struct Dialect {
     /// Reclaims the row versions that updates and deletes left behind (`{p}` is the table
     /// prefix; none where the database does it on its own), one statement at a time.
     pub(crate) reclaim: &'static [&'static str],
+    /// Writes the committed log into the database without blocking readers or writers (empty
+    /// where the server does it on its own).
+    pub(crate) checkpoint: &'static str,
     /// Rows per multi-row `INSERT` of a corpus load.
     pub(crate) load_rows: usize,
     /// Put before a query to get its plan instead of its rows.

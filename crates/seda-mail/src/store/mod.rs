@@ -276,6 +276,10 @@ pub trait Store: Send + Sync + 'static {
     /// has served a load answers the next as a fresh one would: PostgreSQL's `VACUUM` (on a
     /// server whose autovacuum is off or behind) and a `CHECKPOINT` (the others do it on their own).
     fn reclaim(&self) -> Result<()>;
+    /// Writes the committed write-ahead log into the database without blocking readers or
+    /// writers: SQLite's passive checkpoint, which its commits leave to this call (see
+    /// `sqlite.rs`); nothing on the servers, which checkpoint on their own.
+    fn checkpoint(&self) -> Result<()>;
     /// How many of the mail tables (users, folders, messages) exist: 0 means a database this
     /// service has never touched, the only kind `seda serve mail` seeds on its own.
     fn tables(&self) -> Result<u32>;

@@ -96,6 +96,7 @@ impl Backend for Mysql {
         analyze: "ANALYZE TABLE {p}users, {p}folders, {p}messages",
         // InnoDB's purge thread removes old row versions.
         reclaim: &[],
+        checkpoint: "",
         load_rows: 200,
         explain: "EXPLAIN ",
     };

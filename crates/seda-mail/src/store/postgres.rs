@@ -137,6 +137,7 @@ impl Backend for Postgres {
             "VACUUM (ANALYZE) {p}users, {p}folders, {p}messages",
             "CHECKPOINT",
         ],
+        checkpoint: "",
         load_rows: 200,
         explain: "EXPLAIN ",
     };

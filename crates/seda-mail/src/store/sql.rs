@@ -437,6 +437,13 @@ impl<B: Backend> Store for SqlStore<B> {
         })
     }
 
+    fn checkpoint(&self) -> Result<()> {
+        if B::DIALECT.checkpoint.is_empty() {
+            return Ok(());
+        }
+        self.with(None, |c| c.query(B::DIALECT.checkpoint, &[]).map(drop))
+    }
+
     fn tables(&self) -> Result<u32> {
         let [u, f, m] = super::table_names(&self.p);
         self.with(None, |c| {

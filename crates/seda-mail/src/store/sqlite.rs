@@ -1,6 +1,10 @@
 //! SQLite (bundled) in WAL mode with `synchronous=NORMAL`: a committed transaction survives a
 //! crash of the process (the WAL is written before the commit returns) but may be lost, whole,
 //! on a power failure or OS crash before the next checkpoint; the database is never corrupted.
+//! Commits never checkpoint: whoever writes through the store calls [`Store::checkpoint`] now
+//! and then (the mail service, every second), or leaves it to the last connection's close.
+//!
+//! [`Store::checkpoint`]: super::Store::checkpoint
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode, ToSql};
@@ -69,8 +73,9 @@ impl Backend for Sqlite {
                        AND lower(name) IN (?, ?, ?)",
         // The planner picks the indexes without statistics here; ANALYZE would change plans.
         analyze: "",
-        // Freed pages are reused; the WAL is checkpointed as it grows.
+        // Freed pages are reused; the WAL is checkpointed by `Store::checkpoint`.
         reclaim: &[],
+        checkpoint: "PRAGMA wal_checkpoint(PASSIVE)",
         load_rows: 200,
         explain: "EXPLAIN QUERY PLAN ",
     };
@@ -82,8 +87,15 @@ impl Backend for Sqlite {
         })?;
         conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
             .map_err(err)?;
-        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
-            .map_err(err)?;
+        // No checkpoint inside a commit: SQLite's default runs one in whichever commit finds
+        // the log past 1,000 pages, and that commit then costs 80 times a median one (8 ms of
+        // CPU against 0.1 ms, refiling messages of the lab's corpus). The service runs
+        // `Store::checkpoint` from a thread of its own instead, as SQLite's documentation
+        // suggests for an application that minds its writers' latency.
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;",
+        )
+        .map_err(err)?;
         conn.set_prepared_statement_cache_capacity(STATEMENTS);
         Ok(conn)
     }

@@ -3,6 +3,7 @@
 
 mod auth;
 mod cancel;
+mod checkpoint;
 mod common;
 mod conformance;
 mod consistency;
