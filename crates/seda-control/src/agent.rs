@@ -243,6 +243,14 @@ mod tests {
         }
     }
 
+    /// A sample with nothing rejected and `outstanding` requests held.
+    fn at(admitted: u64, completed: u64, outstanding: u64) -> AgentSample {
+        AgentSample {
+            outstanding,
+            ..sample(admitted, 0, completed)
+        }
+    }
+
     #[test]
     fn weight_falls_by_the_served_share_and_climbs_back_additively() {
         let mut p = AgentPolicy::default();
@@ -317,10 +325,6 @@ mod tests {
 
     #[test]
     fn a_replica_whose_backlog_stops_moving_is_cut_on_few_arrivals() {
-        let at = |admitted, completed, outstanding| AgentSample {
-            outstanding,
-            ..sample(admitted, 0, completed)
-        };
         let mut p = AgentPolicy::default();
         p.reply(at(100, 100, 0));
         // 40 arrive, 10 complete, 30 left waiting: the weight falls to 25%.
@@ -336,10 +340,6 @@ mod tests {
 
     #[test]
     fn a_backlog_that_stands_still_for_a_poll_decides_an_open_window() {
-        let at = |admitted, completed, outstanding| AgentSample {
-            outstanding,
-            ..sample(admitted, 0, completed)
-        };
         let mut p = AgentPolicy::default();
         p.reply(at(100, 100, 0));
         // The window opens healthy: 10 arrive, 10 complete. Then the replica slows: 5 arrive,

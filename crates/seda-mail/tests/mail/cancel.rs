@@ -193,13 +193,16 @@ fn a_search_cut_during_the_slowdown_is_terminated() {
     assert_eq!(answered["login"].1, 1);
     assert!(answered["login"].0 > 0.0 && answered["login"].0 <= cpu["login"]);
     rt.shutdown();
-    let search = rt
-        .stats()
+    assert_eq!(search_stage(&rt).totals.counters.terminated, 1);
+}
+
+/// The search stage's statistics.
+fn search_stage(rt: &seda::Runtime) -> seda::stats::StageSnapshot {
+    rt.stats()
         .stages
         .into_iter()
         .find(|s| s.name == "mail.search")
-        .expect("search stage");
-    assert_eq!(search.totals.counters.terminated, 1);
+        .expect("search stage")
 }
 
 /// A search the terminator cut is refused the next time before it runs (its cost is learned
@@ -244,12 +247,7 @@ fn a_search_that_would_be_cut_again_is_refused_before_it_runs() {
         other.body
     );
     rt.shutdown();
-    let stage = rt
-        .stats()
-        .stages
-        .into_iter()
-        .find(|s| s.name == "mail.search")
-        .expect("search stage");
+    let stage = search_stage(&rt);
     assert_eq!(stage.totals.counters.terminated, 3);
     assert_eq!(stage.totals.response.count, 0);
 }
