@@ -145,3 +145,57 @@ pub fn stage_rate(samples: &[Sample], stage: Option<&str>, counter: &str) -> Vec
         .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) / (w[1].0 - w[0].0)))
         .collect()
 }
+
+/// The requests a server has admitted and not yet finished (completed, terminated, failed or
+/// dropped), summed over its queued stages (the inline route stage only passes requests on).
+pub fn outstanding(stats: &Value) -> Option<u64> {
+    let stages = stats
+        .pointer("/runtime/stages")
+        .or(stats.get("stages"))?
+        .as_array()?;
+    let mut sum = 0;
+    for s in stages
+        .iter()
+        .filter(|x| x.get("mode").and_then(Value::as_str) != Some("inline"))
+    {
+        let n = |k: &str| s.pointer(&format!("/totals/counters/{k}"))?.as_u64();
+        let done = n("completed")? + n("terminated")? + n("failed")? + n("dropped_total")?;
+        sum += n("admitted")?.saturating_sub(done);
+    }
+    Some(sum)
+}
+
+/// Waits, up to `limit`, until the server at `admin` holds no admitted request unfinished;
+/// returns how long that took (`None`: still busy, or not answering, at the limit).
+pub fn wait_until_idle(admin: SocketAddr, limit: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if fetch(admin).as_ref().and_then(outstanding) == Some(0) {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn outstanding_counts_what_queued_stages_admitted_and_did_not_finish() {
+        let counters = |admitted: u64, completed: u64| {
+            json!({"admitted": admitted, "completed": completed, "terminated": 1,
+                   "failed": 1, "dropped_total": 1})
+        };
+        let stats = json!({"stages": [
+            {"mode": "inline", "totals": {"counters": counters(100, 0)}},
+            {"mode": "queued", "totals": {"counters": counters(20, 12)}},
+            {"mode": "queued", "totals": {"counters": counters(5, 2)}},
+        ]});
+        assert_eq!(outstanding(&stats), Some(5));
+        let missing = json!({"stages": [{"mode": "queued", "totals": {"counters": {}}}]});
+        assert_eq!(outstanding(&missing), None);
+    }
+}

@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use crate::haproxy::{self, Balance, Haproxy, Replica};
 use crate::mail::{self, Control, MailServer, ServeOptions};
 use crate::outcome::Outcome;
-use crate::poll::{StatsPoller, stage_rate};
+use crate::poll::{StatsPoller, stage_rate, wait_until_idle};
 use crate::{Lab, Scenario, free_port};
 
 /// The scenario.
@@ -55,6 +55,8 @@ const STAY: f64 = 0.8;
 const THINK: Duration = Duration::from_millis(50);
 /// How often HAProxy asks each replica's agent (`agent-inter`), and the stats poll period.
 const POLL: Duration = Duration::from_millis(250);
+/// The longest wait for the slowed replica to finish its backlog between variants.
+const IDLE_WITHIN: Duration = Duration::from_secs(20);
 /// The goal's window: the share of the slowed replica's excess load moved within this time.
 pub(crate) const MOVE_WITHIN_S: f64 = 2.0;
 
@@ -102,6 +104,12 @@ pub(crate) struct Run {
     pub slowed_served: (Option<f64>, Option<f64>),
     /// p90 of all pages completed from [`MOVE_WITHIN_S`] after the slowdown to the end.
     pub p90_after_goal_s: Option<f64>,
+    /// The share of all requests sent from [`MOVE_WITHIN_S`] after the slowdown to the end
+    /// (refused, timed out and failed ones included) answered within the target. A headline
+    /// figure where the p90 is not: the p90 sits at 3-30% of the target and follows the
+    /// machine's speed (0.015-0.152 s in five runs whose calibrations read 172-409
+    /// requests/s), while this share says whether the cluster kept its promise.
+    pub within_target_after_goal: Option<f64>,
     /// The load generator's per-interval series.
     pub series: Value,
 }
@@ -114,6 +122,16 @@ impl Run {
         let (before, at) = (self.share_before?, self.share_at_goal?);
         let floor = before / f64::from(SLOW_X);
         (before > floor).then(|| (before - at) / (before - floor))
+    }
+
+    /// The same share of the excess, moved from [`MOVE_WITHIN_S`] after the slowdown to the
+    /// end of the run: a headline figure where the slowed replica's share itself is not (it
+    /// reads 0.000-0.005 with agent weights, and a spread relative to a median of zero is not
+    /// defined).
+    pub(crate) fn moved_after(&self) -> Option<f64> {
+        let (before, after) = (self.share_before?, self.share_after?);
+        let floor = before / f64::from(SLOW_X);
+        (before > floor).then(|| (before - after) / (before - floor))
     }
 }
 
@@ -138,9 +156,9 @@ impl Scenario for Cluster {
     fn headline(&self) -> &'static [&'static str] {
         &[
             "agent_weights/excess_moved_by_goal",
-            "agent_weights/slowed_share_after",
+            "agent_weights/excess_moved_after",
             "roundrobin/slowed_share_after",
-            "agent_weights/p90_after_goal_s",
+            "agent_weights/within_target_after_goal",
         ]
     }
 
@@ -176,8 +194,19 @@ impl Scenario for Cluster {
             runs.push(run_variant(
                 lab, balance, &replicas, &timing, capacity, time_scale,
             )?);
-            // Back to normal speed for the next variant.
+            // Back to normal speed for the next variant, which starts once the requests the
+            // slowed replica still held have finished: a backlog left over from one variant
+            // read as a stall at the next one's first agent polls, and drained the replica
+            // before it was slowed (one run of five: its share of new sessions 0.015 before
+            // the slowdown, against 0.33).
             replicas[0].1.slow_down(false)?;
+            match wait_until_idle(replicas[0].1.admin, IDLE_WITHIN) {
+                Some(d) => lab.log(format!("r1 idle after {:.1} s", d.as_secs_f64())),
+                None => lab.log(format!(
+                    "r1 still busy after {} s; the next variant starts anyway",
+                    IDLE_WITHIN.as_secs()
+                )),
+            }
         }
         for (i, (_, s)) in replicas.into_iter().enumerate() {
             s.stop(lab, &format!("r{}", i + 1));
@@ -191,6 +220,11 @@ impl Scenario for Cluster {
                 m.insert("slowed_share_at_goal".into(), json!(r.share_at_goal));
                 m.insert("slowed_share_after".into(), json!(r.share_after));
                 m.insert("excess_moved_by_goal".into(), json!(r.moved_by_goal()));
+                m.insert("excess_moved_after".into(), json!(r.moved_after()));
+                m.insert(
+                    "within_target_after_goal".into(),
+                    json!(r.within_target_after_goal),
+                );
                 m.insert("p90_after_goal_s".into(), json!(r.p90_after_goal_s));
             }
             summary.insert(r.balance.name().into(), s);
@@ -373,6 +407,18 @@ fn share_series(rates: &[Vec<(f64, f64)>]) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The share of the requests whose intervals start in `[from, to)` that were answered within
+/// the target, of all of them (refused, timed out and failed ones count against it).
+fn within_target_between(report: &Report, from: f64, to: f64) -> Option<f64> {
+    let (mut good, mut all) = (0, 0);
+    for i in report.series.iter().filter(|i| i.t_s >= from && i.t_s < to) {
+        let c = &i.counts;
+        good += c.good;
+        all += c.completed + c.rejected + c.timeouts + c.errors;
+    }
+    (all > 0).then(|| good as f64 / all as f64)
+}
+
 /// The slowed replica's share of the arrivals summed over `[from, to)`.
 fn share_between(rates: &[Vec<(f64, f64)>], from: f64, to: f64) -> Option<f64> {
     let sum = |r: &Vec<(f64, f64)>| -> f64 {
@@ -409,6 +455,7 @@ fn measure(
         p90_after_goal_s: report
             .latency_between(goal, t.total_s)
             .map(|l| l.p90_ms / 1000.0),
+        within_target_after_goal: within_target_between(report, goal, t.total_s),
         balance,
         summary,
         p90: report

@@ -98,21 +98,24 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
     );
     s += "r1's share of the new sessions (logins) HAProxy placed, before the slowdown, in the \
           second ending 2 s after it, and from then on; the share of its excess moved by 2 s; \
-          its share of all requests before and after; the aggregate p90 from 2 s after the \
-          slowdown.\n\n\
-          | balance | sessions before | 1-2 s after | after | excess moved by 2 s | requests before | requests after | p90 after 2 s (s) |\n\
-          |---|---|---|---|---|---|---|---|\n";
+          and from then on; its share of all requests before and after; the aggregate p90 from \
+          2 s after the slowdown, and the share of all requests sent from then on (refused ones \
+          included) answered within the target.\n\n\
+          | balance | sessions before | 1-2 s after | after | excess moved by 2 s | from then on | requests before | requests after | p90 after 2 s (s) | within target after 2 s |\n\
+          |---|---|---|---|---|---|---|---|---|---|\n";
     for r in runs {
         s += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.balance.name(),
             fmt(r.share_before),
             fmt(r.share_at_goal),
             fmt(r.share_after),
             fmt(r.moved_by_goal()),
+            fmt(r.moved_after()),
             fmt(r.requests_share.0),
             fmt(r.requests_share.1),
-            fmt(r.p90_after_goal_s)
+            fmt(r.p90_after_goal_s),
+            fmt(r.within_target_after_goal)
         );
     }
     let rows: Vec<(&str, &RunSummary)> = runs
