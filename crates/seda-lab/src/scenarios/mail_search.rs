@@ -110,11 +110,14 @@ impl Scenario for MailSearch {
          searches; the store audited after (SERT06)"
     }
 
+    /// The terminated share stays in the summary and the report, not here: it counts about 50
+    /// searches in a quick run's measured 8 s (2.5% of about 2,000 requests), so counting
+    /// noise alone moves it about 14% (one standard deviation) and five runs read 0.017-0.026
+    /// on 2026-12-03; the share within 1 s it buys counts every request.
     fn headline(&self) -> &'static [&'static str] {
         &[
             "admission/within_1s_fraction",
             "admission+termination/within_1s_fraction",
-            "admission+termination/terminated_fraction",
         ]
     }
 
