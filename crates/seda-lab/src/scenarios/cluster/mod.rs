@@ -119,9 +119,7 @@ impl Run {
     /// excess is what it got before beyond what it can take now (its share before, divided
     /// by [`SLOW_X`]).
     pub(crate) fn moved_by_goal(&self) -> Option<f64> {
-        let (before, at) = (self.share_before?, self.share_at_goal?);
-        let floor = before / f64::from(SLOW_X);
-        (before > floor).then(|| (before - at) / (before - floor))
+        self.moved(self.share_at_goal)
     }
 
     /// The same share of the excess, moved from [`MOVE_WITHIN_S`] after the slowdown to the
@@ -129,9 +127,14 @@ impl Run {
     /// reads 0.000-0.005 with agent weights, and a spread relative to a median of zero is not
     /// defined).
     pub(crate) fn moved_after(&self) -> Option<f64> {
-        let (before, after) = (self.share_before?, self.share_after?);
+        self.moved(self.share_after)
+    }
+
+    /// The share of the excess moved when the slowed replica gets `share` of new sessions.
+    fn moved(&self, share: Option<f64>) -> Option<f64> {
+        let (before, now) = (self.share_before?, share?);
         let floor = before / f64::from(SLOW_X);
-        (before > floor).then(|| (before - after) / (before - floor))
+        (before > floor).then(|| (before - now) / (before - floor))
     }
 }
 

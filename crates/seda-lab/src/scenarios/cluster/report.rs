@@ -97,8 +97,8 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
         t.target_s, t.slow_at_s
     );
     s += "r1's share of the new sessions (logins) HAProxy placed, before the slowdown, in the \
-          second ending 2 s after it, and from then on; the share of its excess moved by 2 s; \
-          and from then on; its share of all requests before and after; the aggregate p90 from \
+          second ending 2 s after it, and from then on; the share of its excess moved by 2 s, \
+          and from then to the end; its share of all requests before and after; the aggregate p90 from \
           2 s after the slowdown, and the share of all requests sent from then on (refused ones \
           included) answered within the target.\n\n\
           | balance | sessions before | 1-2 s after | after | excess moved by 2 s | from then on | requests before | requests after | p90 after 2 s (s) | within target after 2 s |\n\
