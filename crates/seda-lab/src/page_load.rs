@@ -115,7 +115,7 @@ fn measure(report: &Report, spike: &Spike, capacity: f64) -> PageRun {
         goodput: pick(&|i| Some(i.counts.good as f64 / i.duration_s.max(1e-9))),
         rejected: pick(&|i| {
             let c = &i.counts;
-            let n = c.completed + c.rejected + c.timeouts + c.errors;
+            let n = crate::steady::ended(c);
             (n > 0).then(|| c.rejected as f64 / n as f64)
         }),
         series: serde_json::to_value(&report.series).unwrap_or(Value::Null),

@@ -85,12 +85,7 @@ pub fn stage_series(samples: &[Sample], stage: &str, pointer: &str) -> Vec<(f64,
     samples
         .iter()
         .filter_map(|s| {
-            let stages = s
-                .stats
-                .pointer("/runtime/stages")
-                .or(s.stats.get("stages"))?
-                .as_array()?;
-            let st = stages
+            let st = stages(&s.stats)?
                 .iter()
                 .find(|x| x.get("name").and_then(Value::as_str) == Some(stage))?;
             Some((s.t_s, st.pointer(pointer)?.as_f64()?))
@@ -119,17 +114,12 @@ pub fn pool_series(samples: &[Sample], pool: &str, pointer: &str) -> Vec<(f64, f
 /// between consecutive samples: `(t_s, per_s)` at the end of each gap.
 pub fn stage_rate(samples: &[Sample], stage: Option<&str>, counter: &str) -> Vec<(f64, f64)> {
     let total = |s: &Sample| -> Option<f64> {
-        let stages = s
-            .stats
-            .pointer("/runtime/stages")
-            .or(s.stats.get("stages"))?
-            .as_array()?;
         Some(
-            stages
+            stages(&s.stats)?
                 .iter()
                 .filter(|x| match stage {
                     Some(name) => x.get("name").and_then(Value::as_str) == Some(name),
-                    None => x.get("mode").and_then(Value::as_str) != Some("inline"),
+                    None => is_queued(x),
                 })
                 .filter_map(|x| x.pointer(&format!("/totals/counters/{counter}"))?.as_f64())
                 .sum(),
@@ -146,18 +136,25 @@ pub fn stage_rate(samples: &[Sample], stage: Option<&str>, counter: &str) -> Vec
         .collect()
 }
 
-/// The requests a server has admitted and not yet finished (completed, terminated, failed or
-/// dropped), summed over its queued stages (the inline route stage only passes requests on).
-pub fn outstanding(stats: &Value) -> Option<u64> {
-    let stages = stats
+/// The stages of a stats document (a server's own, or one nested under `runtime`).
+fn stages(stats: &Value) -> Option<&Vec<Value>> {
+    stats
         .pointer("/runtime/stages")
         .or(stats.get("stages"))?
-        .as_array()?;
+        .as_array()
+}
+
+/// Whether a stage queues its events: the inline route stage only passes requests on, so
+/// counting it beside the others would count each request twice.
+fn is_queued(stage: &Value) -> bool {
+    stage.get("mode").and_then(Value::as_str) != Some("inline")
+}
+
+/// The requests a server has admitted and not yet finished (completed, terminated, failed or
+/// dropped), summed over its queued stages.
+pub fn outstanding(stats: &Value) -> Option<u64> {
     let mut sum = 0;
-    for s in stages
-        .iter()
-        .filter(|x| x.get("mode").and_then(Value::as_str) != Some("inline"))
-    {
+    for s in stages(stats)?.iter().filter(|x| is_queued(x)) {
         let n = |k: &str| s.pointer(&format!("/totals/counters/{k}"))?.as_u64();
         let done = n("completed")? + n("terminated")? + n("failed")? + n("dropped_total")?;
         sum += n("admitted")?.saturating_sub(done);

@@ -275,7 +275,7 @@ fn measure(
     let p90 = pick(&|i| (i.counts.completed > 0).then_some(i.latency.p90_ms / 1000.0));
     let rejected_series = pick(&|i| {
         let c = &i.counts;
-        let n = c.completed + c.rejected + c.timeouts + c.errors;
+        let n = crate::steady::ended(c);
         (n > 0).then(|| c.rejected as f64 / n as f64)
     });
     // WC03's controller drives a token bucket (`rate_per_s`); ours limits the queue and

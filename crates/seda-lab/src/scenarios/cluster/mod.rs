@@ -415,9 +415,8 @@ fn share_series(rates: &[Vec<(f64, f64)>]) -> Vec<(f64, f64)> {
 fn within_target_between(report: &Report, from: f64, to: f64) -> Option<f64> {
     let (mut good, mut all) = (0, 0);
     for i in report.series.iter().filter(|i| i.t_s >= from && i.t_s < to) {
-        let c = &i.counts;
-        good += c.good;
-        all += c.completed + c.rejected + c.timeouts + c.errors;
+        good += i.counts.good;
+        all += crate::steady::ended(&i.counts);
     }
     (all > 0).then(|| good as f64 / all as f64)
 }

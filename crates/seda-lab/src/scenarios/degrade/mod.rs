@@ -443,7 +443,7 @@ fn measure(
         p90: pick(&|i| (i.counts.completed > 0).then_some(i.latency.p90_ms / 1000.0)),
         rejected: pick(&|i| {
             let c = &i.counts;
-            let n = c.completed + c.rejected + c.timeouts + c.errors;
+            let n = crate::steady::ended(c);
             (n > 0).then(|| c.rejected as f64 / n as f64)
         }),
         served: pick(&|i| Some(i.counts.completed as f64 / i.duration_s.max(1e-9))),
