@@ -600,6 +600,10 @@ fn handler_totals(stats: &Value) -> BTreeMap<String, TypeWork> {
 pub struct Work {
     /// Per type, what its handlers did.
     pub per_type: BTreeMap<String, TypeWork>,
+    /// Requests the front end parsed meanwhile (`None`: not in the snapshots).
+    pub requests: Option<u64>,
+    /// CPU seconds the whole server used meanwhile (`None`: not measured).
+    pub server_cpu_s: Option<f64>,
 }
 
 impl Work {
@@ -608,15 +612,30 @@ impl Work {
         let (Some(before), Some(after)) = (before, after) else {
             return Work::default();
         };
-        let before = handler_totals(before);
+        let requests = |v: &Value| v.pointer("/frontend/requests")?.as_u64();
+        let earlier = handler_totals(before);
         let per_type = handler_totals(after)
             .into_iter()
             .map(|(k, w)| {
-                let earlier = before.get(&k).copied().unwrap_or_default();
+                let earlier = earlier.get(&k).copied().unwrap_or_default();
                 (k, w.since(earlier))
             })
             .collect();
-        Work { per_type }
+        Work {
+            per_type,
+            requests: requests(after)
+                .zip(requests(before))
+                .map(|(a, b)| a.saturating_sub(b)),
+            server_cpu_s: None,
+        }
+    }
+
+    /// The server's CPU outside the handlers (parsing, answering, refusing, the runtime's
+    /// own work) per request its front end parsed, seconds; `None` where the server's CPU or
+    /// the request count was not measured.
+    pub fn front_end_cost_s(&self) -> Option<f64> {
+        let requests = self.requests.filter(|&n| n > 0)? as f64;
+        Some((self.server_cpu_s? - self.cpu_s()).max(0.0) / requests)
     }
 
     /// Handler CPU per answered request of each type that answered any. The work of requests
@@ -635,7 +654,7 @@ impl Work {
         self.per_type.values().map(|w| w.cpu_s).sum()
     }
 
-    /// Adds `other`'s figures to these.
+    /// Adds `other`'s handler figures to these (not its requests nor its server CPU).
     pub fn add(&mut self, other: &Work) {
         for (k, w) in &other.per_type {
             let e = self.per_type.entry(k.clone()).or_default();
@@ -644,26 +663,33 @@ impl Work {
     }
 }
 
-/// Runs `config` against the mail server whose admin listener is `admin`: the report, and what
-/// the server's handlers did over the report's measured window (after the warm-up) only, as
+/// Runs `config` against the mail `server`: the report, and what the server's handlers and
+/// the server as a whole did over the report's measured window (after the warm-up) only, as
 /// the report's counts cover it.
 ///
 /// Why only that window: on this machine the same request's CPU cost moves twofold from
 /// minute to minute (calibrations of the same service a minute apart: 424 and 894 requests per
 /// CPU-second), so costs averaged over the warm-up and the run together priced one run at 1.13
 /// x capacity.
-pub fn load_with_work(lab: &Lab, admin: SocketAddr, config: LoadConfig) -> Result<(Report, Work)> {
+pub fn load_with_work(
+    lab: &Lab,
+    server: &MailServer,
+    config: LoadConfig,
+) -> Result<(Report, Work)> {
     let warmup = config.warmup;
+    let snapshot = || (server.cpu_seconds(), crate::poll::fetch(server.admin));
     let (report, before) = std::thread::scope(|s| {
         let before = s.spawn(|| {
             std::thread::sleep(warmup);
-            crate::poll::fetch(admin)
+            snapshot()
         });
         let report = lab.load(config);
-        (report, before.join().ok().flatten())
+        (report, before.join().ok())
     });
     let report = report?;
-    let work = Work::between(before.as_ref(), crate::poll::fetch(admin).as_ref());
+    let ((cpu_before, before), (cpu_after, after)) = (before.unwrap_or_default(), snapshot());
+    let mut work = Work::between(before.as_ref(), after.as_ref());
+    work.server_cpu_s = cpu_after.zip(cpu_before).map(|(a, b)| a - b);
     Ok((report, work))
 }
 

@@ -24,10 +24,11 @@ use point::Point;
 
 /// How goodput / capacity is measured, for reports.
 pub(super) const CAPACITY_HOW: &str = "goodput / capacity is the share of the server's \
-    CPU-seconds that went to logins answered within the timeout: each login priced at the login \
-    handler's CPU per login in that run's measured window over the handler's share of the \
-    server's CPU in the calibration before it (logins are the loads' whole mix); loads are \
-    multiples of the calibration's logins per CPU-second";
+    core's CPU-seconds that went to logins answered within the timeout: each login priced at \
+    the login handler's CPU per login in that run's measured window plus the server's CPU \
+    outside the handlers per request it parsed (the server is pinned to one core, so the \
+    ratio is at most the share of the core it used); loads are multiples of the calibration's \
+    logins per CPU-second";
 
 /// The scenario.
 pub struct Goodput;

@@ -101,7 +101,7 @@ pub(super) fn capacity(lab: &Lab) -> Result<Calibration> {
         cfg.duration = lab.pick(Duration::from_millis(2500), Duration::from_secs(6));
         cfg.client.deadline = Duration::from_secs(10);
         let before = server.cpu_seconds();
-        let (report, work) = mail::load_with_work(lab, server.admin, cfg)?;
+        let (report, work) = mail::load_with_work(lab, &server, cfg)?;
         let cpu = before.zip(server.cpu_seconds()).map(|(a, b)| b - a);
         Ok::<_, anyhow::Error>((report, work, cpu))
     })();
@@ -212,7 +212,7 @@ pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, calibration: Calibration)
             v.name
         ));
         let poller = StatsPoller::start(server.admin, Duration::from_secs(1));
-        let ran = mail::load_with_work(lab, server.admin, cfg);
+        let ran = mail::load_with_work(lab, &server, cfg);
         Ok::<_, anyhow::Error>((ran, poller.stop()))
     })();
     server.stop(lab, &name);
@@ -227,17 +227,23 @@ pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, calibration: Calibration)
     ))
 }
 
-/// Capacity in logins per second of this run: one CPU-second over a login's price, its
-/// handler's CPU in this run's measured window over the calibration's handler share (the
-/// calibration's rate where the run completed no login). Priced in the run, goodput /
-/// capacity is the share of the server's CPU-seconds that went to logins answered in time,
-/// whatever speed the server ran at meanwhile: the same server's logins cost from 643 to
-/// 1,396 per CPU-second in calibrations a minute apart, and one run priced at a calibration's
-/// rate read 1.12 x capacity.
+/// Capacity in logins per second of this run: one CPU-second (the server is pinned to one
+/// core) over a login's price in the run, its handler's CPU per login plus the server's CPU
+/// outside the handlers per request parsed (the front end's parsing and answering, refusals
+/// and dropped requests included). Priced in the run, goodput / capacity is the share of the
+/// core's CPU-seconds that went to logins answered in time, at most the share the server
+/// used: the same server's logins cost from 643 to 1,396 per CPU-second in calibrations a
+/// minute apart, and the front end's share of a login moves with the load (priced with the
+/// calibration's handler share, window+deadline read 1.046 to 1.094 x capacity in 4 of 5
+/// runs). Where the server's CPU was not measured, the calibration's handler share stands in
+/// for the front end, and where the run completed no login, the calibration's rate.
 fn priced(calibration: Calibration, work: &mail::Work) -> f64 {
-    match work.cost_s().get(seda_mail::RequestKind::Login.name()) {
-        Some(login) => mail::with_front_end(calibration.handler_share) / login,
-        None => calibration.per_s,
+    let Some(login) = work.cost_s().get(seda_mail::RequestKind::Login.name()).copied() else {
+        return calibration.per_s;
+    };
+    match work.front_end_cost_s() {
+        Some(front_end) => 1.0 / (login + front_end),
+        None => mail::with_front_end(calibration.handler_share) / login,
     }
 }
 
