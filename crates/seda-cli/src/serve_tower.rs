@@ -93,11 +93,26 @@ fn checksum(data: &[u8], rounds: u32) -> u64 {
     h
 }
 
-async fn render(State(page): State<Arc<Page>>) -> Result<String, StatusCode> {
-    let sum = tokio::task::spawn_blocking(move || checksum(&page.data, page.rounds))
-        .await
-        .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
-    Ok(format!("<html><body>checksum {sum:016x}</body></html>\n"))
+/// The page, with a `Server-Timing: cpu;dur=...` header (W3C Server Timing, in ms) telling
+/// what its work cost the thread that did it: the lab prices the pages answered in time with
+/// it, at the machine's speed in the run (see `tower-spike`).
+async fn render(
+    State(page): State<Arc<Page>>,
+) -> Result<([(&'static str, String); 1], String), StatusCode> {
+    let (sum, used) = tokio::task::spawn_blocking(move || {
+        let start = seda::thread_cpu_time();
+        let sum = checksum(&page.data, page.rounds);
+        (sum, seda::thread_cpu_time().saturating_sub(start))
+    })
+    .await
+    .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+    Ok((
+        [(
+            "server-timing",
+            format!("cpu;dur={:.3}", used.as_secs_f64() * 1e3),
+        )],
+        format!("<html><body>checksum {sum:016x}</body></html>\n"),
+    ))
 }
 
 /// The service for `mode`, and the arrival lags its layer counts (with seda's layer).

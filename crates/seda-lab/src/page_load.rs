@@ -43,8 +43,15 @@ pub struct PageRun {
 /// else) the capacity is this run's own instead: the pages they completed in the spike per
 /// CPU-second they ran in it, so goodput / capacity is the share of a core they spent on pages
 /// answered within the target and cannot pass 1. A calibration's pages per second follow the
-/// machine's speed (`proxy-spike`'s HAProxy read 1.30 x one that way). `tower-spike` passes
-/// none: its service also answers its refusals, which would count as pages' cost.
+/// machine's speed (`proxy-spike`'s HAProxy read 1.30 x one that way).
+///
+/// Without `renderer_cpu`, a service that says what each page cost it (`Server-Timing:
+/// cpu;dur=...`, as `seda serve tower-demo` does) is priced page by page: the capacity is a
+/// core's pages per second at the mean cost of the pages answered within the target, so
+/// goodput / capacity is the share of the server's core that went to rendering them, at most
+/// 1 on a pinned server, less what its front end, refusals and late pages took. Such a
+/// service answers its own refusals, so its process's CPU per page would count them as the
+/// pages' cost. A service that says neither is measured against the calibration's `capacity`.
 pub fn spike(
     lab: &Lab,
     name: &str,
@@ -87,7 +94,8 @@ pub fn spike(
         let report = lab.load(cfg);
         (report, sampler.and_then(|h| h.join().ok().flatten()))
     });
-    let mut run = measure(&report?, spike, capacity);
+    let report = report?;
+    let mut run = measure(&report, spike, capacity);
     let s = &mut run.summary;
     if let (Some(cpu), Some(pages)) = (cpu.filter(|c| *c > 0.01), s.throughput_per_s)
         && pages > 0.0
@@ -95,8 +103,23 @@ pub fn spike(
         let per_cpu_s = pages * spike.spike_s / cpu;
         s.capacity_per_s = Some(per_cpu_s);
         s.goodput_fraction_of_capacity = Some(s.goodput_per_s / per_cpu_s);
+    } else if renderer_cpu.is_none()
+        && let Some(price) = good_page_cpu_s(&report, spike)
+    {
+        s.capacity_per_s = Some(1.0 / price);
+        s.goodput_fraction_of_capacity = Some(s.goodput_per_s * price);
     }
     Ok(run)
+}
+
+/// The mean CPU seconds the server said (`Server-Timing`) the pages it answered within the
+/// target over the spike cost it; `None` where it said nothing of them.
+fn good_page_cpu_s(report: &Report, spike: &Spike) -> Option<f64> {
+    let (timed, cpu_s) = report
+        .good_server_cpu_between(spike.onset_s() - 1e-6, spike.end_s() - 1e-6)
+        .values()
+        .fold((0, 0.0), |(n, c), s| (n + s.timed, c + s.cpu_s));
+    (timed > 0 && cpu_s > 0.0 && cpu_s.is_finite()).then(|| cpu_s / timed as f64)
 }
 
 fn measure(report: &Report, spike: &Spike, capacity: f64) -> PageRun {

@@ -238,7 +238,11 @@ pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, calibration: Calibration)
 /// runs). Where the server's CPU was not measured, the calibration's handler share stands in
 /// for the front end, and where the run completed no login, the calibration's rate.
 fn priced(calibration: Calibration, work: &mail::Work) -> f64 {
-    let Some(login) = work.cost_s().get(seda_mail::RequestKind::Login.name()).copied() else {
+    let Some(login) = work
+        .cost_s()
+        .get(seda_mail::RequestKind::Login.name())
+        .copied()
+    else {
         return calibration.per_s;
     };
     match work.front_end_cost_s() {

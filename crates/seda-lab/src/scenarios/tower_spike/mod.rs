@@ -202,7 +202,7 @@ impl Scenario for TowerSpike {
                 "client_deadline_s": page_load::deadline(&spike).as_secs_f64(),
                 "capacity_per_s": capacity,
                 "capacity_per_cpu_s": cal.capacity_per_s,
-                "capacity_is": "pages/s of wall-clock time while calibrating (8 closed users, no think time)",
+                "capacity_is": "loads: pages/s of wall-clock time while calibrating (8 closed users, no think time); goodput / capacity: each variant's own, a core's pages per second at the Server-Timing CPU of the pages it answered in time (its summary's capacity_per_s)",
                 "underload_rate_per_s": UNDERLOAD_X * capacity,
                 "underload_s": underload_for.as_secs_f64(),
                 "limits_swept": limits,

@@ -120,9 +120,13 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64, per_cpu_s: f6
          times on tokio's blocking pool, pinned to one core; its measured capacity is \
          {capacity:.0} pages/s ({per_cpu_s:.0} per CPU-second of the server: the rest of its \
          core went to other work on this shared machine, and loads are sized from what it \
-         got). The spike takes {} closed users to {} ({SPIKE_X} x \
-         capacity x target: without control the response time is about {SPIKE_X} x the {t} s \
-         target) for {:.0} s; users think {:.0} ms and wait {:.2} s after a 503. Variants: bare; \
+         got). Goodput / capacity is each variant's share of that core spent rendering pages \
+         answered within the target: the page tells its CPU time (`Server-Timing: cpu;dur`), \
+         and the capacity is a core's pages per second at the mean cost of those pages in the \
+         run, so it follows the machine's speed and stays at most 1 (a calibration's pages per \
+         second read 1.09-1.10 x when the machine ran faster). The spike takes {} closed \
+         users to {} ({SPIKE_X} x capacity x target: without control the response time is \
+         about {SPIKE_X} x the {t} s target) for {:.0} s; users think {:.0} ms and wait {:.2} s after a 503. Variants: bare; \
          tower's `ServiceBuilder::new().layer(HandleErrorLayer).load_shed().concurrency_limit(N)` \
          (503 when all N permits are taken), N swept as a share of capacity x target; seda's \
          `SedaLayer::response_time(target).http()`. Before each spike, Poisson arrivals at \
