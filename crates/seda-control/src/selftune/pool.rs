@@ -39,7 +39,8 @@
 //! raised it, and an addition it confirms may grow geometrically. An addition that left it
 //! flat, where the noise lets a flat reading be told from one in proportion to the threads
 //! ([`SCALING_SHARE`]), marks a plateau: the pool returns to the most threads that may have
-//! paid and adds none past them while its window remembers. And it holds each step to
+//! paid and adds none past them while its window remembers; one after which it fell returns
+//! the pool to the size it left, with the same memory. And it holds each step to
 //! what the target needs at the period's service time (Little's law; [`hold_to_need`]).
 
 use super::arx::{ArxEstimate, ArxModel, DEFAULT_FORGETTING};
@@ -66,7 +67,7 @@ const NOISE_WEIGHT: f64 = 0.1;
 
 /// Below its knee a saturated pool's capacity grows in proportion to its threads (its service
 /// time does not change); on a plateau it stays flat. An addition whose capacity grew by less
-/// than this share of the proportional gain, past the capacity's noise, is judged a plateau's:
+/// than this share of the proportional gain is judged a plateau's (or a knee's within it):
 /// the midpoint between the two. Judged only against a fall past the noise, every addition
 /// past `pool-control`'s io plant's 24 channels was kept, and pools ended with 33-41 threads.
 pub const SCALING_SHARE: f64 = 0.5;
@@ -195,6 +196,9 @@ pub struct SelfTuningPool {
     /// The last ceiling, kept after the window forgets it until an addition scales: a probe
     /// past it that does not scale returns to it rather than to a higher bisection point.
     last_ceiling: Option<usize>,
+    /// Whether the last period's seek undid an addition whose capacity fell (see
+    /// [`Self::seek`]).
+    undid_fall: bool,
 }
 
 impl SelfTuningPool {
@@ -219,6 +223,7 @@ impl SelfTuningPool {
             held_at_peak: false,
             ceiling: None,
             last_ceiling: None,
+            undid_fall: false,
         }
     }
 
@@ -332,6 +337,7 @@ impl SelfTuningPool {
             return step;
         };
         let dn = threads as i64 - n0 as i64;
+        let undid_fall = std::mem::take(&mut self.undid_fall);
         // The ceiling a plateau showed lasts as long as the window's readings.
         self.ceiling = self
             .ceiling
@@ -409,21 +415,28 @@ impl SelfTuningPool {
         // Where the capacity showed that an addition neither scaled nor fell (a plateau, or a
         // peak between the two sizes), the most threads that may have paid.
         let mut plateau_ceiling = None;
+        // Where the capacity fell with an addition, the size it left, which read better.
+        let mut fell_from = None;
         if let Some(m) = capacity_moved {
             let share = MIN_MARGINAL_GAIN * dn.abs() as f64 / n0.max(1) as f64;
             let margin = NOISE_Z * self.capacity_noise_var.map_or(CAPACITY_NOISE, f64::sqrt);
             let proportional = dn as f64 / n0.max(1) as f64;
             unpaid |= m < share - margin;
+            if dn > 0 && m < -margin {
+                fell_from = Some(n0);
+            }
             // Judged only where the noise is measured and the two outcomes (the capacity flat,
             // or up in proportion) lie two margins apart: on the PostgreSQL plant
             // (8% noise) one thread added to 8 read flat by chance, and the pool held 8 threads
             // through a phase that asked for twice what they served (0.71 of the best fixed).
-            // Nor is one thread judged: the period after it is added carries its start, and in
+            // A gain under half the proportional one is the knee's even where it passes the
+            // noise: read as scaling, such a gain (14% of 40%, under 3% noise) grew the pool
+            // geometrically past the contended plant's knee. Nor is one thread judged: the period after it is added carries its start, and in
             // one CI run one thread added to 19 on the io plant read half its gain, and PD held
             // 19 threads through the last phase (0.79 of the best fixed pool).
             let decidable =
                 dn >= 2 && self.capacity_noise_var.is_some() && proportional >= 2.0 * margin;
-            if decidable && m > -margin && m < SCALING_SHARE * proportional - margin {
+            if decidable && m > -margin && m < SCALING_SHARE * proportional {
                 let paid = (dn as f64 * (m / proportional).max(0.0)).floor() as usize;
                 let c = (n0 + paid).max(threads - half as usize);
                 plateau_ceiling = Some(self.last_ceiling.map_or(c, |last| c.min(last)));
@@ -460,10 +473,23 @@ impl SelfTuningPool {
         // a peak may lie between the two sizes), holds there, and adds no threads past it
         // while the window remembers. Half undos, each followed by re-adding the removed
         // threads, walked the io plant's pools up its plateau two threads at a time.
+        //
+        // Where the capacity fell with an addition, the pool returns to the size it left and
+        // adds no threads past it while the window remembers; the period after, whose capacity
+        // still carries the removed threads' calls (or reads the gain of leaving the worse
+        // size), does not judge the return. Half undos took `pool-control`'s contended plant
+        // from 16 threads to 14, whose removal was read in a period without a capacity and
+        // undone by a thread: P ended between 14 and 15 threads, 0.83 of the best fixed pool.
         let step = if let Some(c) = plateau_ceiling {
             self.ceiling = Some((c, WINDOW));
             self.last_ceiling = Some(c);
             c as i64 - threads as i64
+        } else if let Some(c) = fell_from {
+            self.ceiling = Some((c, WINDOW));
+            self.undid_fall = true;
+            c as i64 - threads as i64
+        } else if dn < 0 && undid_fall && self.ceiling.is_some_and(|c| c.0 == threads) {
+            0
         } else if dn > 0 {
             if unpaid {
                 -half
@@ -1087,6 +1113,62 @@ mod tests {
                 mean >= 0.97 && shares.iter().all(|&s| s >= 0.95),
                 "{law:?}: mean {mean:.3} of the peak: {shares:.3?}"
             );
+        }
+    }
+
+    /// `pool-control`'s quick contended plant as the runtime reads it: its best pool 12
+    /// threads (600/s, each thread past it slowing every call), every thread busy, each
+    /// reading off by 3%, and the period after threads are removed unread (the removed threads
+    /// still finish their calls, so more are busy than the pool holds: no capacity). From 10
+    /// threads, 8 periods at 0.8 x the peak, then 8 asking for 1.5 x. Returns the mean
+    /// throughput and threads of the last 4 periods, as the lab measures them.
+    fn quick_contended(law: Law, seed: u64) -> (f64, f64) {
+        let mut noise = NoisyPlant(seed * 15_485_863);
+        let mut c = SelfTuningPool::new(SelfTuningConfig {
+            law,
+            max_threads: 48,
+            ..Default::default()
+        });
+        let (mut n, mut before) = (10, 10);
+        let mut trace = Vec::new();
+        for k in 0..16 {
+            let x = n as f64;
+            let service_s = 0.02 * (x / 12.0).max(1.0).powf(1.5);
+            let y = x / service_s * (1.0 + 0.03 * noise.normal());
+            trace.push((n, y));
+            let busy = x.max(before as f64);
+            before = n;
+            n = c.update(PeriodSample {
+                throughput_per_s: y,
+                threads: n,
+                target_per_s: if k < 8 { 480.0 } else { 900.0 },
+                busy_threads: Some(busy),
+            });
+        }
+        let last = &trace[12..];
+        (
+            last.iter().map(|p| p.1).sum::<f64>() / 4.0,
+            last.iter().map(|p| p.0 as f64).sum::<f64>() / 4.0,
+        )
+    }
+
+    /// In one quick `pool-control` run of five, P added 4 threads to 12 at the contended
+    /// plant's knee, read the capacity fall at 16, and ended its last phase between 14 and
+    /// 15 threads (0.83 of the best fixed pool): it undid half the addition, and the removal,
+    /// read in a period without a capacity, was undone by a thread. On this plant P ended
+    /// under 0.95 of the peak in 8 seeds of 20, PI in 11 and PD in 13: besides those half
+    /// undos, an addition of 4 threads to 10 that gained 14% of the capacity where scaling
+    /// would gain 40% was taken for scaling (its gain was past the noise) and grown by 4
+    /// more. Now an addition that gains less than half its proportional share is read as the
+    /// knee's, and one after which the capacity fell is undone whole: P ends within 5% of the
+    /// peak in every seed, PI and PD in all but at most 4 (PD's worst 0.84).
+    #[test]
+    fn every_law_returns_to_the_knee_after_overshooting_it() {
+        for law in Law::ALL {
+            let ends: Vec<(f64, f64)> = (1..=20).map(|seed| quick_contended(law, seed)).collect();
+            let low = ends.iter().filter(|(y, _)| *y < 0.95 * 600.0).count();
+            let allowed = if law == Law::P { 0 } else { 4 };
+            assert!(low <= allowed, "{law:?}: {low} under 0.95: {ends:.1?}");
         }
     }
 
