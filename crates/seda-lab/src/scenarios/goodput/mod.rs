@@ -113,12 +113,16 @@ impl Scenario for Goodput {
          AIMD window and server-side deadline dropping (SSM04 Figures 5-7)"
     }
 
+    /// The rejected share as a share of the excess over the run's own capacity, which is what
+    /// the claim says is rejected: the rejected fraction itself follows that excess (0.231 to
+    /// 0.483 in five runs whose load was 1.30 to 1.94 x their own capacity, each 0.99-1.00 of
+    /// its excess). The calibrated capacity is the machine's speed, not a result; it stays in
+    /// the summary.
     fn headline(&self) -> &'static [&'static str] {
         &[
-            "capacity_per_s",
             "window+deadline/goodput_at_max_load_fraction_of_peak",
             "window+deadline/goodput_at_max_load_fraction_of_capacity",
-            "window+deadline/rejected_fraction_at_max_load",
+            "window+deadline/rejected_share_of_excess_at_max_load",
             "none/goodput_at_max_load_fraction_of_capacity",
         ]
     }
@@ -254,6 +258,14 @@ impl Sweep<'_> {
         })
     }
 
+    /// The share of `variant`'s offered load at `load` above the capacity the run itself had
+    /// (`None` at or under it).
+    fn excess(&self, variant: &str, load: f64) -> Option<f64> {
+        self.own_load(variant, load)
+            .filter(|l| *l > 1.0)
+            .map(|l| 1.0 - 1.0 / l)
+    }
+
     fn max_load(&self) -> f64 {
         self.loads.last().copied().unwrap_or(2.0)
     }
@@ -274,6 +286,7 @@ impl Sweep<'_> {
         for v in self.variants {
             let peak = self.peak(v.name);
             let at_top = self.goodput(v.name, top);
+            let rejected = self.get(v.name, top, |s| Some(s.rejected_fraction));
             s.insert(
                 v.name.into(),
                 json!({
@@ -281,7 +294,8 @@ impl Sweep<'_> {
                     "goodput_at_max_load_per_s": self.get(v.name, top, |s| Some(s.goodput_per_s)),
                     "goodput_at_max_load_fraction_of_capacity": at_top,
                     "goodput_at_max_load_fraction_of_peak": at_top.map(|g| g / peak.max(1e-9)),
-                    "rejected_fraction_at_max_load": self.get(v.name, top, |s| Some(s.rejected_fraction)),
+                    "rejected_fraction_at_max_load": rejected,
+                    "rejected_share_of_excess_at_max_load": rejected.zip(self.excess(v.name, top)).map(|(r, e)| r / e),
                     "max_load_x_own_capacity": self.own_load(v.name, top),
                 }),
             );
@@ -396,9 +410,7 @@ impl Sweep<'_> {
         // server's speed moves by up to a half between a calibration and the load a minute
         // later, and a load of 2 x a calibration was 1.35 x the run's own capacity in one of
         // five runs, which left 25% to reject, not 50%.
-        let excess = self
-            .own_load(SSM.name, top)
-            .map(|l| 1.0 - 1.0 / l.max(1e-9));
+        let excess = self.excess(SSM.name, top);
         out.push(Check::new(
             format!(
                 "with protection, the excess load is rejected (at {top} x: rejected >= half the \
