@@ -431,9 +431,10 @@ impl SelfTuningPool {
             // through a phase that asked for twice what they served (0.71 of the best fixed).
             // A gain under half the proportional one is the knee's even where it passes the
             // noise: read as scaling, such a gain (14% of 40%, under 3% noise) grew the pool
-            // geometrically past the contended plant's knee. Nor is one thread judged: the period after it is added carries its start, and in
-            // one CI run one thread added to 19 on the io plant read half its gain, and PD held
-            // 19 threads through the last phase (0.79 of the best fixed pool).
+            // geometrically past the contended plant's knee. Nor is one thread judged: the
+            // period after it is added carries its start, and in one CI run one thread added
+            // to 19 on the io plant read half its gain, and PD held 19 threads through the
+            // last phase (0.79 of the best fixed pool).
             let decidable =
                 dn >= 2 && self.capacity_noise_var.is_some() && proportional >= 2.0 * margin;
             if decidable && m > -margin && m < SCALING_SHARE * proportional {
