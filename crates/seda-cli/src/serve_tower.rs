@@ -107,10 +107,7 @@ async fn render(
     .await
     .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
     Ok((
-        [(
-            "server-timing",
-            format!("cpu;dur={:.3}", used.as_secs_f64() * 1e3),
-        )],
+        [("server-timing", seda::server_timing_cpu(used))],
         format!("<html><body>checksum {sum:016x}</body></html>\n"),
     ))
 }

@@ -145,10 +145,7 @@ fn next_batch(last: u64, per_ns: f64, left: Duration) -> u64 {
 /// the requests answered in time (a search of a small mailbox costs a tenth of one of a large
 /// mailbox, and the large ones are the ones answered late).
 fn server_timing(used: Duration) -> (String, String) {
-    (
-        "server-timing".into(),
-        format!("cpu;dur={:.3}", used.as_secs_f64() * 1e3),
-    )
+    ("server-timing".into(), seda::server_timing_cpu(used))
 }
 
 struct Core {

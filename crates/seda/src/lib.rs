@@ -95,7 +95,7 @@ pub use config::{
     PoolControllerConfig, PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
     TerminateConfig,
 };
-pub use cpu::thread_cpu_time;
+pub use cpu::{server_timing_cpu, thread_cpu_time};
 pub use global::GlobalControlConfig;
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
