@@ -134,6 +134,9 @@ fn figures(name: &str, run: &Run, best: f64) -> Figures {
     let (y, threads) = metrics::plateau(phase(2));
     Figures {
         steady_error: targeted.then(|| metrics::steady_error(phase(1))).flatten(),
+        step_throughput_of_target: targeted
+            .then(|| metrics::step_throughput_of_target(phase(1)))
+            .flatten(),
         tracking_error: targeted
             .then(|| metrics::tracking_error(phase(1)))
             .flatten(),
@@ -161,12 +164,15 @@ impl Scenario for PoolControl {
          throughput target, and the most each finds"
     }
 
+    /// P's step is judged by its throughput over the target, not by its steady error, whose
+    /// ideal is zero (a relative spread of 0.006 and 0.042 reads 85%, both within the 5%
+    /// goal); the ARX error, a share of the plant's noise and the model's misses at the knee,
+    /// stays in the summary and the checks.
     fn headline(&self) -> &'static [&'static str] {
         &[
             "p/io/fraction_of_best_fixed",
             "p/contended/fraction_of_best_fixed",
-            "p/contended/steady_error",
-            "p/contended/arx_error",
+            "p/contended/step_throughput_of_target",
         ]
     }
 
