@@ -252,7 +252,10 @@ impl Scenario for MailUsers {
         &[
             "ours/goodput_fraction_of_capacity",
             "ours/p90_after_settle_over_target",
-            "ours/rejected_fraction",
+            // Not the rejected fraction (it stays in the summary): 1024 users' load is sized by
+            // the calibration, so what is refused follows the machine's speed in the run
+            // against the calibration's, as `goodput`'s does: 0.540 at 0.66 x, 0.523 at 0.92 x
+            // and 0.404 at 1.05 x in three runs on 2026-12-04, with goodput 0.954-0.960.
             // Without control, what the service still serves in time, as in every other
             // scenario. Not the p90 of completed requests: the requests that complete within a
             // quick run's 4 s at 1024 users are the fast ones, and that p90 read 0.017 s in one
