@@ -95,13 +95,28 @@ impl Levels {
     /// threads past the contended plant's knee read as within the noise, and the pool re-added
     /// the thread, period after period.
     pub fn better(&self, a: usize, b: usize, reading_sd: f64) -> bool {
+        self.gain(a, b, reading_sd) > PEAK_Z
+    }
+
+    /// The mean reading at `threads`, where the window has one.
+    pub fn mean_at(&self, threads: usize) -> Option<f64> {
+        let sizes = self.by_size();
+        let at = sizes.iter().find(|s| s.threads == threads as f64);
+        at.map(|s| s.mean)
+    }
+
+    /// By how many standard errors of their difference the mean reading at `a` threads passes
+    /// the mean at `b` (each reading off by `reading_sd` where the window has not measured its
+    /// noise); 0 where either size has no reading.
+    pub fn gain(&self, a: usize, b: usize, reading_sd: f64) -> f64 {
         let sizes = self.by_size();
         let at = |n: usize| sizes.iter().find(|s| s.threads == n as f64);
         let (Some(a), Some(b)) = (at(a), at(b)) else {
-            return false;
+            return 0.0;
         };
         let sd = within_size_sd(&sizes).unwrap_or(reading_sd);
-        a.mean - b.mean > PEAK_Z * sd * (1.0 / a.count + 1.0 / b.count).sqrt()
+        let z = (a.mean - b.mean) / (sd * (1.0 / a.count + 1.0 / b.count).sqrt());
+        if z.is_finite() { z } else { 0.0 }
     }
 
     /// The window's readings summed up by pool size.
