@@ -41,10 +41,10 @@
 //! ([`SCALING_SHARE`]), marks a plateau: the pool returns to the most threads that may have
 //! paid and adds none past them while its window remembers, unless the size it left reads
 //! above that midpoint once it is read there ([`BISECT_Z`]): then the gain per thread is
-//! shrinking gradually, as a database's does, and the pool returns to it and climbs on; one
-//! after which it fell returns
-//! the pool to the size it left, with the same memory. And it holds each step to
-//! what the target needs at the period's service time (Little's law; [`hold_to_need`]).
+//! shrinking gradually, as a database's does, and the pool returns to it and climbs on. An
+//! addition after which it fell returns the pool to the size it left, with the same memory.
+//! And it holds each step to what the target needs at the period's service time (Little's
+//! law; [`hold_to_need`]).
 
 use super::arx::{ArxEstimate, ArxModel, DEFAULT_FORGETTING};
 use super::design::{Gains, Law, PoleSpec, gains};
