@@ -41,6 +41,10 @@ pub struct BottleneckArgs {
     /// Requests the emulated backend serves at once (overrides `bottleneck.backend_channels`).
     #[arg(long)]
     backend_channels: Option<usize>,
+    /// Share of the backend's wait each call's wait varies by, on either side, in [0, 1]
+    /// (overrides `bottleneck.backend_spread`).
+    #[arg(long)]
+    backend_spread: Option<f64>,
     /// Admin address: dashboard, /metrics, /_seda/stats, /_seda/graph; never the service port
     /// (`off`: none).
     #[arg(long, default_value = crate::admin::DEFAULT)]
@@ -67,6 +71,7 @@ pub fn serve(args: &BottleneckArgs) -> anyhow::Result<()> {
     b.backend_ms = args.backend_ms.unwrap_or(b.backend_ms);
     b.backend_knee = args.backend_knee.unwrap_or(b.backend_knee);
     b.backend_channels = args.backend_channels.unwrap_or(b.backend_channels);
+    b.backend_spread = args.backend_spread.unwrap_or(b.backend_spread);
     b.validate()
         .map_err(|e| anyhow!("bad bottleneck setting: {e}"))?;
     let control = Control::from_name(&args.control)

@@ -224,7 +224,9 @@ pub fn intervals<'a>(
 }
 
 /// The headline figures of the spike: p90s, settling, goodput and throughput against
-/// `capacity`, and the shares rejected, timed out and failed.
+/// `capacity`, the share of the admitted requests answered within the target
+/// (`within_target_of_processed`, as `thesis-open` names it), and the shares rejected, timed
+/// out and failed.
 pub fn summary(report: &Report, spike: &Spike, capacity: f64) -> RunSummary {
     let (on, end) = (spike.onset_s(), spike.end_s());
     let mut c = Counts::default();
@@ -246,6 +248,7 @@ pub fn summary(report: &Report, spike: &Spike, capacity: f64) -> RunSummary {
         p90_from((on + settle).min(end - 1.0)),
     );
     s.rates(c.good, c.completed, spike.spike_s, capacity);
+    s.insert("within_target_of_processed", fraction(c.good, c.completed));
     s.rejected_fraction = fraction(c.rejected, ended);
     s.timeout_fraction = Some(fraction(c.timeouts, ended));
     s.error_fraction = Some(fraction(c.errors, ended));
@@ -381,6 +384,7 @@ mod tests {
         assert_eq!(s.goodput_per_s, 4.0);
         assert_eq!(s.throughput_per_s, Some(8.0));
         assert_eq!(s.goodput_fraction_of_capacity, Some(0.2));
+        assert_eq!(s.extra["within_target_of_processed"], 0.5);
         assert!((s.rejected_fraction - 50.0 / 90.0).abs() < 1e-12);
         assert_eq!(s.timeouts, Some(0));
         // No histograms kept: no percentiles, and the JSON leaves them out.

@@ -1,6 +1,10 @@
 //! An *emulated* backend (a sleep, not real I/O): the plant where a pool's size matters.
 //!
-//! Each call waits `latency`. With `channels`, at most that many calls are served at once and
+//! Each call waits `latency`, or with a `spread` a wait drawn uniformly within that share of
+//! it on either side (the same mean; a seeded sequence, so runs repeat): a real backend's
+//! calls vary, and with every call alike each response time is a whole number of waits, so a
+//! percentile moves by a whole wait at once (`dynamic-groups`' p90 read 0.37 or 0.46 x its
+//! target from run to run). With `channels`, at most that many calls are served at once and
 //! the rest queue for a free one, so throughput grows with threads up to `channels` and stays
 //! flat beyond (a device with that many channels). With a `knee`, the backend is a bounded
 //! resource that thrashes past `knee` callers at once: the wait becomes
@@ -20,6 +24,9 @@ pub struct EmulatedBackend {
     latency: Duration,
     knee: usize,
     channels: usize,
+    spread: f64,
+    /// Calls so far: the position in the sequence the spread's draws come from.
+    calls: AtomicU64,
     active: AtomicU64,
     busy: Mutex<usize>,
     freed: Condvar,
@@ -32,6 +39,8 @@ impl EmulatedBackend {
             latency,
             knee,
             channels: 0,
+            spread: 0.0,
+            calls: AtomicU64::new(0),
             active: AtomicU64::new(0),
             busy: Mutex::new(0),
             freed: Condvar::new(),
@@ -42,6 +51,27 @@ impl EmulatedBackend {
     pub fn with_channels(mut self, channels: usize) -> Self {
         self.channels = channels;
         self
+    }
+
+    /// Draws each call's wait uniformly within `spread` (held to `[0, 1]`) of its mean on
+    /// either side, from a sequence seeded by `seed`.
+    pub fn with_spread(mut self, spread: f64, seed: u64) -> Self {
+        self.spread = if spread.is_finite() {
+            spread.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        self.calls = AtomicU64::new(seed);
+        self
+    }
+
+    /// The share of the mean wait the next call waits: 1 without a spread.
+    fn draw(&self) -> f64 {
+        if self.spread == 0.0 {
+            return 1.0;
+        }
+        let u = unit(self.calls.fetch_add(1, Ordering::Relaxed));
+        1.0 + self.spread * (2.0 * u - 1.0)
     }
 
     /// The wait with `active` callers at once.
@@ -66,13 +96,21 @@ impl EmulatedBackend {
             *busy += 1;
         }
         let active = self.active.fetch_add(1, Ordering::SeqCst) + 1;
-        std::thread::sleep(self.wait_with(active));
+        std::thread::sleep(self.wait_with(active).mul_f64(self.draw()));
         self.active.fetch_sub(1, Ordering::SeqCst);
         if self.channels > 0 {
             *self.busy.lock() -= 1;
             self.freed.notify_one();
         }
     }
+}
+
+/// The `n`th number of a seeded sequence, uniform in `[0, 1)` (splitmix64's output function).
+fn unit(n: u64) -> f64 {
+    let mut z = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) as f64 / (u64::MAX as f64 + 1.0)
 }
 
 #[cfg(test)]
@@ -89,6 +127,21 @@ mod tests {
         assert!(throughput(12) < 0.6 * throughput(6));
         let free = EmulatedBackend::new(Duration::from_millis(10), 0);
         assert_eq!(free.wait_with(100), Duration::from_millis(10));
+    }
+
+    #[test]
+    fn a_spread_varies_the_waits_around_the_same_mean() {
+        let b = EmulatedBackend::new(Duration::from_millis(40), 0).with_spread(0.5, 7);
+        let draws: Vec<f64> = (0..10_000).map(|_| b.draw()).collect();
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((mean - 1.0).abs() < 0.02, "mean {mean}");
+        assert!(draws.iter().all(|d| (0.5..1.5).contains(d)));
+        let low = draws.iter().filter(|&&d| d < 0.75).count();
+        assert!((2_000..3_000).contains(&low), "{low} of 10,000 below 0.75");
+        let again = EmulatedBackend::new(Duration::from_millis(40), 0).with_spread(0.5, 7);
+        assert_eq!(again.draw(), draws[0], "a seeded sequence");
+        let fixed = EmulatedBackend::new(Duration::from_millis(40), 0);
+        assert_eq!(fixed.draw(), 1.0);
     }
 
     #[test]

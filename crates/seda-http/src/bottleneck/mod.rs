@@ -33,7 +33,9 @@
 //!   throughput stops growing at that many threads;
 //! - `backend_knee`: the backend is a bounded resource that thrashes past this many requests
 //!   at once: the wait is `backend_ms x (active / knee)^2` above the knee, so throughput
-//!   (`n / wait`) peaks at `knee` threads and falls beyond: an interior optimum.
+//!   (`n / wait`) peaks at `knee` threads and falls beyond: an interior optimum;
+//! - `backend_spread`: each wait is drawn uniformly within this share of it on either side
+//!   (the same mean), as a real backend's calls vary.
 //!
 //! The defaults ([`BottleneckConfig::default`]) cost about 11 ms per request at full quality,
 //! half of it in the quality-independent base (as `seda sim degrade`, where half of each
@@ -98,6 +100,9 @@ pub struct BottleneckConfig {
     pub backend_knee: usize,
     /// Requests the emulated backend serves at once; the rest wait for one (0: no limit).
     pub backend_channels: usize,
+    /// Share of the emulated backend's wait each call's wait is drawn within, on either side
+    /// (0: every call alike; at most 1).
+    pub backend_spread: f64,
 }
 
 impl Default for BottleneckConfig {
@@ -114,6 +119,7 @@ impl Default for BottleneckConfig {
             backend_ms: 0.0,
             backend_knee: 0,
             backend_channels: 0,
+            backend_spread: 0.0,
         }
     }
 }
@@ -144,6 +150,12 @@ impl BottleneckConfig {
             return Err(format!(
                 "backend_ms must be in [0, 60000], got {}",
                 self.backend_ms
+            ));
+        }
+        if !(self.backend_spread.is_finite() && (0.0..=1.0).contains(&self.backend_spread)) {
+            return Err(format!(
+                "backend_spread must be in [0, 1], got {}",
+                self.backend_spread
             ));
         }
         Ok(())
@@ -401,7 +413,8 @@ pub fn build(
             Duration::from_secs_f64(config.backend_ms / 1e3),
             config.backend_knee,
         )
-        .with_channels(config.backend_channels),
+        .with_channels(config.backend_channels)
+        .with_spread(config.backend_spread, config.seed),
         holding: std::sync::atomic::AtomicUsize::new(0),
     });
     // A fixed pool: more threads than cores only time-share a CPU-bound stage.
@@ -478,6 +491,14 @@ mod tests {
             },
             BottleneckConfig {
                 rounds: 0,
+                ..ok.clone()
+            },
+            BottleneckConfig {
+                backend_spread: 1.5,
+                ..ok.clone()
+            },
+            BottleneckConfig {
+                backend_spread: f64::NAN,
                 ..ok.clone()
             },
         ] {

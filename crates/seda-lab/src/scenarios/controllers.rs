@@ -62,7 +62,12 @@ impl Scenario for Controllers {
     fn headline(&self) -> &'static [&'static str] {
         &[
             "response_time_tuned/goodput_fraction_of_capacity",
-            "response_time_tuned/p90_admitted_after_settle_s",
+            // Not the p90 after settling (it stays in the summary, the report and the checks):
+            // a quick spike lasts 6 s, and that p90 is read while the controller still moves,
+            // far under the target and wherever its climb stood (it strayed 15-41% from its
+            // median in sets of five on 2026-12-04). What each admitted request was promised,
+            // a reply within the target, a short spike decides.
+            "response_time_tuned/within_target_of_processed",
             "vegas/goodput_fraction_of_capacity",
             "codel/goodput_fraction_of_capacity",
             "none/goodput_fraction_of_capacity",

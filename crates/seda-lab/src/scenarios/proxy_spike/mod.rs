@@ -157,7 +157,12 @@ impl Scenario for ProxySpike {
     fn headline(&self) -> &'static [&'static str] {
         &[
             "seda_proxy/goodput_fraction_of_capacity",
-            "seda_proxy/p90_admitted_after_settle_s",
+            // Not the p90 after settling (it stays in the summary, the report and the checks):
+            // a quick spike lasts 6 s, and that p90 is read while the controller still moves,
+            // far under the target and wherever its climb stood (it strayed 15-41% from its
+            // median in sets of five on 2026-12-04). What each admitted request was promised,
+            // a reply within the target, a short spike decides.
+            "seda_proxy/within_target_of_processed",
             "seda_proxy/underload/cpu_ms_per_request/1/1",
             "haproxy_maxconn_128/underload/cpu_ms_per_request/1/1",
             "haproxy_maxconn_128/unanswered_clients_fraction",
