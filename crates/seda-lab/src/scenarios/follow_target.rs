@@ -8,10 +8,10 @@
 //! sim follow-target` runs it, scaled by 0.4 in time to fit a quick run: targets 0.4 s, 0.2 s
 //! and 0.48 s (the simulator's 1 s, 0.5 s and 1.2 s), 240 partly-open clients (its 120, on
 //! twice the knee) each sending 0.4 s after a reply or 0.6 s after its last send without one
-//! (the thesis's 1 s and 1.5 s), and 0.8 s control periods (its 2 s). The settings the simulator's module gives reasons for hold
-//! here too: global control's arrival floor off, no selective dropper, and a pool moving a
-//! bounded step per period (two threads here, on twice the knee, where the simulator moves
-//! one).
+//! (the thesis's 1 s and 1.5 s), and 0.8 s control periods (its 2 s). The settings the
+//! simulator's module gives reasons for hold here too: global control's arrival floor off, no
+//! selective dropper, and a pool moving a bounded step per period (two threads here, on twice
+//! the knee, where the simulator moves one).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -152,17 +152,16 @@ impl Scenario for FollowTarget {
     fn run(&self, lab: &Lab) -> Result<Outcome> {
         let phase = lab.pick(Duration::from_secs(12), Duration::from_secs(40));
         // Unmeasured, at the first target: 120 clients arriving at once at a pool of 4 threads
-        // (before the knee and the clients were doubled), growing one thread a period, queue
-        // 240 requests, and draining them took about 6 s,
-        // which was the first phase's settled half (0.60 s against 0.40 s) rather than how the
-        // p90 follows the target. The pool then gives back the threads the drain took, one a
-        // period, until about 15 s: after a 6 s start, the first phase's settled half caught
-        // that descent in half of the quick runs (8 to 9 threads, a p90 of 0.17 s against
-        // 0.40 s, below the next phase's), and the direction check failed by chance. With
-        // twice the clients and the knee, a start at a third of the knee (8 threads) queued
-        // 480 requests, the pool grew to 25 threads by 14 s, and the first phase's settled half
-        // caught its descent in every run (a p90 of 0.09-0.17 s against 0.40 s); it now starts
-        // at half the knee, 12 threads, about what the first target needs.
+        // (before the knee and the clients were doubled), growing one thread a period, queue 240
+        // requests, and draining them took about 6 s, which was the first phase's settled half
+        // (0.60 s against 0.40 s) rather than how the p90 follows the target. The pool then gives
+        // back the threads the drain took, one a period, until about 15 s: after a 6 s start, the
+        // first phase's settled half caught that descent in half of the quick runs (8 to 9 threads,
+        // a p90 of 0.17 s against 0.40 s, below the next phase's), and the direction check failed
+        // by chance. With twice the clients and the knee, a start at a third of the knee (8
+        // threads) queued 480 requests, the pool grew to 25 threads by 14 s, and the first phase's
+        // settled half caught its descent in every run (a p90 of 0.09-0.17 s against 0.40 s); it
+        // now starts at half the knee, 12 threads, about what the first target needs.
         let warmup = lab.pick(phase, phase / 2);
         let (addr, admin, child) =
             crate::bottleneck::spawn_configured(lab, "follow-target", &config())?;
@@ -329,9 +328,8 @@ impl Scenario for FollowTarget {
             "{CLIENTS} partly-open clients (think {} s, expected time {} s) against `seda serve \
              bottleneck` with the emulated backend of `thesis-open` ({BACKEND_MS} ms a call on \
              average) thrashing past {KNEE} (twice its knee: designed capacity {CAPACITY:.0} \
-             pages/s). Global \
-             control (no arrival floor, no dropper) and a P-controlled pool (at most two threads per \
-             {PERIOD_MS} ms period); after {:.0} s unmeasured at the first target, the p90 target \
+             pages/s). Global control (no arrival floor, no dropper) and a P-controlled pool \
+             (at most two threads per {PERIOD_MS} ms period); after {:.0} s unmeasured at the first target, the p90 target \
              is set to each of {:?} s for {:.0} s in turn by `POST /_seda/target` on the admin \
              address (the thesis's Figure 5-7; scaled by 0.4 from `seda sim follow-target`).\n\n\
              | phase | target | p90 (second half) | x target | all within target | processed \
