@@ -70,7 +70,8 @@ impl EmulatedBackend {
         if self.spread == 0.0 {
             return 1.0;
         }
-        let u = unit(self.calls.fetch_add(1, Ordering::Relaxed));
+        let mut n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let u = super::work::splitmix64(&mut n) as f64 / (u64::MAX as f64 + 1.0);
         1.0 + self.spread * (2.0 * u - 1.0)
     }
 
@@ -103,14 +104,6 @@ impl EmulatedBackend {
             self.freed.notify_one();
         }
     }
-}
-
-/// The `n`th number of a seeded sequence, uniform in `[0, 1)` (splitmix64's output function).
-fn unit(n: u64) -> f64 {
-    let mut z = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) as f64 / (u64::MAX as f64 + 1.0)
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ const TARGETS: [Duration; 3] = [
 /// by how many slow seconds a run happened to have.
 const KNEE: usize = 2 * thesis_open::KNEE;
 /// The plant's designed capacity, pages/s.
-const CAPACITY: f64 = KNEE as f64 * 1000.0 / BACKEND_MS as f64;
+const CAPACITY: f64 = thesis_open::capacity(KNEE);
 /// Partly-open clients.
 const CLIENTS: usize = 240;
 /// Think time after a reply, and the time after which a client sends again without one.
@@ -329,9 +329,10 @@ impl Scenario for FollowTarget {
              bottleneck` with the emulated backend of `thesis-open` ({BACKEND_MS} ms a call on \
              average) thrashing past {KNEE} (twice its knee: designed capacity {CAPACITY:.0} \
              pages/s). Global control (no arrival floor, no dropper) and a P-controlled pool \
-             (at most two threads per {PERIOD_MS} ms period); after {:.0} s unmeasured at the first target, the p90 target \
-             is set to each of {:?} s for {:.0} s in turn by `POST /_seda/target` on the admin \
-             address (the thesis's Figure 5-7; scaled by 0.4 from `seda sim follow-target`).\n\n\
+             (at most two threads per {PERIOD_MS} ms period); after {:.0} s unmeasured at the \
+             first target, the p90 target is set to each of {:?} s for {:.0} s in turn by \
+             `POST /_seda/target` on the admin address (the thesis's Figure 5-7; scaled by 0.4 \
+             from `seda sim follow-target`).\n\n\
              | phase | target | p90 (second half) | x target | all within target | processed \
              within target | rejected |\n|---|---|---|---|---|---|---|\n",
             THINK.as_secs_f64(),

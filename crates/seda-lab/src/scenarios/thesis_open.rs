@@ -37,8 +37,14 @@ pub(super) const KNEE: usize = 12;
 /// or 0.46 x its target from run to run (0.36-0.40 at this spread). At +-50% one run of five
 /// here went past the knee at the load's doubling (the notebook).
 const BACKEND_SPREAD: f64 = 0.25;
-/// The plant's designed capacity, pages/s (`KNEE / BACKEND_MS`).
-pub(super) const CAPACITY: f64 = KNEE as f64 * 1000.0 / BACKEND_MS as f64;
+/// The plant's designed capacity, pages/s.
+pub(super) const CAPACITY: f64 = capacity(KNEE);
+
+/// The designed capacity, pages/s, of the plant with its knee at `knee`: `knee` calls of
+/// [`BACKEND_MS`] at once.
+pub(super) const fn capacity(knee: usize) -> f64 {
+    knee as f64 * 1000.0 / BACKEND_MS as f64
+}
 /// Arrivals before and after the two-thirds point, as shares of the capacity.
 const LOADS: [f64; 2] = [0.45, 0.9];
 /// The p90 target.
