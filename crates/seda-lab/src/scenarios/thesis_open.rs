@@ -136,20 +136,25 @@ fn load(addr: SocketAddr, phases: [Duration; 2]) -> Result<LoadConfig> {
 /// Table 1's and Table 2's columns for one variant.
 pub(super) fn table(r: &Report, target: Duration) -> serde_json::Value {
     let c = &r.summary.counts;
-    let all = c.sent + r.summary.dropped;
-    let incoming = all as f64;
-    let share = |n: u64, of: f64| if of > 0.0 { n as f64 / of } else { f64::NAN };
+    let incoming = c.sent + r.summary.dropped;
+    let share = |n: u64, of: u64| {
+        if of > 0 {
+            n as f64 / of as f64
+        } else {
+            f64::NAN
+        }
+    };
     json!({
-        "incoming": all,
+        "incoming": incoming,
         "within_target": c.good,
         "processed": c.completed,
         "rejected": c.rejected,
         "timeouts": c.timeouts,
         "errors": c.errors,
-        "within_target_of_processed": share(c.good, c.completed as f64),
+        "within_target_of_processed": share(c.good, c.completed),
         "within_target_of_all": share(c.good, incoming),
         "rejected_fraction": share(c.rejected, incoming),
-        "admitted_fraction": share(all.saturating_sub(c.rejected), incoming),
+        "admitted_fraction": share(incoming.saturating_sub(c.rejected), incoming),
         "p90_ms": r.summary.latency.p90_ms,
         "target_s": target.as_secs_f64(),
     })

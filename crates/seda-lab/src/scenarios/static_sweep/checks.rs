@@ -172,7 +172,6 @@ mod tests {
             server_cpu: 0.9,
             load_generator_cpu: 0.5,
             server_waited: 0.0,
-            generator_waited: 0.0,
             others_on_server_core: 0.0,
             others_on_load_core: 0.0,
             io_stalled: 0.0,

@@ -1,10 +1,12 @@
-//! CPU time from `/proc`: what the server and the load generator used, how long they waited
-//! for a core they were ready to run on, and what everything else on their cores took, so a
-//! point disturbed by another program on this shared machine shows in the results.
+//! CPU time from `/proc`: what the server and the load generator used, how long the server
+//! waited for a core it was ready to run on, and what everything else on their cores took, so
+//! a point disturbed by another program on this shared machine shows in the results.
 //!
-//! Run and wait times come from `schedstat` (nanoseconds, per thread); core totals from
-//! `/proc/stat` (`USER_HZ` ticks, 100 per second on every Linux the lab runs on); machine-wide
-//! I/O stalls from `/proc/pressure/io`.
+//! The server's run and wait times come from `schedstat` (nanoseconds, per thread); the load
+//! generator's from this process's `stat` (its threads, those that have exited included: the
+//! generator runs on a thread of its own that is gone by the end of a point); core totals
+//! from `/proc/stat` (`USER_HZ` ticks, 100 per second on every Linux the lab runs on);
+//! machine-wide I/O stalls from `/proc/pressure/io`.
 
 use std::time::Instant;
 
@@ -45,9 +47,18 @@ fn process(pid: u32) -> Option<(f64, f64)> {
     Some(total)
 }
 
-/// Run and wait seconds of this thread.
-pub fn this_thread() -> Option<(f64, f64)> {
-    schedstat(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+/// User and system seconds (fields 14 and 15) of a `stat` line.
+fn stat_cpu_s(stat: &str) -> Option<f64> {
+    let mut f = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let user: f64 = f.next()?.parse().ok()?;
+    let system: f64 = f.next()?.parse().ok()?;
+    Some((user + system) / TICKS_PER_S)
+}
+
+/// CPU seconds of this process, every thread it has had included: the load generator's, since
+/// the lab's own threads sleep while a load runs.
+pub fn this_process_s() -> Option<f64> {
+    stat_cpu_s(&std::fs::read_to_string("/proc/self/stat").ok()?)
 }
 
 /// Run and wait seconds of process `pid` and its direct children (nginx's worker, Apache's
@@ -107,7 +118,7 @@ pub fn io_full_stall_s() -> Option<f64> {
 pub struct Mark {
     at: Instant,
     server: Option<(f64, f64)>,
-    generator: Option<(f64, f64)>,
+    generator: Option<f64>,
     server_core: Option<f64>,
     load_core: Option<f64>,
     io_stall: Option<f64>,
@@ -118,13 +129,11 @@ pub struct Mark {
 pub struct Usage {
     /// The server's processes ran.
     pub server: f64,
-    /// The load generator's thread ran.
+    /// The load generator ran (this process's threads).
     pub generator: f64,
     /// The server's threads were ready but waiting for the core (summed over threads, so
     /// Apache's 150 processes waiting for each other count too).
     pub server_waited: f64,
-    /// The generator was ready but waiting for its core.
-    pub generator_waited: f64,
     /// Everything else ran on the server's core.
     pub others_on_server_core: f64,
     /// Everything else ran on the generator's core.
@@ -134,13 +143,14 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// The share of a core the server or the generator lost to other programs: the
-    /// generator's wait (nothing else of ours runs on its core), the server's wait where other
-    /// programs ran on its core (bounded by what they took, since a server's threads also wait
-    /// for each other), or the time the whole machine stalled on I/O, whichever is largest.
+    /// The share of a core the server or the generator lost to other programs: what they ran
+    /// on the generator's core (nothing else of ours runs there), the server's wait where
+    /// other programs ran on its core (bounded by what they took, since a server's threads
+    /// also wait for each other), or the time the whole machine stalled on I/O, whichever is
+    /// largest.
     pub fn lost_to_others(&self) -> f64 {
         let server = self.server_waited.min(self.others_on_server_core);
-        [server, self.generator_waited, self.io_stalled]
+        [server, self.others_on_load_core, self.io_stalled]
             .into_iter()
             .filter(|x| x.is_finite())
             .fold(0.0, f64::max)
@@ -148,12 +158,12 @@ impl Usage {
 }
 
 impl Mark {
-    /// Reads the counters now (call on the load generator's thread).
+    /// Reads the counters now.
     pub fn now(server_pid: u32, server_core: Option<usize>, load_core: Option<usize>) -> Mark {
         Mark {
             at: Instant::now(),
             server: tree(server_pid),
-            generator: this_thread(),
+            generator: this_process_s(),
             server_core: server_core.and_then(core_busy_s),
             load_core: load_core.and_then(core_busy_s),
             io_stall: io_full_stall_s(),
@@ -170,12 +180,11 @@ impl Mark {
         let run = |m: &Option<(f64, f64)>| m.map(|x| x.0);
         let wait = |m: &Option<(f64, f64)>| m.map(|x| x.1);
         let server = d(run(&self.server), run(&end.server));
-        let generator = d(run(&self.generator), run(&end.generator));
+        let generator = d(self.generator, end.generator);
         Usage {
             server,
             generator,
             server_waited: d(wait(&self.server), wait(&end.server)),
-            generator_waited: d(wait(&self.generator), wait(&end.generator)),
             others_on_server_core: (d(self.server_core, end.server_core) - server).max(0.0),
             others_on_load_core: (d(self.load_core, end.load_core) - generator).max(0.0),
             io_stalled: d(self.io_stall, end.io_stall),
@@ -193,11 +202,13 @@ mod tests {
         assert_eq!(schedstat("garbage"), None);
         let line = "42 (web server) S 7 42 42 0 -1 4194560 10 0 0 0 250 50 0 0 20 0 3 0";
         assert_eq!(stat_ppid(line), Some(7));
+        assert_eq!(stat_cpu_s(line), Some(3.0));
+        assert_eq!(stat_cpu_s("42 (x) S 7"), None);
     }
 
     #[test]
     fn reads_this_process() {
-        assert!(this_thread().is_some());
+        assert!(this_process_s().is_some());
         assert!(tree(std::process::id()).is_some());
         assert!(core_busy_s(0).is_some());
     }
@@ -207,7 +218,7 @@ mod tests {
         let u = Usage {
             server_waited: 3.0, // Apache's processes waiting for each other
             others_on_server_core: 0.05,
-            generator_waited: 0.1,
+            others_on_load_core: 0.1,
             ..Usage::default()
         };
         assert!((u.lost_to_others() - 0.1).abs() < 1e-9);

@@ -77,14 +77,14 @@ pub struct Point {
     pub max_response_s: f64,
     /// Jain's index over the clients' completed requests.
     pub fairness: f64,
-    /// Share of a core the server's processes used over the point (warm-up and run).
+    /// Share of a core the server's processes used over the measured run (from the end of
+    /// the warm-up, to within the few milliseconds the generator takes to start).
     pub server_cpu: f64,
-    /// Share of its core the load generator used (near 1: the figures may be its limit).
+    /// Share of a core the load generator used over the run (near 1: the figures may be its
+    /// limit).
     pub load_generator_cpu: f64,
-    /// Share of the point the server's threads were ready but waiting for a core (summed).
+    /// Share of the run the server's threads were ready but waiting for a core (summed).
     pub server_waited: f64,
-    /// Share of the point the generator was ready but waiting for its core.
-    pub generator_waited: f64,
     /// Share of the server's core other programs used.
     pub others_on_server_core: f64,
     /// Share of the generator's core other programs used.
@@ -125,7 +125,6 @@ impl Point {
             server_cpu: cpu.server,
             load_generator_cpu: cpu.generator,
             server_waited: cpu.server_waited,
-            generator_waited: cpu.generator_waited,
             others_on_server_core: cpu.others_on_server_core,
             others_on_load_core: cpu.others_on_load_core,
             io_stalled: cpu.io_stalled,
@@ -188,10 +187,20 @@ pub fn run(
     t: Timing,
 ) -> Result<Point> {
     let cfg = config(addr, clients, dirs, t)?;
-    // The generator runs on this thread, so the marks read its CPU time.
-    let start = Mark::now(pid, lab.server_cpu, lab.load_cpu);
-    let report = lab.load(cfg)?;
-    let usage = start.usage(&Mark::now(pid, lab.server_cpu, lab.load_cpu));
+    // CPU over the measured run only, as the throughput is: the warm-up opens every
+    // connection, which costs a server more than the steady state does.
+    let mark = || Mark::now(pid, lab.server_cpu, lab.load_cpu);
+    let (start, report) = std::thread::scope(|s| {
+        let start = s.spawn(|| {
+            std::thread::sleep(t.warmup);
+            mark()
+        });
+        let report = lab.load(cfg);
+        (start.join(), report)
+    });
+    let start = start.map_err(|_| anyhow::anyhow!("reading the CPU counters panicked"))?;
+    let report = report?;
+    let usage = start.usage(&mark());
     let p = Point::of(server, clients, &report, usage);
     lab.log(format!(
         "{server:>8} {clients:>5} clients: {:>6.0} req/s {:>6.0} Mbit/s  mean {:>6.1} ms  max \

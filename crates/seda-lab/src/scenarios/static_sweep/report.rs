@@ -231,18 +231,10 @@ fn differences(s: &mut String, points: &[Point], plan: &Plan, quick: bool) {
             .fold(0.0f64, f64::max)
     };
     let busiest = most(|p| p.load_generator_cpu);
-    let waited = most(|p| p.generator_waited);
     let verdict = if busiest > 0.9 {
         "; at such points the figures may be the generator's limit as much as the server's"
-            .to_string()
-    } else if waited > 0.2 {
-        format!(
-            ", but it waited for its core up to {:.0}% of a point while other programs held it, \
-             so on this machine other programs slowed the clients as well as the servers",
-            waited * 100.0
-        )
     } else {
-        ", and seldom waited for it, so the servers, not the generator, set the figures".into()
+        ", short of saturating it"
     };
     let _ = writeln!(
         s,
@@ -263,8 +255,8 @@ fn differences(s: &mut String, points: &[Point], plan: &Plan, quick: bool) {
     s.push_str(
         "- **The machine is shared.** Other programs may run on the same two cores, so single \
          points are noisy (see Disturbance); the checks below are qualitative for that reason: \
-         throughput is compared per CPU-second each server got, the fairness floor allows for \
-         few requests per client, and the quick form reports the maximum response times (the \
+         throughput is compared in requests per second (with per CPU-second each server got \
+         beside it), the fairness floor allows for few requests per client, and the quick form reports the maximum response times (the \
          goals above) without checking them, since one short point's maximum is at the mercy \
          of whatever else runs.\n",
     );
@@ -279,9 +271,10 @@ pub(crate) fn disturbance(points: &[Point], repeated: usize, kept: usize, above:
         .fold(0.0f64, f64::max);
     format!(
         "\n**Disturbance.** The last column above gives the share of a core the server and the \
-         generator used during each point, and the share of a core they lost to other programs \
-         on this shared machine: time they were ready to run but waited for a core other \
-         programs held, or time the whole machine stalled on I/O (from `/proc/*/schedstat`, \
+         generator used during each point's measured run, and the share of a core they lost to \
+         other programs on this shared machine: what other programs ran on the generator's \
+         core, time the server was ready to run but waited for a core other programs held, or \
+         time the whole machine stalled on I/O (from `/proc/*/schedstat`, `/proc/self/stat`, \
          `/proc/stat` and `/proc/pressure/io`; `result.json` has each part). \
          {repeated} point(s) were run a second time because they lost more than {:.0}% of a \
          core; {kept} of the points kept still did; the worst kept point lost {:.0}%. Points set \
