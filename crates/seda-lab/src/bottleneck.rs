@@ -150,8 +150,10 @@ pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
 /// runtime, so a process that ran in bursts shorter than a tick can read nothing for seconds:
 /// under Apache's first load, its 150 workers read 0 CPU in the first second and 40 of the
 /// next second's 73 (hundredths of a core) while the scheduler counted 65 and 73, and the
-/// lab's watch called the rest other processes' and every `static-sweep` run loaded.
-fn process_runtime_seconds(pid: u32) -> Option<f64> {
+/// lab's watch called the rest other processes' and every `static-sweep` run loaded. A thread
+/// that exits takes its count with it: use this for processes whose threads live as long as
+/// they do (a proxy's), [`process_cpu_seconds`] for the rest.
+pub fn process_runtime_seconds(pid: u32) -> Option<f64> {
     let ns: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())

@@ -66,7 +66,13 @@ impl Scenario for MailSpike {
     fn headline(&self) -> &'static [&'static str] {
         &[
             "ours/goodput_fraction_of_capacity",
-            "ours/p90_admitted_s",
+            // Not the p90 of the admitted requests (it stays in the summary, the report and the
+            // checks): under the target it is where the controller chose to sit, trading
+            // rejections for latency, and it moved with the machine's speed against the
+            // calibration's (0.254-0.355 s against 0.5 s, 24% from its median, in a set of five
+            // on 2026-12-06 at 0.54-0.84 x that speed). What each admitted request was
+            // promised, a reply within the target, the spike decides (0.999-1.000 there).
+            "ours/within_target_of_processed",
             "ours/rejected_fraction",
             "none/goodput_fraction_of_capacity",
         ]

@@ -17,6 +17,7 @@ use anyhow::Result;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
+use crate::health::SPEED_APART;
 use crate::outcome::{Check, Outcome};
 use crate::{Lab, Scenario, mail};
 
@@ -48,6 +49,23 @@ const MIN_OVERLOAD: f64 = 1.5;
 /// One login thread: the work is all CPU on one core, so a second thread would add only
 /// switching.
 const THREADS: usize = 1;
+
+/// Why `p`'s load is loaded, if it is: its run priced a login outside 1/[`SPEED_APART`] to
+/// [`SPEED_APART`] x the calibration that sized the load (the mail scenarios' rule), so the load
+/// was not the multiple of capacity planned. On 2026-12-06 one run of five served its "2 x" at
+/// 0.99 x the capacity its own run had (it ran 2.02 x faster than the calibration of seconds
+/// before), had no excess to reject, and failed a claim it could not decide.
+fn machine_moved(p: &Point, calibrated_per_s: f64) -> Option<String> {
+    let speed = p.summary.capacity_per_s? / calibrated_per_s.max(1e-9);
+    (!(1.0 / SPEED_APART..=SPEED_APART).contains(&speed)).then(|| {
+        format!(
+            "{} at {} x capacity ran its logins at {speed:.2} x the calibration's speed (loaded \
+             outside 1/{SPEED_APART:.0} to {SPEED_APART:.0} x): the machine's speed moved, and \
+             the load was not the one planned",
+            p.variant, p.load_x
+        )
+    })
+}
 
 /// One configuration of the service (the simulator's names).
 #[derive(Debug, Clone, Copy)]
@@ -141,7 +159,11 @@ impl Scenario for Goodput {
             let calibration = point::calibrate(lab, best_before)?;
             capacities.push(calibration.per_s);
             for v in &variants {
-                points.push(point::run(lab, v, load, calibration)?);
+                let p = point::run(lab, v, load, calibration)?;
+                if let Some(why) = machine_moved(&p, calibration.per_s) {
+                    lab.mark_loaded(why);
+                }
+                points.push(p);
             }
         }
         let capacity = median(&capacities);
@@ -494,6 +516,17 @@ mod tests {
             .into_iter()
             .find(|c| c.claim.starts_with("goodput holds with protection"))
             .expect("the comparison is checked")
+    }
+
+    #[test]
+    fn a_run_far_faster_or_slower_than_its_calibration_is_loaded() {
+        // `point` prices the run at 500 logins per CPU-second.
+        let p = point(SSM.name, 2.0, 0.9, 2.0);
+        assert!(machine_moved(&p, 300.0).is_none());
+        assert!(machine_moved(&p, 900.0).is_none());
+        let why = machine_moved(&p, 240.0).expect("2.08 x faster");
+        assert!(why.contains("2.08 x the calibration's speed"), "{why}");
+        assert!(machine_moved(&p, 1100.0).is_some(), "0.45 x");
     }
 
     #[test]

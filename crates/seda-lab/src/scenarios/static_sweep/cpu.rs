@@ -10,6 +10,8 @@
 
 use std::time::Instant;
 
+use crate::bottleneck::process_cpu_seconds;
+
 const TICKS_PER_S: f64 = 100.0;
 
 /// Seconds on a CPU and seconds runnable but waiting, from a `schedstat` line.
@@ -45,20 +47,6 @@ fn process(pid: u32) -> Option<(f64, f64)> {
         }
     }
     Some(total)
-}
-
-/// User and system seconds (fields 14 and 15) of a `stat` line.
-fn stat_cpu_s(stat: &str) -> Option<f64> {
-    let mut f = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
-    let user: f64 = f.next()?.parse().ok()?;
-    let system: f64 = f.next()?.parse().ok()?;
-    Some((user + system) / TICKS_PER_S)
-}
-
-/// CPU seconds of this process, every thread it has had included: the load generator's, since
-/// the lab's own threads sleep while a load runs.
-pub fn this_process_s() -> Option<f64> {
-    stat_cpu_s(&std::fs::read_to_string("/proc/self/stat").ok()?)
 }
 
 /// Run and wait seconds of process `pid` and its direct children (nginx's worker, Apache's
@@ -163,7 +151,9 @@ impl Mark {
         Mark {
             at: Instant::now(),
             server: tree(server_pid),
-            generator: this_process_s(),
+            // Every thread this process has had, those that exited included: the load
+            // generator's, since the lab's own threads sleep while a load runs.
+            generator: process_cpu_seconds(std::process::id()),
             server_core: server_core.and_then(core_busy_s),
             load_core: load_core.and_then(core_busy_s),
             io_stall: io_full_stall_s(),
@@ -202,13 +192,10 @@ mod tests {
         assert_eq!(schedstat("garbage"), None);
         let line = "42 (web server) S 7 42 42 0 -1 4194560 10 0 0 0 250 50 0 0 20 0 3 0";
         assert_eq!(stat_ppid(line), Some(7));
-        assert_eq!(stat_cpu_s(line), Some(3.0));
-        assert_eq!(stat_cpu_s("42 (x) S 7"), None);
     }
 
     #[test]
     fn reads_this_process() {
-        assert!(this_process_s().is_some());
         assert!(tree(std::process::id()).is_some());
         assert!(core_busy_s(0).is_some());
     }
