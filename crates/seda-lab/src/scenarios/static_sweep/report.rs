@@ -256,9 +256,9 @@ fn differences(s: &mut String, points: &[Point], plan: &Plan, quick: bool) {
         "- **The machine is shared.** Other programs may run on the same two cores, so single \
          points are noisy (see Disturbance); the checks below are qualitative for that reason: \
          throughput is compared in requests per second (with per CPU-second each server got \
-         beside it), the fairness floor allows for few requests per client, and the quick form reports the maximum response times (the \
-         goals above) without checking them, since one short point's maximum is at the mercy \
-         of whatever else runs.\n",
+         beside it), the fairness floor allows for few requests per client, and the quick form \
+         reports the maximum response times (the goals above) without checking them, since one \
+         short point's maximum is at the mercy of whatever else runs.\n",
     );
 }
 
