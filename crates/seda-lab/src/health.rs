@@ -55,6 +55,19 @@ pub const LAG_MS: f64 = 250.0;
 /// 7-18%; on this machine in its unsteady minutes they read up to 2.2 x apart.
 pub const SPEED_APART: f64 = 2.0;
 
+/// Why a run `what` whose requests ran at `speed` x its calibration's speed is loaded, or `None`
+/// within 1/[`SPEED_APART`] to [`SPEED_APART`] x: a scenario sizes its load by a calibration,
+/// so such a run was not the experiment planned.
+pub fn speed_moved(what: &str, speed: f64) -> Option<String> {
+    (!(1.0 / SPEED_APART..=SPEED_APART).contains(&speed)).then(|| {
+        format!(
+            "{what} ran its requests at {speed:.2} x the calibration's speed (loaded outside \
+             1/{SPEED_APART:.0} to {SPEED_APART:.0} x): the machine's speed moved, and the load \
+             was not the one planned"
+        )
+    })
+}
+
 /// Why `readings` (what each reading was, and its work per CPU-second of one saturated server)
 /// mark a run loaded, or `None`: they measure the same thing, so where the highest exceeds the
 /// lowest [`SPEED_APART`] times the machine's speed moved between them.

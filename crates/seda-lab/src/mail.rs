@@ -17,7 +17,7 @@ use seda_sim::summary::RunSummary;
 use serde_json::{Value, json};
 
 use crate::child::Child;
-use crate::health::SPEED_APART;
+use crate::health::speed_moved;
 use crate::lab::Lab;
 
 /// Accounts in the lab's corpus (WC03's users each read one account's folders).
@@ -779,25 +779,20 @@ impl RunPrice {
     }
 
     /// Marks the run `what` loaded when the machine ran its requests at under
-    /// 1 / [`SPEED_APART`] or over [`SPEED_APART`] times the calibration's speed. A scenario
-    /// sizes its load and its target by the calibration (`mail-users`: 1024 users five times
-    /// over capacity), so such a run was not the experiment planned: on this machine the same
-    /// requests' CPU moved 3 x over minutes (`mail-users` calibrated at 730 requests per
-    /// CPU-second and ran its points at 0.18-0.32 of that speed, refusing 2.1% of its light
-    /// load; another calibrated at 120 and ran at 1.4-4.3 x, leaving 128 users unrefused).
+    /// 1 / [`SPEED_APART`](crate::health::SPEED_APART) or over that many times the
+    /// calibration's speed ([`speed_moved`]). A scenario sizes its load and its target by the
+    /// calibration (`mail-users`: 1024 users five times over capacity), so such a run was not
+    /// the experiment planned: on this machine the same requests' CPU moved 3 x over minutes
+    /// (`mail-users` calibrated at 730 requests per CPU-second and ran its points at 0.18-0.32
+    /// of that speed, refusing 2.1% of its light load; another calibrated at 120 and ran at
+    /// 1.4-4.3 x, leaving 128 users unrefused).
     /// Every run, controlled or not: a deep backlog might raise a request's CPU, but the runs
     /// do not show it (at 1024 users uncontrolled servers read 0.43-1.10 of their
     /// calibration's speed and controlled ones 0.56-1.00 in nine runs; in one CI run every
     /// `mail-spike` variant read 0.37-0.46).
     fn mark_if_machine_moved(&self, lab: &Lab, what: &str) {
-        if let Some(v) = self.speed
-            && !(1.0 / SPEED_APART..=SPEED_APART).contains(&v)
-        {
-            lab.mark_loaded(format!(
-                "{what} ran its requests at {v:.2} x the calibration's speed (loaded outside \
-                 1/{SPEED_APART:.0} to {SPEED_APART:.0} x): the machine's speed moved, and the \
-                 load was not the one planned"
-            ));
+        if let Some(why) = self.speed.and_then(|v| speed_moved(what, v)) {
+            lab.mark_loaded(why);
         }
     }
 }

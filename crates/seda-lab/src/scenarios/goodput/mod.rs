@@ -17,7 +17,7 @@ use anyhow::Result;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
-use crate::health::SPEED_APART;
+use crate::health::speed_moved;
 use crate::outcome::{Check, Outcome};
 use crate::{Lab, Scenario, mail};
 
@@ -50,21 +50,14 @@ const MIN_OVERLOAD: f64 = 1.5;
 /// switching.
 const THREADS: usize = 1;
 
-/// Why `p`'s load is loaded, if it is: its run priced a login outside 1/[`SPEED_APART`] to
-/// [`SPEED_APART`] x the calibration that sized the load (the mail scenarios' rule), so the load
-/// was not the multiple of capacity planned. On 2026-12-06 one run of five served its "2 x" at
+/// Why `p`'s load is loaded, if it is: its run priced a login outside the calibration's price
+/// that sized the load by more than the mail scenarios allow ([`speed_moved`]), so the load was
+/// not the multiple of capacity planned. On 2026-12-06 one run of five served its "2 x" at
 /// 0.99 x the capacity its own run had (it ran 2.02 x faster than the calibration of seconds
 /// before), had no excess to reject, and failed a claim it could not decide.
 fn machine_moved(p: &Point, calibrated_per_s: f64) -> Option<String> {
     let speed = p.summary.capacity_per_s? / calibrated_per_s.max(1e-9);
-    (!(1.0 / SPEED_APART..=SPEED_APART).contains(&speed)).then(|| {
-        format!(
-            "{} at {} x capacity ran its logins at {speed:.2} x the calibration's speed (loaded \
-             outside 1/{SPEED_APART:.0} to {SPEED_APART:.0} x): the machine's speed moved, and \
-             the load was not the one planned",
-            p.variant, p.load_x
-        )
-    })
+    speed_moved(&format!("{} at {} x capacity", p.variant, p.load_x), speed)
 }
 
 /// One configuration of the service (the simulator's names).
