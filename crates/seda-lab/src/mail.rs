@@ -785,11 +785,10 @@ impl RunPrice {
     /// the experiment planned: on this machine the same requests' CPU moved 3 x over minutes
     /// (`mail-users` calibrated at 730 requests per CPU-second and ran its points at 0.18-0.32
     /// of that speed, refusing 2.1% of its light load; another calibrated at 120 and ran at
-    /// 1.4-4.3 x, leaving 128 users unrefused).
-    /// Every run, controlled or not: a deep backlog might raise a request's CPU, but the runs
-    /// do not show it (at 1024 users uncontrolled servers read 0.43-1.10 of their
-    /// calibration's speed and controlled ones 0.56-1.00 in nine runs; in one CI run every
-    /// `mail-spike` variant read 0.37-0.46).
+    /// 1.4-4.3 x, leaving 128 users unrefused). Every run, controlled or not: a deep backlog
+    /// might raise a request's CPU, but the runs do not show it (at 1024 users uncontrolled
+    /// servers read 0.43-1.10 of their calibration's speed and controlled ones 0.56-1.00 in
+    /// nine runs; in one CI run every `mail-spike` variant read 0.37-0.46).
     fn mark_if_machine_moved(&self, lab: &Lab, what: &str) {
         if let Some(why) = self.speed.and_then(|v| speed_moved(what, v)) {
             lab.mark_loaded(why);
