@@ -778,6 +778,35 @@ impl RunPrice {
             .with("handler_cpu_s", &self.handler_cpu_s)
     }
 
+    /// Goodput / capacity second by second, `(t_s, fraction)` for each of `report`'s
+    /// intervals that start in `[from_s, to_s)`: each interval's requests answered within the
+    /// target, priced as this run prices them, per second of the interval. Their mean over
+    /// the span is the run's goodput / capacity; their spread says how much one run can tell
+    /// two variants apart.
+    pub fn fraction_by_second(
+        &self,
+        capacity: &MailCapacity,
+        report: &Report,
+        (from_s, to_s): (f64, f64),
+    ) -> Vec<(f64, f64)> {
+        report
+            .series
+            .iter()
+            .filter(|i| i.t_s >= from_s && i.t_s < to_s && i.duration_s > 0.0)
+            .map(|i| {
+                let mix: BTreeMap<String, u64> = report
+                    .classes
+                    .iter()
+                    .zip(&i.good_by_class)
+                    .map(|(c, n)| (c.name.clone(), *n))
+                    .collect();
+                let n: u64 = mix.values().sum();
+                let work = capacity.mean_cost(&mix, &self.costs).unwrap_or(0.0) * n as f64;
+                (i.t_s, work / i.duration_s)
+            })
+            .collect()
+    }
+
     /// Marks the run `what` loaded when the machine ran its requests at under
     /// 1 / [`SPEED_APART`](crate::health::SPEED_APART) or over that many times the
     /// calibration's speed ([`speed_moved`]). A scenario sizes its load and its target by the

@@ -151,7 +151,10 @@ pub fn run(
     let span = (spike.onset_s() - 1e-6, spike.end_s() - 1e-6);
     let price = mail::RunPrice::new(lab, name, capacity, &report, span, &work);
     let mut run = measure(&report, &samples, spike, price.capacity_per_s, control);
-    run.summary = price.annotate(run.summary);
+    run.summary = price.annotate(run.summary).with(
+        "goodput_fraction_by_second",
+        price.fraction_by_second(capacity, &report, span),
+    );
     Ok(run)
 }
 

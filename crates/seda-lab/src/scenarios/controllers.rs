@@ -154,6 +154,14 @@ fn leader<'a>(runs: &[(&'a str, SpikeRun)]) -> Option<(&'a str, f64)> {
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// The second highest goodput within the target, in server work.
+fn runner_up<'a, 'b>(runs: &'b [(&'a str, SpikeRun)]) -> Option<(&'a str, &'b RunSummary)> {
+    let mut by_work: Vec<(&str, &RunSummary)> =
+        runs.iter().map(|(n, r)| (*n, &r.summary)).collect();
+    by_work.sort_by(|a, b| work(b.1).total_cmp(&work(a.1)));
+    by_work.get(1).copied()
+}
+
 /// Goodput in the server's work: CPU-seconds of requests answered within the target per
 /// CPU-second.
 fn work(s: &RunSummary) -> f64 {
@@ -271,6 +279,11 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64) -> String {
             if let (Some(peer), Some(ours)) = (get(n), get("response_time_tuned")) {
                 s += &format!(" A peer wins this run: {}", why_peer_wins(n, peer, ours));
             }
+        } else if let Some((ours, (runner, second))) =
+            runs.iter().find(|(k, _)| *k == n).zip(runner_up(runs))
+            && let Some(seconds) = seconds_compared(("ours", &ours.1.summary), (runner, second))
+        {
+            s += &format!(" The runner-up is {runner}. {seconds}");
         }
         s += "\n";
     }
@@ -383,17 +396,89 @@ fn why_peer_wins(name: &str, peer: &RunSummary, ours: &RunSummary) -> String {
         peer.goodput_per_s,
         ours.goodput_per_s
     );
+    let seconds = seconds_compared((name, peer), ("ours", ours));
     if why.is_empty() {
         format!(
             "{gap}; their p90s ({:.2} s, {:.2} s), rejected shares and settle times do not \
-             explain the gap, and one run cannot tell it from noise (`seda lab repeat \
-             controllers` gives each controller's spread over runs).",
+             explain the gap. {}",
             p90(peer),
-            p90(ours)
+            p90(ours),
+            seconds.unwrap_or_else(|| "One run cannot tell it from noise (`seda lab repeat \
+                controllers` gives each controller's spread over runs)."
+                .into())
         )
     } else {
-        format!("{gap}: {}.", why.join("; "))
+        let seconds = seconds.map(|s| format!(" {s}")).unwrap_or_default();
+        format!("{gap}: {}.{seconds}", why.join("; "))
     }
+}
+
+/// A run's goodput / capacity second by second over the spike
+/// (`goodput_fraction_by_second`).
+fn by_second(s: &RunSummary) -> Vec<f64> {
+    let pairs: Vec<(f64, f64)> = s
+        .extra
+        .get("goodput_fraction_by_second")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    pairs.into_iter().map(|(_, f)| f).collect()
+}
+
+/// Where the variant `ahead` gained on `behind`, second by second over the spike, and whether
+/// one run can tell the two apart: each mean over its seconds has a standard error (the
+/// seconds' spread over the root of their number), and a gap under twice the two combined is
+/// within what the run resolves. The variants run one after another, so their seconds are not
+/// paired: the machine's speed and the returning users' waves differ between them.
+fn seconds_compared(
+    (ahead_name, ahead): (&str, &RunSummary),
+    (behind_name, behind): (&str, &RunSummary),
+) -> Option<String> {
+    let (a, b) = (by_second(ahead), by_second(behind));
+    let (ea, eb) = (standard_error(&a)?, standard_error(&b)?);
+    let (k, most) = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| x - y)
+        .enumerate()
+        .max_by(|x, y| x.1.total_cmp(&y.1))?;
+    let gap = mean(&a) - mean(&b);
+    let resolves = 2.0 * (ea * ea + eb * eb).sqrt();
+    let list = |xs: &[f64]| {
+        xs.iter()
+            .map(|x| format!("{x:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Some(format!(
+        "Second by second over the spike, {ahead_name} served {} and {behind_name} {} x \
+         capacity; {behind_name} fell furthest behind in the spike's second {} ({most:.2} x \
+         capacity). The gap of their means, {gap:.3}, is {} twice their combined standard error \
+         over those seconds ({resolves:.3}){}.",
+        list(&a),
+        list(&b),
+        k + 1,
+        if gap <= resolves { "within" } else { "beyond" },
+        if gap <= resolves {
+            ": this run does not tell the two apart"
+        } else {
+            ": more than the seconds' own spread explains"
+        }
+    ))
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// The standard error of `xs`'s mean; `None` under two values.
+fn standard_error(xs: &[f64]) -> Option<f64> {
+    let n = xs.len();
+    if n < 2 {
+        return None;
+    }
+    let m = mean(xs);
+    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some((var / n as f64).sqrt())
 }
 
 #[cfg(test)]
@@ -489,6 +574,34 @@ mod tests {
         );
         let steady = RunSummary::new(0.5).with("speed_against_calibration", 1.2);
         assert!(!why_peer_wins("codel", &steady, &ours).contains("speed"));
+    }
+
+    #[test]
+    fn a_gap_within_the_seconds_spread_is_said_to_be_so() {
+        let seconds = |xs: &[f64]| {
+            let pairs: Vec<(f64, f64)> =
+                xs.iter().enumerate().map(|(i, x)| (i as f64, *x)).collect();
+            RunSummary::new(0.5).with("goodput_fraction_by_second", pairs)
+        };
+        // Ours lost its first second to the onset; otherwise alike.
+        let ours = seconds(&[0.80, 1.00, 0.99, 1.01, 0.98, 1.00]);
+        let peer = seconds(&[0.95, 0.99, 1.00, 0.99, 1.00, 0.99]);
+        let why = seconds_compared(("vegas", &peer), ("ours", &ours)).unwrap();
+        assert!(
+            why.contains("ours 0.80 1.00 0.99 1.01 0.98 1.00 x"),
+            "{why}"
+        );
+        assert!(
+            why.contains("ours fell furthest behind in the spike's second 1 (0.15 x"),
+            "{why}"
+        );
+        assert!(why.contains("within twice"), "{why}");
+        // A steady gap in every second is beyond the run's noise.
+        let ours = seconds(&[0.90, 0.91, 0.90, 0.91, 0.90, 0.91]);
+        let why = seconds_compared(("vegas", &peer), ("ours", &ours)).unwrap();
+        assert!(why.contains("beyond twice"), "{why}");
+        // Without the seconds, nothing is claimed.
+        assert!(seconds_compared(("vegas", &RunSummary::new(0.5)), ("ours", &ours)).is_none());
     }
 
     #[test]

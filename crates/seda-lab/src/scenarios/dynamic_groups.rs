@@ -137,9 +137,10 @@ impl Scenario for DynamicGroups {
                 last > 2 * first,
                 format!("first quarter {first}, last quarter {last}"),
             ),
-            Check::observed(
-                "the p90 over the run is within 1.1 x the target (thesis: 1.16 x; observed: \
-                 one short run on a loaded machine)",
+            // Quick runs read 0.367-0.391 x the target (five on 2026-12-06); a loaded run is
+            // marked so and does not fail.
+            Check::new(
+                "the p90 over the run is within 1.1 x the target (thesis: 1.16 x)",
                 p90_s <= 1.1 * TARGET.as_secs_f64(),
                 format!("p90 {p90_s:.3} s, target {:.1} s", TARGET.as_secs_f64()),
             ),

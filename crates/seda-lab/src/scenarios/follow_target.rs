@@ -313,11 +313,11 @@ impl Scenario for FollowTarget {
                 down && up,
                 detail.clone(),
             ),
-            Check::observed(
+            // Quick runs read 0.985-1.123 x (five on 2026-12-06), the simulator 0.80-1.34 x
+            // on six seeds; a loaded run is marked so and does not fail.
+            Check::new(
                 format!(
-                    "each phase's settled p90 is within {TOLERANCE} x its target (observed: \
-                     {:.0} s phases on a shared machine; the simulator gives 0.80-1.34 x on six \
-                     seeds)",
+                    "each phase's settled p90 is within {TOLERANCE} x its target ({:.0} s phases)",
                     phase.as_secs_f64()
                 ),
                 within,

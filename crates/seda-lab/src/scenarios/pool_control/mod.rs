@@ -273,7 +273,7 @@ impl Scenario for PoolControl {
             );
             all.push((plant, best, rows));
         }
-        let checks = checks(&all);
+        let checks = checks(&all, Goals { quick: lab.quick });
         Ok(Outcome {
             paper: "FAIR07 Figures 5-2 to 5-6".into(),
             config: json!({
@@ -367,9 +367,58 @@ impl Best {
 type PlantRows<'a> = (Plant, Best, Vec<(&'a str, Figures)>);
 type Results<'a> = [PlantRows<'a>];
 
-/// The issue's goals: enforced where a quick run on a loaded two-core machine decides them
-/// with a wide margin, observed otherwise.
-fn checks(all: &Results<'_>) -> Vec<Check> {
+/// How a goal of the self-tuning pool is checked in this form. The full form checks each
+/// goal as FAIR07 and the issue state it. The quick form's readings last a few periods, so it
+/// checks with tolerances (`quick_*`) on the emulated plants, whose own noise from period to
+/// period is under 1%, and only reports the PostgreSQL plant (its periods move by 6-12% at a
+/// fixed size, as much as the goals allow, and its sweep's two readings of one pool seconds
+/// apart were up to 1.7 x apart) and the step (a quick phase is eight periods: one overshoot
+/// of two threads, corrected a thread a period, settles in its last; one run of three on
+/// 2026-12-06).
+#[derive(Debug, Clone, Copy)]
+struct Goals {
+    quick: bool,
+}
+
+impl Goals {
+    /// Share of the best fixed pool each law reaches; 0.95 is the goal. Quick runs read
+    /// 0.99-1.00 on both emulated plants (three on 2026-12-06).
+    fn fraction(self) -> f64 {
+        if self.quick { 0.9 } else { 0.95 }
+    }
+
+    /// Thread overshoot past the final pool; 0.2 is the goal (quick: at most 0.073).
+    fn overshoot(self) -> f64 {
+        if self.quick { 0.3 } else { 0.2 }
+    }
+
+    /// The ARX model's one-step error; 0.1 is the goal (FAIR07 Figure 4-7). Quick runs read
+    /// 0.021-0.055 on io and 0.070-0.077 on the contended plant.
+    fn arx(self) -> f64 {
+        if self.quick { 0.15 } else { 0.1 }
+    }
+
+    /// A check on `plant` that this form decides (see [`Goals`]), observed where it does not.
+    fn check(
+        self,
+        plant: &Plant,
+        step: bool,
+        claim: String,
+        passed: bool,
+        detail: String,
+    ) -> Check {
+        let emulated = matches!(plant.backend, plant::Backend::Emulated { .. });
+        if !self.quick || (emulated && !step) {
+            Check::new(claim, passed, detail)
+        } else {
+            Check::observed(claim, passed, detail)
+        }
+    }
+}
+
+/// The issue's goals (see [`Goals`] for how each form checks them) and the heuristic's
+/// overshoot of the knee.
+fn checks(all: &Results<'_>, goals: Goals) -> Vec<Check> {
     let get = |plant: &str, sizer: &str| {
         all.iter()
             .find(|(p, ..)| p.name == plant)
@@ -396,37 +445,29 @@ fn checks(all: &Results<'_>) -> Vec<Check> {
             p_knee.threads, seda_knee.threads
         ),
     ));
-    checks.push(Check::observed(
+    checks.push(Check::new(
         "on a plant with an interior optimum, the self-tuning pool (P) finds more throughput \
-         than SEDA's heuristic (observed: on this machine the margin was 1.3 x to 2 x from run \
-         to run, load average 11 to 20)",
+         than SEDA's heuristic",
         p_knee.throughput_per_s > seda_knee.throughput_per_s,
         format!(
             "P {:.0}/s, SEDA {:.0}/s",
             p_knee.throughput_per_s, seda_knee.throughput_per_s
         ),
     ));
+    let (fraction, overshoot, arx) = (goals.fraction(), goals.overshoot(), goals.arx());
     for (plant, best, _) in all {
-        let p = get(plant.name, "p");
-        checks.push(Check::observed(
-            format!(
-                "{}: the self-tuning pool (P) reaches at least 80% of the best fixed pool \
-                 (observed: the best fixed pool and the sizer run at different times, and on a \
-                 loaded machine a pool's throughput moves by a third between runs)",
-                plant.name
-            ),
-            p.fraction_of_best_fixed >= 0.8,
-            format!("{:.2} of best fixed", p.fraction_of_best_fixed),
-        ));
         for law in ["p", "pi", "pd"] {
             let f = get(plant.name, law);
-            checks.push(Check::observed(
+            checks.push(goals.check(
+                plant,
+                false,
                 format!(
-                    "{}: {law} reaches >= 95% of the best fixed pool with thread overshoot <= 20% \
-                     (observed: one short run on a loaded machine cannot decide 5%)",
+                    "{}: {law} reaches >= {fraction} of the best fixed pool with thread \
+                     overshoot <= {overshoot} (the goal: 0.95 and 0.2)",
                     plant.name
                 ),
-                f.fraction_of_best_fixed >= 0.95 && f.thread_overshoot.is_some_and(|o| o <= 0.2),
+                f.fraction_of_best_fixed >= fraction
+                    && f.thread_overshoot.is_some_and(|o| o <= overshoot),
                 format!(
                     "{:.2} of best fixed, overshoot {}",
                     f.fraction_of_best_fixed,
@@ -434,29 +475,36 @@ fn checks(all: &Results<'_>) -> Vec<Check> {
                 ),
             ));
         }
-        checks.push(Check::observed(
+        let p = get(plant.name, "p");
+        checks.push(goals.check(
+            plant,
+            false,
             format!(
-                "{}: the ARX model's one-step prediction error is <= 10% (FAIR07 Figure 4-7)",
+                "{}: the ARX model's one-step prediction error is <= {arx} (the goal: 0.1, \
+                 FAIR07 Figure 4-7)",
                 plant.name
             ),
-            p.arx_error.is_some_and(|e| e <= 0.1),
+            p.arx_error.is_some_and(|e| e <= arx),
             format!(
                 "P's model: {}; the plant's own noise at the best fixed size: {}",
                 opt(p.arx_error),
                 opt(best.noise())
             ),
         ));
-        checks.push(Check::observed(
+        checks.push(goals.check(
+            plant,
+            true,
             format!(
-                "{}: P follows the step within 3 periods with steady error <= 5% (observed: \
-                 sleep-based plants on a loaded machine jitter by several percent a period; \
-                 settling judged on 3-period means)",
+                "{}: P follows the step within 3 periods with steady error <= 5% (settling \
+                 judged on 3-period means)",
                 plant.name
             ),
             p.settle_periods.is_some_and(|k| k <= 3) && p.steady_error.is_some_and(|e| e <= 0.05),
             format!(
-                "settled after {} periods, steady error {} (tracking error {})",
-                p.settle_periods.map_or("never".into(), |k| k.to_string()),
+                "{}, steady error {} (tracking error {})",
+                p.settle_periods.map_or("never settled".into(), |k| format!(
+                    "settled after {k} periods"
+                )),
                 opt(p.steady_error),
                 opt(p.tracking_error)
             ),
@@ -480,6 +528,22 @@ mod tests {
             readings: readings.to_vec(),
             noises: Vec::new(),
         }
+    }
+
+    /// The quick form enforces the goals only where its few periods decide them: the emulated
+    /// plants' shares and model error; the full form enforces every goal.
+    #[test]
+    fn the_quick_form_enforces_what_it_decides() {
+        let (io, postgres) = (&super::PLANTS[0], &super::PLANTS[2]);
+        let enforced = |quick, plant, step| {
+            super::Goals { quick }
+                .check(plant, step, String::new(), true, String::new())
+                .enforced
+        };
+        assert!(enforced(true, io, false));
+        assert!(!enforced(true, io, true));
+        assert!(!enforced(true, postgres, false));
+        assert!(enforced(false, postgres, false) && enforced(false, io, true));
     }
 
     /// The full form reads the best fixed pool before the first sizer and after each: a sizer's
