@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+mod averages;
 pub mod bottleneck;
 mod child;
 pub mod haproxy;

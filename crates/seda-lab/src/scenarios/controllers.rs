@@ -4,6 +4,7 @@
 use anyhow::Result;
 use serde_json::{Map, Value, json};
 
+use crate::averages::{mean, standard_error};
 use crate::mail;
 use crate::mail::{Control, ServeOptions};
 use crate::outcome::{Check, Outcome};
@@ -149,17 +150,20 @@ impl Scenario for Controllers {
 /// requests: the controllers serve different mixes, and one that turns the costly types away
 /// answers more requests with less work.
 fn leader<'a>(runs: &[(&'a str, SpikeRun)]) -> Option<(&'a str, f64)> {
-    runs.iter()
-        .map(|(n, r)| (*n, work(&r.summary)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+    ranked(runs).first().map(|(n, s)| (*n, work(s)))
 }
 
 /// The second highest goodput within the target, in server work.
 fn runner_up<'a, 'b>(runs: &'b [(&'a str, SpikeRun)]) -> Option<(&'a str, &'b RunSummary)> {
+    ranked(runs).get(1).copied()
+}
+
+/// The runs by goodput within the target, in server work, highest first.
+fn ranked<'a, 'b>(runs: &'b [(&'a str, SpikeRun)]) -> Vec<(&'a str, &'b RunSummary)> {
     let mut by_work: Vec<(&str, &RunSummary)> =
         runs.iter().map(|(n, r)| (*n, &r.summary)).collect();
     by_work.sort_by(|a, b| work(b.1).total_cmp(&work(a.1)));
-    by_work.get(1).copied()
+    by_work
 }
 
 /// Goodput in the server's work: CPU-seconds of requests answered within the target per
@@ -441,7 +445,7 @@ fn seconds_compared(
         .map(|(x, y)| x - y)
         .enumerate()
         .max_by(|x, y| x.1.total_cmp(&y.1))?;
-    let gap = mean(&a) - mean(&b);
+    let gap = mean(a.iter().copied()) - mean(b.iter().copied());
     let resolves = 2.0 * (ea * ea + eb * eb).sqrt();
     let list = |xs: &[f64]| {
         xs.iter()
@@ -464,21 +468,6 @@ fn seconds_compared(
             ": more than the seconds' own spread explains"
         }
     ))
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
-/// The standard error of `xs`'s mean; `None` under two values.
-fn standard_error(xs: &[f64]) -> Option<f64> {
-    let n = xs.len();
-    if n < 2 {
-        return None;
-    }
-    let m = mean(xs);
-    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64;
-    Some((var / n as f64).sqrt())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::plant::Sample;
+use crate::averages::mean;
 
 /// A period's throughput counts as on target within this share (the band a step must enter
 /// and stay in to have settled).
@@ -58,11 +59,6 @@ fn targeted_half(p: &[Sample]) -> Option<(&[Sample], f64)> {
     let tail = second_half(p);
     let t = tail.first()?.target_per_s.filter(|t| *t > 0.0)?;
     Some((tail, t))
-}
-
-pub(crate) fn mean(xs: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    if n == 0 { f64::NAN } else { sum / n as f64 }
 }
 
 /// Steady error of one target phase: how far the mean throughput of its second half is off the
