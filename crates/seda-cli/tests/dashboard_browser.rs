@@ -187,8 +187,8 @@ async fn the_dashboard_shows_the_mail_service_live_and_marks_its_bottleneck() {
         "1".as_ref(),
         "--threshold".as_ref(),
         "8".as_ref(),
-        "--slowdown".as_ref(),
-        "60".as_ref(),
+        "--cores".as_ref(),
+        "0.2".as_ref(),
         "--db".as_ref(),
         db.as_os_str(),
     ]);

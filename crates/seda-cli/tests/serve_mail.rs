@@ -181,10 +181,10 @@ fn abandoned_logins_are_dropped_unless_the_server_is_told_to_serve_them() {
             "3",
             "--threads",
             "1",
-            // Each login keeps the one login thread busy for 1000 times its own time (tens of
-            // milliseconds): the others wait in the queue while their clients leave.
-            "--slowdown",
-            "1000",
+            // Each login holds the one login thread for its cost on a fiftieth of a core (about
+            // 60 ms): the others wait in the queue while their clients leave.
+            "--cores",
+            "0.02",
         ];
         if serve_abandoned {
             args.push("--serve-abandoned");
@@ -371,7 +371,8 @@ fn serve_mail_hides_the_database_password_in_its_errors() {
 }
 
 /// `--agent` answers HAProxy's agent-check from the stages' admission (everything admitted:
-/// full weight), and `--slowdown-on-usr1` switches the slowdown on SIGUSR1 and back on SIGUSR2.
+/// full weight), and `--slow-on-usr1` slows the emulated processor on SIGUSR1 and gives it back
+/// its speed on SIGUSR2.
 #[test]
 fn serve_mail_answers_agent_checks_and_slows_down_on_a_signal() {
     use std::io::BufRead;
@@ -388,7 +389,9 @@ fn serve_mail_answers_agent_checks_and_slows_down_on_a_signal() {
         "2".as_ref(),
         "--agent".as_ref(),
         "127.0.0.1:0".as_ref(),
-        "--slowdown-on-usr1".as_ref(),
+        "--cores".as_ref(),
+        "1".as_ref(),
+        "--slow-on-usr1".as_ref(),
         "7".as_ref(),
         "--db".as_ref(),
         db.as_os_str(),
@@ -424,7 +427,7 @@ fn serve_mail_answers_agent_checks_and_slows_down_on_a_signal() {
             .status()
             .expect("kill");
         assert!(sent.success());
-        assert_eq!(read_until("slowdown set to "), to);
+        assert_eq!(read_until("processor "), format!("{to} x slower"));
     }
     let _ = Command::new("kill")
         .args(["-INT", &server.child.id().to_string()])

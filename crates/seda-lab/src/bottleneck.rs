@@ -247,6 +247,14 @@ pub fn core_busy_seconds(cpu: usize) -> Option<f64> {
     })
 }
 
+/// CPU seconds core `cpu` has run tasks or lost to the hypervisor since boot (user, nice,
+/// system and steal in `/proc/stat`): [`core_busy_seconds`] without the interrupt work, which
+/// the run's own traffic causes on whatever core it lands on, so that the health watch never
+/// counts it as other processes'.
+pub fn core_task_seconds(cpu: usize) -> Option<f64> {
+    core_stat(cpu).map(|v| [0, 1, 2, 7].iter().filter_map(|&i| v.get(i)).sum::<f64>() / 100.0)
+}
+
 /// CPU seconds the hypervisor has taken from core `cpu` since boot (`steal` in `/proc/stat`):
 /// time this virtual CPU wanted to run and did not, which [`core_busy_seconds`] counts as busy.
 pub fn core_steal_seconds(cpu: usize) -> Option<f64> {

@@ -148,17 +148,6 @@ impl Lab {
         report
     }
 
-    /// Marks the latest load loaded for `why`: evidence a scenario found that the machine, not
-    /// the system, moved its figures ([`crate::health::disagreement`]).
-    pub fn mark_loaded(&self, why: String) {
-        self.log(format!("loaded: {why}"));
-        if let Ok(mut loads) = self.loads.lock()
-            && let Some(last) = loads.last_mut()
-        {
-            last.loaded_because.push(why);
-        }
-    }
-
     /// What the watch saw of every load so far.
     pub fn health(&self) -> Vec<LoadHealth> {
         self.loads.lock().map(|l| l.clone()).unwrap_or_default()

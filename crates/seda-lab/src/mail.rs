@@ -17,18 +17,17 @@ use seda_sim::summary::RunSummary;
 use serde_json::{Value, json};
 
 use crate::child::Child;
-use crate::health::speed_moved;
 use crate::lab::Lab;
 
 /// Accounts in the lab's corpus (WC03's users each read one account's folders).
 pub const CORPUS_USERS: u64 = 100;
-/// How many times slower than this machine the service is run (`seda serve mail --slowdown`).
-/// On WC03's 2003 server a request cost far more than a client's handling of its reply; here
-/// SQLite answers so fast that one load-generator core could not outpace one server core, and
-/// the client, not the server, would become the bottleneck. Twenty times slower restores the
-/// paper's proportions: the server saturates while the load generator stays idle most of the
-/// time.
-pub const SLOWDOWN: u32 = 20;
+/// Virtual cores of the emulated processor the lab runs the service on (`seda serve mail
+/// --cores`): the bottleneck of every mail scenario, stated before the run
+/// ([`MailCapacity::designed`]). Each request holds it for its cost from WC03's Arashi scaled
+/// (`seda_mail::cost`), about 2 ms on the user model's mix, so one core serves about 480
+/// requests a second: far more than the load generator's handling of a reply costs, as on
+/// WC03's 2003 server, while the handlers' real work stays a few percent of a real core.
+pub const CORES: f64 = 1.0;
 /// WC03's think time between requests ("aggressively set to 20 ms").
 pub const THINK: Duration = Duration::from_millis(20);
 /// WC03's wait after a rejection before trying again (our users retry in their session, and
@@ -178,8 +177,9 @@ fn corpus(lab: &Lab) -> Result<PathBuf> {
 /// How `seda serve mail` runs, beyond its overload [`Control`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeOptions {
-    /// `--slowdown` (the lab's [`SLOWDOWN`] unless a scenario needs another scale).
-    pub slowdown: u32,
+    /// `--cores`: the emulated processor's cores (the lab's [`CORES`] unless a scenario needs
+    /// another capacity).
+    pub cores: f64,
     /// `--threads`: worker threads per request-type stage (`None`: the server's default).
     pub threads: Option<usize>,
     /// `--deadline-ms`: drop requests not answered within this (`None`: never).
@@ -191,8 +191,8 @@ pub struct ServeOptions {
     pub shared_db: Option<(String, String)>,
     /// `--agent`: answer HAProxy's agent-check on this address.
     pub agent: Option<SocketAddr>,
-    /// `--slowdown-on-usr1`: the slowdown [`MailServer::slow_down`] switches to.
-    pub slowdown_on_usr1: Option<u32>,
+    /// `--slow-on-usr1`: how many times slower [`MailServer::slow_down`] makes the processor.
+    pub slow_on_usr1: Option<u32>,
     /// Run every request-type stage on one shared pool of exactly this many workers (a
     /// runtime domain) instead of a pool each: a thread-pool server such as SERT06's, where a long
     /// request holds a worker every request type needs.
@@ -205,13 +205,13 @@ pub struct ServeOptions {
 impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
-            slowdown: SLOWDOWN,
+            cores: CORES,
             threads: None,
             deadline_ms: None,
             serve_abandoned: false,
             shared_db: None,
             agent: None,
-            slowdown_on_usr1: None,
+            slow_on_usr1: None,
             shared_pool: None,
             terminate_search: None,
         }
@@ -286,10 +286,10 @@ impl MailServer {
         if let Some(agent) = options.agent {
             cmd.args(["--agent", &agent.to_string()]);
         }
-        if let Some(n) = options.slowdown_on_usr1 {
-            cmd.args(["--slowdown-on-usr1", &n.to_string()]);
+        if let Some(n) = options.slow_on_usr1 {
+            cmd.args(["--slow-on-usr1", &n.to_string()]);
         }
-        cmd.args(["--slowdown", &options.slowdown.to_string()]);
+        cmd.args(["--cores", &options.cores.to_string()]);
         if let Some(n) = options.threads {
             cmd.args(["--threads", &n.to_string()]);
         }
@@ -326,7 +326,8 @@ impl MailServer {
         crate::bottleneck::process_cpu_seconds(self.child.pid())
     }
 
-    /// Switches the server to its `--slowdown-on-usr1` slowdown (`slow`) or back (`!slow`).
+    /// Makes the server's processor `--slow-on-usr1` times slower (`slow`) or gives it back its
+    /// speed (`!slow`).
     pub fn slow_down(&self, slow: bool) -> Result<()> {
         let sig = if slow { "-USR1" } else { "-USR2" };
         let status = std::process::Command::new("kill")
@@ -415,11 +416,9 @@ pub fn users(
     Ok(cfg)
 }
 
-/// Serves a short unmeasured load, so that what a scenario measures starts from a warm server.
-/// Each stage thread's database connection reads the pages it touches the first time through
-/// system calls, and `--slowdown` multiplies that CPU time too: on a fresh server, 16 users
-/// were served 15-30% slower in their first seconds than afterwards, and the first load of a
-/// scenario ran on a different service from the rest.
+/// Serves a short unmeasured load, so that what a scenario measures starts from a warm server:
+/// each stage thread's database connection reads the pages it touches the first time through
+/// system calls, and sessions and caches fill.
 fn warm(lab: &Lab, addr: SocketAddr) -> Result<()> {
     let cfg = busy_users(
         addr,
@@ -431,7 +430,7 @@ fn warm(lab: &Lab, addr: SocketAddr) -> Result<()> {
 }
 
 /// [`users`] without think time (at WC03's time scale): as many requests as the service
-/// answers, for warming it up and calibrating it.
+/// answers, for warming it up.
 fn busy_users(addr: SocketAddr, n: usize, duration: Duration) -> Result<LoadConfig> {
     let mut cfg = users(addr, n, duration, 1.0)?;
     if let Model::Closed(c) = &mut cfg.model {
@@ -440,56 +439,59 @@ fn busy_users(addr: SocketAddr, n: usize, duration: Duration) -> Result<LoadConf
     Ok(cfg)
 }
 
-/// Users that saturate the service when calibrating. More users lower the measured figure
-/// (with 256 or 1000, a short run sees mostly the slow start of sessions piling up: 250 and
-/// 135 requests/s against 320 with 32, measured on one machine), so this is the peak.
-const CALIBRATION_USERS: usize = 32;
-
-/// The populations [`mail_capacity`] tries, keeping the highest rate: where the peak lies
-/// depends on the machine and the build (issue 15: 16 users without control completed 1,605
-/// requests/s against 1,279 calibrated with 32, so goodput read 1.25 x capacity).
-const CALIBRATION_POPULATIONS: [usize; 3] = [8, 16, 32];
-
-/// The service's capacity, measured so that a run's goodput can be compared with it whatever
-/// mix of requests the run served.
+/// The mail service's capacity, by design: the emulated processor's `cores` core-seconds of work
+/// a second, over the stated cost of a request (`seda_mail::cost`). Stated before the run, it
+/// does not move with the machine's speed, and a run's goodput is the stated work of the
+/// requests it answered within the target per second of the processor's cores: a run that
+/// wastes the processor on refused, cut or late work reads under 1, and nothing a handler
+/// costs this machine in real CPU changes either figure (that real CPU is reported beside,
+/// and must stay well under a core for the design to hold).
 ///
-/// Request types cost very different amounts (a login checks a password hash; a folder list
-/// reads an index), and the same type costs more or less from run to run (a search of a large
-/// mailbox costs ten times one of a small one, and a short run completes a few dozen). So
-/// goodput is measured in the server's work, as CPU-seconds of requests completed within the
-/// target per CPU-second of the server: the service counts the CPU time of each request type's
-/// handlers (`handler_cpu_s` in its stats), and a run's requests of each type are priced at
-/// what that type cost in the same run ([`Work`]), over the handlers' share of the server's
-/// CPU in the calibration ([`handler_share`](Self::handler_share)): the front end's parsing
-/// and answering is part of every request's price, in the proportion the calibration measured.
-/// [`on_mix`](Self::on_mix) turns one CPU-second into requests per second of a run's mix, so a
-/// saturated uncontrolled server reads about 1, and what keeps a controlled run under it is CPU
-/// that serves no request (refusals, work finished late) or that the server did not get. The
-/// front end's price follows the run's handler costs rather than the calibration's seconds:
-/// on this machine the same request's CPU cost moves twofold from minute to minute (the same
-/// logins cost 39 us and 114 us of front end in two calibrations), and a front end priced in
-/// the calibration's seconds read up to 1.05 x.
+/// Request types cost very different amounts (a search scans its mailbox; showing a message
+/// reads one row), so a run is priced on the mix it served: [`on_mix`](Self::on_mix) turns
+/// the processor's cores into requests per second of that mix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MailCapacity {
-    /// Requests per CPU-second of the server, of the calibration's own mix (the best of the
-    /// populations): the scale scenarios size their loads by.
+    /// The emulated processor's cores.
+    pub cores: f64,
+    /// Requests per second of the user model's long-run mix: the scale scenarios size their
+    /// loads by.
     pub per_s: f64,
-    /// Handler CPU over the server's CPU while the calibration saturated it (the rest is the
-    /// front end's). Prices divide by it: without the front end's part, goodput / capacity
-    /// could reach only this share (0.96), and a goal such as 0.9 x would ask for nearly all of
-    /// the server's work.
-    pub handler_share: f64,
-    /// Each request type's handler CPU per request in the calibration, seconds (the price of a
-    /// type a run served within the target but whose cost it did not measure).
+    /// Each request type's stated cost on the corpus's mean mailbox, seconds (the price of a
+    /// type a run served within the target without stating its requests' costs).
     pub cost_s: BTreeMap<String, f64>,
-    /// The calibration's mix: requests completed per type.
+    /// The user model's long-run mix, requests per 10,000.
     pub mix: BTreeMap<String, u64>,
 }
 
 impl MailCapacity {
-    /// The mean server CPU of a request of `mix`: its handler's, each type priced by `run` (a
-    /// run's own costs) or else by the calibration's, over the handler share; `None` when the
-    /// mix is empty or has a type neither prices.
+    /// The capacity of the service on an emulated processor of `cores` cores, from the cost
+    /// table and the user model's stationary mix.
+    pub fn designed(cores: f64) -> MailCapacity {
+        let table = seda_mail::cost::CostTable::arashi();
+        let shares = seda_mail::user_model::stationary_mix();
+        let mut cost_s = BTreeMap::new();
+        let mut mix = BTreeMap::new();
+        for kind in RequestKind::ALL {
+            cost_s.insert(kind.name().to_string(), table.mean_cost(kind).as_secs_f64());
+            mix.insert(
+                kind.name().to_string(),
+                (shares[kind.index()] * 10_000.0).round() as u64,
+            );
+        }
+        let mut cap = MailCapacity {
+            cores,
+            per_s: 0.0,
+            cost_s,
+            mix,
+        };
+        cap.per_s = cap.on_mix(&cap.mix.clone(), &BTreeMap::new());
+        cap
+    }
+
+    /// The mean stated cost of a request of `mix`, each type priced by `run` (a run's own
+    /// costs) or else by the table's mean; `None` when the mix is empty or has a type neither
+    /// prices.
     pub fn mean_cost(
         &self,
         mix: &BTreeMap<String, u64>,
@@ -504,47 +506,40 @@ impl MailCapacity {
             let cost = run.get(kind).or_else(|| self.cost_s.get(kind))?;
             work += count as f64 * cost;
         }
-        Some(work / n as f64 / with_front_end(self.handler_share))
+        Some(work / n as f64)
     }
 
-    /// Capacity in requests per second of `mix` priced by `run`: the requests of the mix one
-    /// CPU-second of the server completes. Falls back on the calibration's rate when the mix
-    /// cannot be priced.
+    /// Capacity in requests per second of `mix` priced by `run`: the requests of the mix the
+    /// processor's cores complete in a second. Falls back on [`per_s`](Self::per_s) when the
+    /// mix cannot be priced.
     pub fn on_mix(&self, mix: &BTreeMap<String, u64>, run: &BTreeMap<String, f64>) -> f64 {
         match self.mean_cost(mix, run) {
-            Some(cost) if cost > 0.0 => 1.0 / cost,
+            Some(cost) if cost > 0.0 => self.cores / cost,
             _ => self.per_s,
         }
     }
 
-    /// How it was measured, for reports.
+    /// How it was set, for reports.
     pub fn describe(&self) -> Value {
         json!({
-            "calibration_mix_per_s": self.per_s,
-            "handler_share": self.handler_share,
+            "cores": self.cores,
+            "model_mix_per_s": self.per_s,
             "cost_s_per_type": self.cost_s,
-            "calibration_mix": self.mix,
+            "model_mix_per_10000": self.mix,
             "how": HOW,
         })
     }
 }
 
-/// The handler share prices divide by: `handler_share` where a calibration measured one, 1
-/// (handlers only) where it could not.
-pub fn with_front_end(handler_share: f64) -> f64 {
-    if handler_share > 0.0 && handler_share <= 1.0 {
-        handler_share
-    } else {
-        1.0
-    }
-}
-
-/// One sentence for reports: how the mail service's capacity is measured.
-pub const HOW: &str = "goodput / capacity is CPU-seconds of requests completed within the \
-    target per CPU-second of the server: each request completed in time is priced at the \
-    handler CPU the service says it cost (its `Server-Timing: cpu` header), over the handlers' \
-    share of the server's CPU in the calibration (8, 16 and 32 closed users without think time; \
-    the rest is the front end's), so a saturated uncontrolled server reads about 1";
+/// One sentence for reports: how the mail service's capacity is set and its goodput priced.
+pub const HOW: &str = "capacity is by design: the service runs on an emulated processor \
+    (`seda serve mail --cores`) whose cores each do one second of work a second, and each \
+    request, after its real work, holds it for a stated cost (WC03's Arashi scaled so that \
+    showing a message costs 1 ms; a search grows with its mailbox: `seda_mail::cost`). \
+    goodput / capacity is the stated work of the requests answered within the target per \
+    second of the processor's cores, each priced at the cost the service states for it (its \
+    `Server-Timing: cpu` header). The machine's speed moves neither; the server's real CPU is \
+    reported beside";
 
 /// What one request type's handlers did, cumulative or between two snapshots.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -602,8 +597,13 @@ pub struct Work {
     pub per_type: BTreeMap<String, TypeWork>,
     /// Requests the front end parsed meanwhile (`None`: not in the snapshots).
     pub requests: Option<u64>,
-    /// CPU seconds the whole server used meanwhile (`None`: not measured).
+    /// Real CPU seconds the whole server used meanwhile (`None`: not measured).
     pub server_cpu_s: Option<f64>,
+    /// Core-seconds of work the emulated processor did meanwhile (`None`: not in the
+    /// snapshots).
+    pub busy_core_s: Option<f64>,
+    /// Wall seconds between the snapshots (`None`: not measured).
+    pub window_s: Option<f64>,
 }
 
 impl Work {
@@ -613,6 +613,7 @@ impl Work {
             return Work::default();
         };
         let requests = |v: &Value| v.pointer("/frontend/requests")?.as_u64();
+        let busy = |v: &Value| v.pointer("/service/processor/busy_core_s")?.as_f64();
         let earlier = handler_totals(before);
         let per_type = handler_totals(after)
             .into_iter()
@@ -626,7 +627,8 @@ impl Work {
             requests: requests(after)
                 .zip(requests(before))
                 .map(|(a, b)| a.saturating_sub(b)),
-            server_cpu_s: None,
+            busy_core_s: busy(after).zip(busy(before)).map(|(a, b)| a - b),
+            ..Work::default()
         }
     }
 
@@ -663,21 +665,22 @@ impl Work {
     }
 }
 
-/// Runs `config` against the mail `server`: the report, and what the server's handlers and
-/// the server as a whole did over the report's measured window (after the warm-up) only, as
-/// the report's counts cover it.
-///
-/// Why only that window: on this machine the same request's CPU cost moves twofold from
-/// minute to minute (calibrations of the same service a minute apart: 424 and 894 requests per
-/// CPU-second), so costs averaged over the warm-up and the run together priced one run at 1.13
-/// x capacity.
+/// Runs `config` against the mail `server`: the report, and what the server's handlers, its
+/// processor and the server as a whole did over the report's measured window (after the
+/// warm-up) only, as the report's counts cover it.
 pub fn load_with_work(
     lab: &Lab,
     server: &MailServer,
     config: LoadConfig,
 ) -> Result<(Report, Work)> {
     let warmup = config.warmup;
-    let snapshot = || (server.cpu_seconds(), crate::poll::fetch(server.admin));
+    let snapshot = || {
+        (
+            std::time::Instant::now(),
+            server.cpu_seconds(),
+            crate::poll::fetch(server.admin),
+        )
+    };
     let (report, before) = std::thread::scope(|s| {
         let before = s.spawn(|| {
             std::thread::sleep(warmup);
@@ -687,22 +690,14 @@ pub fn load_with_work(
         (report, before.join().ok())
     });
     let report = report?;
-    let ((cpu_before, before), (cpu_after, after)) = (before.unwrap_or_default(), snapshot());
+    let Some((t_before, cpu_before, before)) = before else {
+        return Ok((report, Work::default()));
+    };
+    let (t_after, cpu_after, after) = snapshot();
     let mut work = Work::between(before.as_ref(), after.as_ref());
     work.server_cpu_s = cpu_after.zip(cpu_before).map(|(a, b)| a - b);
+    work.window_s = Some(t_after.duration_since(t_before).as_secs_f64());
     Ok((report, work))
-}
-
-/// The requests of each type in `classes` that `count` picks (the load generator's classes
-/// are the mail workload's request types).
-fn mix(
-    classes: &[seda_load::record::ClassStats],
-    count: fn(&seda_load::record::Counts) -> u64,
-) -> BTreeMap<String, u64> {
-    classes
-        .iter()
-        .map(|c| (c.name.clone(), count(&c.counts)))
-        .collect()
 }
 
 /// A run's capacity on the mix it served within the target, each type priced at what it cost
@@ -711,51 +706,47 @@ fn mix(
 pub struct RunPrice {
     /// Capacity in requests per second of the served mix.
     pub capacity_per_s: f64,
-    calibration_per_s: f64,
-    /// The machine's speed in the run against the calibration's (see
-    /// `mark_if_machine_moved`).
-    speed: Option<f64>,
+    /// Capacity in requests per second of the user model's mix.
+    model_per_s: f64,
     served: BTreeMap<String, u64>,
-    /// What a request of each type served in time cost, seconds of handler CPU.
+    /// What a request of each type served in time cost, seconds of the processor's work.
     costs: BTreeMap<String, f64>,
-    /// Handler CPU seconds of each type over the run's window, whether its requests came in
-    /// time, late or not at all: beside the server's CPU, it tells where a core that served
-    /// little goodput went (the front end's refusals, late work, or one costly type).
+    /// The processor's work on each type over the run's window, seconds, whether its requests
+    /// came in time, late or not at all: it tells where a processor that served little goodput
+    /// went (late work, or one costly type).
     handler_cpu_s: BTreeMap<String, f64>,
+    /// The share of the processor's cores busy over the run's window (`None`: not read).
+    processor_busy: Option<f64>,
+    /// The server's real CPU over the run's window, seconds per second (`None`: not read).
+    server_cpu_share: Option<f64>,
 }
 
 impl RunPrice {
     /// Prices the requests of each type `report` completed within the target in the intervals
     /// that start in `[from_s, to_s)` (the span the run's goodput counts), each at what the
     /// service said it cost (its `Server-Timing`), a type without those at what an answered
-    /// request of it cost over the run (`work`, the server's handler CPU), and marks the run
-    /// `what` loaded where the machine's speed moved (`mark_if_machine_moved`).
+    /// request of it cost over the run (`work`), else at the table's mean.
     ///
-    /// The requests' own costs, because a type's mean misprices the ones answered in time:
-    /// a search of a large mailbox costs ten times one of a small one, and under CoDel the
-    /// large ones were answered late, so the searches in time were priced at 28 ms each where
-    /// the run's 1.7 CPU-seconds of searches bought them far less, and its goodput read 1.06 x
-    /// capacity.
+    /// The requests' own costs, because a type's mean misprices the ones answered in time: a
+    /// search of a large mailbox costs ten times one of a small one, and under some controls
+    /// the large ones are the ones answered late.
     pub fn new(
-        lab: &Lab,
-        what: &str,
         capacity: &MailCapacity,
         report: &Report,
         (from_s, to_s): (f64, f64),
         work: &Work,
     ) -> RunPrice {
         let served = report.good_by_class_between(from_s, to_s);
-        let costs = work.cost_s();
-        let mut prices = costs.clone();
+        let mut prices = work.cost_s();
         for (kind, c) in report.good_server_cpu_between(from_s, to_s) {
             if c.timed > 0 && c.cpu_s.is_finite() {
                 prices.insert(kind, c.cpu_s / c.timed as f64);
             }
         }
-        let price = RunPrice {
+        let window = work.window_s.filter(|&w| w > 0.0);
+        RunPrice {
             capacity_per_s: capacity.on_mix(&served, &prices),
-            calibration_per_s: capacity.per_s,
-            speed: speed(&served, &capacity.cost_s, &costs),
+            model_per_s: capacity.per_s,
             served,
             costs: prices,
             handler_cpu_s: work
@@ -763,16 +754,20 @@ impl RunPrice {
                 .iter()
                 .map(|(k, w)| (k.clone(), w.cpu_s))
                 .collect(),
-        };
-        price.mark_if_machine_moved(lab, what);
-        price
+            processor_busy: work
+                .busy_core_s
+                .zip(window)
+                .map(|(b, w)| b / w / capacity.cores),
+            server_cpu_share: work.server_cpu_s.zip(window).map(|(c, w)| c / w),
+        }
     }
 
     /// `summary` with the figures behind the price.
     pub fn annotate(&self, summary: RunSummary) -> RunSummary {
         summary
-            .with("capacity_calibration_mix_per_s", self.calibration_per_s)
-            .with("speed_against_calibration", self.speed)
+            .with("capacity_model_mix_per_s", self.model_per_s)
+            .with("processor_busy_fraction", self.processor_busy)
+            .with("server_real_cpu_share", self.server_cpu_share)
             .with("served_mix", &self.served)
             .with("cost_s_per_type", &self.costs)
             .with("handler_cpu_s", &self.handler_cpu_s)
@@ -802,166 +797,11 @@ impl RunPrice {
                     .collect();
                 let n: u64 = mix.values().sum();
                 let work = capacity.mean_cost(&mix, &self.costs).unwrap_or(0.0) * n as f64;
-                (i.t_s, work / i.duration_s)
+                (i.t_s, work / i.duration_s / capacity.cores)
             })
             .collect()
     }
-
-    /// Marks the run `what` loaded when the machine ran its requests at under
-    /// 1 / [`SPEED_APART`](crate::health::SPEED_APART) or over that many times the
-    /// calibration's speed ([`speed_moved`]). A scenario sizes its load and its target by the
-    /// calibration (`mail-users`: 1024 users five times over capacity), so such a run was not
-    /// the experiment planned: on this machine the same requests' CPU moved 3 x over minutes
-    /// (`mail-users` calibrated at 730 requests per CPU-second and ran its points at 0.18-0.32
-    /// of that speed, refusing 2.1% of its light load; another calibrated at 120 and ran at
-    /// 1.4-4.3 x, leaving 128 users unrefused). Every run, controlled or not: a deep backlog
-    /// might raise a request's CPU, but the runs do not show it (at 1024 users uncontrolled
-    /// servers read 0.43-1.10 of their calibration's speed and controlled ones 0.56-1.00 in
-    /// nine runs; in one CI run every `mail-spike` variant read 0.37-0.46).
-    fn mark_if_machine_moved(&self, lab: &Lab, what: &str) {
-        if let Some(why) = self.speed.and_then(|v| speed_moved(what, v)) {
-            lab.mark_loaded(why);
-        }
-    }
 }
-
-/// The machine's speed in a run against the calibration's: the requests the run `served`, of
-/// the types both priced, at the calibration's costs (`calibration`) over the same at the
-/// run's (`run`). 1 where each type cost what it cost in the calibration; under 1 where the
-/// run's requests took more CPU.
-fn speed(
-    served: &BTreeMap<String, u64>,
-    calibration: &BTreeMap<String, f64>,
-    run: &BTreeMap<String, f64>,
-) -> Option<f64> {
-    let (mut at_calibration, mut at_run) = (0.0, 0.0);
-    for (kind, &n) in served {
-        if let (Some(c), Some(r)) = (calibration.get(kind), run.get(kind)) {
-            at_calibration += n as f64 * c;
-            at_run += n as f64 * r;
-        }
-    }
-    (at_run > 0.0).then(|| at_calibration / at_run)
-}
-
-/// Requests per second of wall time that `addr` completes for closed users without think
-/// time, after a warm-up: for a service with no one server whose CPU time the requests could be
-/// divided by (replicas behind a balancer, which `cluster` calibrates through HAProxy).
-pub fn wall_capacity(lab: &Lab, addr: SocketAddr) -> Result<f64> {
-    let mut cfg = busy_users(
-        addr,
-        CALIBRATION_USERS,
-        lab.pick(Duration::from_secs(3), Duration::from_secs(10)),
-    )?;
-    cfg.warmup = lab.pick(Duration::from_secs(1), Duration::from_secs(3));
-    let c = working(lab.load(cfg)?.summary.throughput_per_s)?;
-    lab.log(format!("capacity {c:.0} requests/s of wall time"));
-    Ok(c)
-}
-
-/// `per_s`, the rate a calibration measured, or an error when the service hardly answered.
-fn working(per_s: f64) -> Result<f64> {
-    if per_s.is_nan() || per_s <= 1.0 {
-        bail!("the mail service completed {per_s:.1} requests/s while calibrating: is it working?");
-    }
-    Ok(per_s)
-}
-
-/// The capacity of `server` (uncontrolled, warmed up by [`MailServer::start`]) ([`MailCapacity`]):
-/// closed users with no think time in each of `CALIBRATION_POPULATIONS`, their completed
-/// requests over the CPU time the server used meanwhile (requests per CPU-second: another
-/// process taking part of the server's core does not shrink it; the best population gives
-/// `per_s`), and over all of them the handlers' share of that CPU and each type's handler CPU
-/// per request. No warm-up: the CPU time read around each run must cover the same requests
-/// as the counts.
-pub fn mail_capacity(lab: &Lab, server: &MailServer) -> Result<MailCapacity> {
-    let mut best: Option<(f64, f64, BTreeMap<String, u64>)> = None;
-    let (mut work, mut server_cpu) = (Work::default(), 0.0);
-    // Each population's completed requests and the server's CPU meanwhile.
-    let mut readings = Vec::new();
-    for users_n in CALIBRATION_POPULATIONS {
-        let cfg = busy_users(
-            server.addr,
-            users_n,
-            lab.pick(Duration::from_secs(2), Duration::from_secs(6)),
-        )?;
-        let before = (server.cpu_seconds(), crate::poll::fetch(server.admin));
-        let r = lab.load(cfg)?;
-        let after = (server.cpu_seconds(), crate::poll::fetch(server.admin));
-        let cpu = before.0.zip(after.0).map(|(a, b)| b - a);
-        let wall = working(r.summary.throughput_per_s)?;
-        let c = match cpu {
-            // Without /proc (not Linux), or with too little CPU to divide by, wall time is all
-            // there is.
-            Some(cpu) if cpu > 0.2 => {
-                work.add(&Work::between(before.1.as_ref(), after.1.as_ref()));
-                server_cpu += cpu;
-                readings.push((users_n, mix(&r.classes, |c| c.completed), cpu));
-                r.summary.counts.completed as f64 / cpu
-            }
-            _ => wall,
-        };
-        lab.log(format!(
-            "{users_n} users: {c:.0} requests per CPU-second of the server ({wall:.0}/s of wall \
-             time)"
-        ));
-        if best.as_ref().is_none_or(|(b, ..)| c > *b) {
-            best = Some((c, wall, mix(&r.classes, |c| c.completed)));
-        }
-    }
-    let Some((c, wall, mix)) = best else {
-        bail!("no calibration population");
-    };
-    let handler_share = if server_cpu > 0.0 {
-        (work.cpu_s() / server_cpu).min(1.0)
-    } else {
-        0.0
-    };
-    let priced = work_per_cpu_s(&readings, &work.cost_s());
-    lab.log(format!(
-        "{CALIBRATION_READINGS}: {}",
-        crate::health::listed(&priced)
-    ));
-    if let Some(why) = crate::health::disagreement(CALIBRATION_READINGS, &priced) {
-        lab.mark_loaded(why);
-    }
-    lab.log(format!(
-        "capacity {c:.0} requests per CPU-second of the server on the calibration's mix \
-         ({wall:.0}/s of wall time); handlers {:.0}% of its CPU",
-        100.0 * handler_share
-    ));
-    Ok(MailCapacity {
-        per_s: c,
-        handler_share,
-        cost_s: work.cost_s(),
-        mix,
-    })
-}
-
-/// The calibration's `readings` (each population's completed requests and the server's CPU
-/// seconds meanwhile), each priced at the calibration's costs per type (`costs`) per CPU-second
-/// of the server, in handler ms: on a steady machine the three read the handlers' share of a
-/// saturated server's CPU whatever mix each completed, so where they disagree the machine's
-/// speed moved ([`crate::health::disagreement`]).
-fn work_per_cpu_s(
-    readings: &[(usize, BTreeMap<String, u64>, f64)],
-    costs: &BTreeMap<String, f64>,
-) -> Vec<(String, f64)> {
-    readings
-        .iter()
-        .map(|(users, mix, cpu)| {
-            let work: f64 = mix
-                .iter()
-                .map(|(kind, &n)| n as f64 * costs.get(kind).copied().unwrap_or(0.0))
-                .sum();
-            (format!("{users} users"), 1000.0 * work / cpu)
-        })
-        .collect()
-}
-
-/// What [`work_per_cpu_s`] measures, for the log and the reason a run counts as loaded.
-const CALIBRATION_READINGS: &str =
-    "the calibration's populations (handler ms of work per CPU-second of the server)";
 
 #[cfg(test)]
 mod tests {
@@ -970,13 +810,13 @@ mod tests {
     #[test]
     fn capacity_follows_the_cost_of_the_mix() {
         let cap = MailCapacity {
+            cores: 1.0,
             per_s: 100.0,
-            handler_share: 1.0,
             cost_s: [("login".to_string(), 0.004), ("list".to_string(), 0.001)].into(),
             mix: [("login".to_string(), 50), ("list".to_string(), 50)].into(),
         };
         let none = BTreeMap::new();
-        // Lists cost 1 ms of handler CPU: a CPU-second completes 1000.
+        // Lists cost 1 ms: a core completes 1000 a second.
         let lists = [("list".to_string(), 10)].into();
         assert!((cap.on_mix(&lists, &none) - 1000.0).abs() < 1e-9);
         // Half logins: 2.5 ms a request, 400/s.
@@ -984,80 +824,53 @@ mod tests {
         // The run's own price wins: lists at 4 ms in this run, 250/s.
         let run = [("list".to_string(), 0.004)].into();
         assert!((cap.on_mix(&lists, &run) - 250.0).abs() < 1e-9);
-        // A type nobody priced: the calibration's rate.
+        // A type nobody priced: the model mix's rate.
         assert_eq!(
             cap.on_mix(&[("search".to_string(), 3)].into(), &none),
             100.0
         );
         assert_eq!(cap.on_mix(&BTreeMap::new(), &none), 100.0);
-        // A front end that took half the calibration's CPU doubles every price: 500 lists/s.
-        let cap = MailCapacity {
-            handler_share: 0.5,
-            ..cap
-        };
-        assert!((cap.on_mix(&lists, &none) - 500.0).abs() < 1e-9);
+        // Two cores complete twice as many.
+        let two = MailCapacity { cores: 2.0, ..cap };
+        assert!((two.on_mix(&lists, &none) - 2000.0).abs() < 1e-9);
     }
 
     #[test]
-    fn a_calibration_is_unsteady_when_its_populations_price_apart() {
-        let costs: BTreeMap<String, f64> =
-            [("login".to_string(), 0.004), ("list".to_string(), 0.001)].into();
-        let mix = |login: u64, list: u64| -> BTreeMap<String, u64> {
-            [("login".to_string(), login), ("list".to_string(), list)].into()
-        };
-        // Different mixes on a steady machine: 1 s of work per CPU-second each (400 of 1,000
-        // requests per CPU-second are logins in one, none in the other).
-        let steady = [(8, mix(100, 0), 0.4), (16, mix(0, 1000), 1.0)];
-        let unsteady = |r: &[(usize, BTreeMap<String, u64>, f64)]| {
-            crate::health::disagreement("populations", &work_per_cpu_s(r, &costs))
-        };
-        assert_eq!(unsteady(&steady), None);
-        // A third population whose requests took 40% more CPU: within the noise.
-        let slower = [
-            steady[0].clone(),
-            steady[1].clone(),
-            (32, mix(0, 1000), 1.4),
-        ];
-        assert_eq!(unsteady(&slower), None);
-        // 2.5 times the CPU: the machine slowed.
-        let slowed = [steady[0].clone(), (32, mix(0, 1000), 2.5)];
-        let why = unsteady(&slowed).expect("unsteady");
-        assert!(why.contains("were 2.5 x apart"), "{why}");
-        assert!(why.contains("32 users: 400"), "{why}");
-    }
-
-    #[test]
-    fn speed_compares_a_runs_costs_with_the_calibrations_on_its_mix() {
-        let calibration: BTreeMap<String, f64> =
-            [("login".to_string(), 0.004), ("list".to_string(), 0.001)].into();
-        // Lists at twice their calibrated cost, logins at theirs: 30 lists and 10 logins cost
-        // 0.07 s at calibration, 0.1 s in the run.
-        let run = [("login".to_string(), 0.004), ("list".to_string(), 0.002)].into();
-        let served = [("login".to_string(), 10), ("list".to_string(), 30)].into();
-        let v = speed(&served, &calibration, &run).unwrap();
-        assert!((v - 0.7).abs() < 1e-9, "{v}");
-        // A type only one of them priced is left out; nothing priced, no speed.
-        let served = [("search".to_string(), 3)].into();
-        assert_eq!(speed(&served, &calibration, &run), None);
+    fn the_designed_capacity_is_the_cores_over_the_model_mixs_cost() {
+        let cap = MailCapacity::designed(1.0);
+        // About 2 ms a request on the user model's mix (module docs of `seda_mail::cost`).
+        assert!((400.0..600.0).contains(&cap.per_s), "{}", cap.per_s);
+        let n = cap.mix.values().sum::<u64>();
+        assert!((9_995..=10_005).contains(&n), "{n}");
+        let mean = cap.mean_cost(&cap.mix, &BTreeMap::new()).unwrap();
+        assert!((cap.per_s * mean - 1.0).abs() < 1e-9);
+        let two = MailCapacity::designed(2.0);
+        assert!((two.per_s - 2.0 * cap.per_s).abs() < 1e-6);
     }
 
     #[test]
     fn work_is_the_difference_of_two_snapshots() {
-        // A login's handlers ran 1 s more, 0.5 s of it on the 100 logins they answered.
-        let snap = |cpu: f64, answered_cpu: f64, answered: u64| {
+        // A login's handlers ran 1 s more, 0.5 s of it on the 100 logins they answered; the
+        // processor did 1.5 core-seconds of work.
+        let snap = |cpu: f64, answered_cpu: f64, answered: u64, busy: f64| {
             json!({"service": {
                 "handler_cpu_s": {"login": cpu},
                 "answered_cpu_s": {"login": answered_cpu},
                 "answered": {"login": answered},
+                "processor": {"cores": 1.0, "busy_core_s": busy},
             }})
         };
-        let w = Work::between(Some(&snap(1.0, 1.0, 10)), Some(&snap(2.0, 1.5, 110)));
+        let w = Work::between(
+            Some(&snap(1.0, 1.0, 10, 2.0)),
+            Some(&snap(2.0, 1.5, 110, 3.5)),
+        );
         let login = w.per_type["login"];
         assert_eq!((login.cpu_s, login.answered), (1.0, 100));
         assert!((w.cost_s()["login"] - 0.005).abs() < 1e-12);
         assert!((w.cpu_s() - 1.0).abs() < 1e-12);
+        assert_eq!(w.busy_core_s, Some(1.5));
         assert_eq!(
-            Work::between(None, Some(&snap(1.0, 1.0, 1))),
+            Work::between(None, Some(&snap(1.0, 1.0, 1, 0.0))),
             Work::default()
         );
     }

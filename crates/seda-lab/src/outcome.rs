@@ -151,8 +151,6 @@ pub(crate) fn write(dir: &Path, info: &RunInfo<'_>, outcome: &Outcome) -> Result
                 "server_core_others_share_run": crate::health::SERVER_CORE_OTHERS_RUN,
                 "server_core_others_share_any_second": crate::health::SERVER_CORE_OTHERS_SECOND,
                 "load_core_others_share_run": crate::health::LOAD_CORE_OTHERS_RUN,
-                "load_core_lag_ms": crate::health::LAG_MS,
-                "speed_apart": crate::health::SPEED_APART,
             },
             "loads": info.health,
         },

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use crate::health::{LoadHealth, Verdict};
 use crate::lab::Lab;
 use crate::machine::Machine;
-use crate::outcome::{Outcome, RunInfo, write};
+use crate::outcome::{Check, Outcome, RunInfo, write};
 use crate::scenarios;
 
 /// One experiment of the seeds, run on the real system.
@@ -25,6 +25,40 @@ pub trait Scenario: Sync {
     fn headline(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Whether its bottleneck is a capacity stated before the run (an emulated processor or a
+    /// hold service), not this machine's CPU: then a run also checks that the servers' real
+    /// CPU stayed under [`REAL_CPU_BOUND`] of a core in every load, or the design did not hold.
+    fn capacity_by_design(&self) -> bool {
+        false
+    }
+}
+
+/// The most of a core the servers of a scenario whose capacity is by design may use in any
+/// load: past it, the machine's CPU could be what bounds them, and its speed would decide the
+/// run again.
+pub const REAL_CPU_BOUND: f64 = 0.5;
+
+/// The check that the servers' real CPU stayed under [`REAL_CPU_BOUND`] in every load.
+fn real_cpu_stays_low(health: &[LoadHealth]) -> Check {
+    let worst = health
+        .iter()
+        .max_by(|a, b| a.server_cpu_share.total_cmp(&b.server_cpu_share));
+    Check::new(
+        format!(
+            "the stated capacity, not this machine's CPU, is the bottleneck (the servers' real \
+             CPU under {REAL_CPU_BOUND} of a core in every load)"
+        ),
+        !health.is_empty() && health.iter().all(|h| h.server_cpu_share < REAL_CPU_BOUND),
+        match worst {
+            Some(h) => format!(
+                "highest {:.2} of a core ({}) over {} loads",
+                h.server_cpu_share,
+                h.label,
+                health.len()
+            ),
+            None => "no load watched".into(),
+        },
+    )
 }
 
 /// Every scenario, in the order `run all` takes them.
@@ -80,7 +114,10 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
     let outcome = Lab::new(name, &out.join(name), seda_bin, quick).and_then(|lab| {
         let outcome = scenario.run(&lab);
         health = lab.health();
-        let outcome = outcome?;
+        let mut outcome = outcome?;
+        if scenario.capacity_by_design() && !outcome.config["skipped"].is_string() {
+            outcome.checks.push(real_cpu_stays_low(&health));
+        }
         let info = RunInfo {
             name,
             about: scenario.about(),

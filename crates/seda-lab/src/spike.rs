@@ -149,7 +149,7 @@ pub fn run(
     );
     // The spike's own mix: control turns some types away more than others while it lasts.
     let span = (spike.onset_s() - 1e-6, spike.end_s() - 1e-6);
-    let price = mail::RunPrice::new(lab, name, capacity, &report, span, &work);
+    let price = mail::RunPrice::new(capacity, &report, span, &work);
     let mut run = measure(&report, &samples, spike, price.capacity_per_s, control);
     run.summary = price.annotate(run.summary).with(
         "goodput_fraction_by_second",

@@ -96,8 +96,7 @@ pub fn run_priced(
     capacity: &crate::mail::MailCapacity,
 ) -> Result<SteadyRun> {
     let (report, work) = mail::load_with_work(lab, server, steady.config(server.addr)?)?;
-    let what = format!("{} users", steady.users);
-    let price = mail::RunPrice::new(lab, &what, capacity, &report, (0.0, f64::INFINITY), &work);
+    let price = mail::RunPrice::new(capacity, &report, (0.0, f64::INFINITY), &work);
     let mut run = measure(&report, steady, price.capacity_per_s, control);
     run.summary = price.annotate(run.summary);
     Ok(run)

@@ -70,6 +70,7 @@
 
 mod checkpointer;
 pub mod corpus;
+pub mod cost;
 pub mod html;
 pub mod password;
 mod request;

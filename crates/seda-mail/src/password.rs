@@ -5,11 +5,10 @@
 //! The cost, [`MEMORY_KIB`] = 32 KiB and one pass, is far below OWASP's recommendation
 //! (19 MiB, two passes) on purpose: the generated corpus hashes every user's password when it
 //! loads (the lab builds a 100-user corpus per run), and the lab's experiments log in hundreds
-//! of times a second on a service slowed twentyfold (`--slowdown` multiplies a handler's CPU
-//! time, the hash's included), where a login must stay a cheap request as in the paper. At
-//! 256 KiB a verify took 0.12 ms, seven times the rest of a login: at 1024 users, whose
-//! rejected logins come back, the lab's `mail-users` then spent its core on password checks
-//! (goodput 0.05 x capacity). A deployment with real users would raise [`MEMORY_KIB`]
+//! of times a second, where a login must stay a cheap request as in the paper. At 256 KiB a
+//! verify took 0.12 ms, seven times the rest of a login: at 1024 users, whose rejected logins
+//! come back, the lab's `mail-users` (then on a CPU slowed twentyfold) spent its core on
+//! password checks (goodput 0.05 x capacity). A deployment with real users would raise [`MEMORY_KIB`]
 //! and [`PASSES`]; stored hashes carry their own parameters, so old and new hashes verify side
 //! by side.
 

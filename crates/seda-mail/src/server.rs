@@ -29,7 +29,7 @@ pub struct MailServerConfig {
     pub http: HttpConfig,
     /// The runtime: per-stage settings (`mail.login`, `mail.search`...).
     pub runtime: seda::Config,
-    /// Threads, thresholds, slowdown, shared admission of the request-type stages.
+    /// Threads, thresholds, emulated processor, shared admission of the request-type stages.
     pub service: ServiceOptions,
     /// Requests not answered this long after they arrived are dropped from their queue or
     /// interrupted in the database, and answered 503.
@@ -131,10 +131,20 @@ impl MailServer {
                 let answered = service.answered_cpu_s();
                 let cpu: BTreeMap<_, _> = answered.iter().map(|(k, (cpu, _))| (*k, *cpu)).collect();
                 let count: BTreeMap<_, _> = answered.iter().map(|(k, (_, n))| (*k, *n)).collect();
+                // The emulated processor's core-seconds of work, beside its cores: a run's
+                // utilisation of a capacity stated before it.
+                let processor = service.processor().map(|p| {
+                    serde_json::json!({
+                        "cores": p.cores(),
+                        "busy_core_s": p.busy_core_s(),
+                        "running": p.running(),
+                    })
+                });
                 serde_json::json!({
                     "handler_cpu_s": service.handler_cpu_s(),
                     "answered_cpu_s": cpu,
                     "answered": count,
+                    "processor": processor,
                 })
             })
         };

@@ -3,13 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use seda::{BuildError, CancelReason, RejectReason, Runtime, Sink, Stage, handler};
+use seda::{
+    BuildError, CancelReason, EmulatedProcessor, RejectReason, Runtime, Sink, Stage, handler,
+};
 use seda_control::{SharedController, SharedRetryAfter};
 use tokio::sync::oneshot;
 
+use crate::cost::CostTable;
 use crate::html;
 use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
 use crate::search_cost::{SearchCosts, SearchJob};
@@ -35,15 +38,15 @@ pub struct ServiceOptions {
     pub threshold: usize,
     /// Messages per page of a folder.
     pub page_size: u32,
-    /// Emulates a machine this many times slower: each handler keeps its core busy until it
-    /// has used `slowdown` times the CPU time it needed before it answers (1: off). CPU time,
-    /// not wall-clock time: a handler preempted by the front end or by another process on its
-    /// core would otherwise have the preemption multiplied too, and the busier the server, the
-    /// slower each request would become (we measured a 1 ms login stretched to 0.5 s under
-    /// overload that way). The lab uses it to
-    /// bring the service's capacity down to the scale of WC03's 2003 server, where a request
-    /// cost far more than the load generator's handling of its reply.
-    pub slowdown: u32,
+    /// Runs the handlers on an emulated processor whose capacity is stated, not measured
+    /// (`None`: off, each request costs what it costs this machine): after its real work, each
+    /// request holds it for its cost from [`ServiceOptions::costs`]. The lab runs the service
+    /// so, at the scale of WC03's 2003 server, where a request cost far more than the load
+    /// generator's handling of its reply, and with a capacity of `cores / mean cost` known
+    /// before the run whatever else the machine does.
+    pub processor: Option<Arc<EmulatedProcessor>>,
+    /// What each request costs on the [`ServiceOptions::processor`].
+    pub costs: CostTable,
     /// One admission controller for all request types instead of none (WC03 Section 4.4's
     /// single-stage admission control): every stage consults and feeds the same controller, so
     /// it rejects without regard to type. A stage given its own `admission` in the runtime
@@ -78,16 +81,14 @@ pub fn admission_class(user_class: u8, established: bool) -> u8 {
     2 * user_class.min(crate::MAX_CLASS) + u8::from(established)
 }
 
-/// Largest `slowdown` accepted.
-pub const MAX_SLOWDOWN: u32 = 1000;
-
 impl Default for ServiceOptions {
     fn default() -> Self {
         ServiceOptions {
             threads: 2,
             threshold: 64,
             page_size: 25,
-            slowdown: 1,
+            processor: None,
+            costs: CostTable::arashi(),
             shared_admission: None,
             sessions: SessionLimits::default(),
             trust_class_header: false,
@@ -96,51 +97,8 @@ impl Default for ServiceOptions {
     }
 }
 
-/// Longest stretch of the slowdown's spin between two readings of the thread's CPU clock.
-const SPIN_READ: Duration = Duration::from_micros(20);
-
-/// Spins until the calling thread's CPU clock, `now` at the start, reaches `until` or `stop`
-/// says to stop; returns the clock's last reading.
-///
-/// Reading the clock is a system call (a thread's CPU clock has no vDSO fast path), so the
-/// spin runs batches of arithmetic sized from the last batch's rate to about [`SPIN_READ`] and
-/// reads it between them. Reading it after every iteration spent two thirds of a slowed server's
-/// core in the kernel, and the handlers' own work, run between those system calls, cost from
-/// 53 to 71 us a login where it cost 51-58 us unslowed: the same server's logins varied from 654
-/// to 1,368 per second from one load to the next.
-pub(crate) fn spin_until(mut now: Duration, until: Duration, stop: impl Fn() -> bool) -> Duration {
-    let mut per_ns = 0.0_f64;
-    let mut batch = 0_u64;
-    while now < until && !stop() {
-        batch = next_batch(batch, per_ns, until.saturating_sub(now));
-        let mut x = 1_u64;
-        for _ in 0..batch {
-            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
-        }
-        let later = seda::thread_cpu_time();
-        let took = later.saturating_sub(now).as_nanos() as f64;
-        if took > 0.0 {
-            per_ns = batch as f64 / took;
-        }
-        now = later;
-    }
-    now
-}
-
-/// The next batch of the spin: what the last batch's rate says fits in the time left (at most
-/// [`SPIN_READ`]), but at most twice the last batch, so that one fast reading (a batch that
-/// ran while the clock lagged) cannot size a batch that runs far past the target.
-fn next_batch(last: u64, per_ns: f64, left: Duration) -> u64 {
-    const FIRST: u64 = 64;
-    if last == 0 || per_ns <= 0.0 {
-        return FIRST;
-    }
-    let fits = (left.min(SPIN_READ).as_nanos() as f64 * per_ns).max(1.0) as u64;
-    fits.min(last.saturating_mul(2))
-}
-
 /// The `Server-Timing` header (W3C Server Timing) that tells the client what its request
-/// cost the handler in CPU time, the slowdown included: a browser's developer tools show it,
+/// cost the handler in CPU time (on the emulated processor, where there is one): a browser's developer tools show it,
 /// and the lab prices goodput with it request by request, where a type's mean cost misprices
 /// the requests answered in time (a search of a small mailbox costs a tenth of one of a large
 /// mailbox, and the large ones are the ones answered late).
@@ -159,15 +117,15 @@ pub struct MailService {
     core: Arc<Core>,
     sinks: Vec<Sink<MailEvent>>,
     trust_class_header: bool,
-    /// The current [`ServiceOptions::slowdown`], which [`MailService::set_slowdown`] changes.
-    slowdown: Arc<AtomicU32>,
+    /// The emulated processor, if any.
+    processor: Option<Arc<EmulatedProcessor>>,
     /// CPU time each request type's handlers used, in [`RequestKind::index`] order.
     cpu: Arc<[HandlerCpu; RequestKind::ALL.len()]>,
     /// The `Retry-After` of a refusal at admission.
     retry: SharedRetryAfter,
 }
 
-/// The CPU time one request type's handlers used, the slowdown included, in nanoseconds: all of
+/// The CPU time one request type's handlers used (on the emulated processor where there is one), in nanoseconds: all of
 /// it, and that of the requests they answered (not cut by a terminator nor given up by the
 /// store), with their count. A cut search may have run for the whole target: charged to the
 /// searches that were answered, it priced each at 62 ms where they took 11-28.
@@ -221,9 +179,8 @@ impl MailService {
             page_size: options.page_size.clamp(1, MAX_PAGE),
         });
         let mut sinks = Vec::new();
-        let slowdown = Arc::new(AtomicU32::new(options.slowdown.clamp(1, MAX_SLOWDOWN)));
         let cpu: Arc<[HandlerCpu; RequestKind::ALL.len()]> = Arc::default();
-        crate::checkpointer::start(&core.store, slowdown.clone());
+        crate::checkpointer::start(&core.store);
         // A search cut or refused for running too long is a refusal like the admission
         // controller's, told the same stretched wait: its retry is predicted and refused before
         // it runs (see `SearchCosts`), so it costs no more than a refusal at the door. (Told
@@ -233,7 +190,8 @@ impl MailService {
         let search_costs = Arc::new(SearchCosts::default());
         for kind in RequestKind::ALL {
             let c = core.clone();
-            let slow = slowdown.clone();
+            let processor = options.processor.clone();
+            let costs = options.costs.clone();
             let cpu = cpu.clone();
             let search_costs = search_costs.clone();
             let retry = retry.clone();
@@ -269,40 +227,38 @@ impl MailService {
                         let refused = search
                             .as_ref()
                             .is_some_and(|(job, t)| search_costs.would_run_past(job, *t));
-                        let mut response = if refused {
-                            MailResponse::predicted_too_long(retry.refused())
+                        let (mut response, rows) = if refused {
+                            (MailResponse::predicted_too_long(retry.refused()), 0)
                         } else {
                             c.respond(kind, &ev.request)
                         };
                         let cancel = &ev.request.meta.cancel;
-                        let slowdown = slow.load(Ordering::Relaxed);
-                        let mut cut_while_slowed = false;
-                        // The handler's CPU time so far; after the slowdown, its last reading.
-                        let mut now = seda::thread_cpu_time();
-                        if slowdown > 1 {
-                            // The emulated slower machine: the rest of the handler's time. A
-                            // terminator's cut ends it, as it would have ended the slower
-                            // handler at the same moment (the request has had the running
-                            // time it is allowed; spinning on would charge a cut request
-                            // `slowdown` times the work it did before the cut).
-                            let until = start + now.saturating_sub(start) * slowdown;
-                            now = spin_until(now, until, || {
-                                cancel.reason() == Some(CancelReason::Terminated)
-                            });
-                            cut_while_slowed = now < until;
+                        let mut used = seda::thread_cpu_time().saturating_sub(start);
+                        let mut cut_while_held = false;
+                        if let Some(p) = processor.as_ref().filter(|_| !refused) {
+                            // The emulated processor: the request's stated cost, the real work
+                            // done. A terminator's cut ends it, as it would have ended the
+                            // work on a real processor at the same moment.
+                            let cost = if response.status == 503 {
+                                Duration::ZERO
+                            } else {
+                                costs.cost(kind, rows)
+                            };
+                            used =
+                                p.run(cost, || cancel.reason() == Some(CancelReason::Terminated));
+                            cut_while_held = used < cost;
                         }
                         if refused {
                             // Counted terminated by the stage, as if cut.
                             cancel.terminate_now();
-                        } else if (response.status == 503 || cut_while_slowed)
+                        } else if (response.status == 503 || cut_while_held)
                             && cancel.checkpoint() == Err(CancelReason::Terminated)
                         {
-                            // The store gave the request up (503), or the cut came while the
-                            // slowdown ran: the terminator cut it; say so, and the stage counts
+                            // The store gave the request up (503), or the cut came while it
+                            // held the processor: the terminator cut it; say so, and the stage counts
                             // it terminated.
                             response = MailResponse::terminated(retry.refused());
                         }
-                        let used = now.saturating_sub(start);
                         let answered = response.status != 503;
                         cpu[kind.index()].add(used, answered);
                         if let Some((job, _)) = search.filter(|_| !refused) {
@@ -321,22 +277,19 @@ impl MailService {
             core,
             sinks,
             trust_class_header: options.trust_class_header,
-            slowdown,
+            processor: options.processor.clone(),
             cpu,
             retry,
         }))
     }
 
-    /// Changes the slowdown (clamped to `1..=MAX_SLOWDOWN`) for requests handled from now on:
-    /// the lab slows one replica of a cluster mid-run this way, as a noisy neighbour or a
-    /// failing disk would.
-    pub fn set_slowdown(&self, slowdown: u32) {
-        self.slowdown
-            .store(slowdown.clamp(1, MAX_SLOWDOWN), Ordering::Relaxed);
+    /// The emulated processor the handlers run on, if any ([`ServiceOptions::processor`]).
+    pub fn processor(&self) -> Option<&Arc<EmulatedProcessor>> {
+        self.processor.as_ref()
     }
 
-    /// CPU seconds each request type's handlers have used since start, the slowdown
-    /// included, by type name: what the requests cost the server, whatever their mix (the lab
+    /// CPU seconds each request type's handlers have used since start (on the emulated
+    /// processor, where there is one), by type name: what the requests cost the server, whatever their mix (the lab
     /// prices a run's goodput with it).
     pub fn handler_cpu_s(&self) -> BTreeMap<&'static str, f64> {
         self.per_type(|c| c.all_ns.load(Ordering::Relaxed) as f64 / 1e9)
@@ -507,7 +460,14 @@ impl Core {
         self.sessions.get(sid, Instant::now())
     }
 
-    fn respond(&self, kind: RequestKind, req: &MailRequest) -> MailResponse {
+    /// The response to `req`, and the rows its work scanned (a search's mailbox; 0 for the
+    /// other types), which its cost on the emulated processor grows with.
+    fn respond(&self, kind: RequestKind, req: &MailRequest) -> (MailResponse, u64) {
+        if kind == RequestKind::Search
+            && let Some(s) = self.session(req)
+        {
+            return self.search(&s, req).unwrap_or_else(|r| (r, 0));
+        }
         let out = if kind == RequestKind::Login {
             self.login(req)
         } else {
@@ -519,12 +479,12 @@ impl Core {
                     RequestKind::ShowMessage => self.show_message(&s, req),
                     RequestKind::Delete => self.delete(&s, req),
                     RequestKind::Refile => self.refile(&s, req),
-                    RequestKind::Search => self.search(&s, req),
+                    RequestKind::Search => self.search(&s, req).map(|(r, _)| r),
                     RequestKind::Login => self.login(req),
                 },
             }
         };
-        out.unwrap_or_else(|r| r)
+        (out.unwrap_or_else(|r| r), 0)
     }
 
     fn login(&self, req: &MailRequest) -> Result<MailResponse, MailResponse> {
@@ -676,8 +636,11 @@ impl Core {
         self.moved(m)
     }
 
-    fn search(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
+    /// A search's page, and the messages of the mailbox it scanned.
+    fn search(&self, s: &Session, req: &MailRequest) -> Result<(MailResponse, u64), MailResponse> {
         let (q, field) = search_params(req)?;
+        let mailbox = self.store.folders(s.user, &req.meta).map_err(store_error)?;
+        let scanned = mailbox.iter().map(|f| f.count.max(0) as u64).sum();
         let rows = self
             .store
             .search(s.user, q, field, MAX_RESULTS, &req.meta)
@@ -686,7 +649,10 @@ impl Core {
             SearchField::Headers => "subject and sender",
             SearchField::Body => "body text",
         };
-        Ok(MailResponse::html(html::search_page(q, label, &rows)))
+        Ok((
+            MailResponse::html(html::search_page(q, label, &rows)),
+            scanned,
+        ))
     }
 
     /// The search `req` asks for, as [`SearchCosts`] sees it: `None` for one the handler
@@ -712,36 +678,4 @@ fn search_params(req: &MailRequest) -> Result<(&str, SearchField), MailResponse>
         Some(_) => return Err(bad("Search in `headers` or `body`.")),
     };
     Ok((q, field))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_slowdown_spins_to_its_cpu_time_and_stops_when_told() {
-        let start = seda::thread_cpu_time();
-        let until = start + Duration::from_millis(5);
-        let end = spin_until(start, until, || false);
-        assert!(end >= until, "{end:?} < {until:?}");
-        // How far past the target it ends is not asserted: the thread's CPU clock counts more
-        // than the spin (this kernel charges interrupts to the running thread, and a virtual
-        // machine's host can hold the core), and a CI run read 1.7 ms past a 5 ms target.
-        // `next_batch`'s test bounds what the spin itself adds.
-        let now = seda::thread_cpu_time();
-        let stopped = spin_until(now, now + Duration::from_secs(60), || true);
-        assert!(stopped - now < Duration::from_secs(1));
-    }
-
-    #[test]
-    fn a_batch_fits_the_time_left_and_at_most_doubles() {
-        assert_eq!(next_batch(0, 0.0, Duration::from_millis(5)), 64);
-        // 1 iteration per ns: 20 us of the 5 ms left fit 20,000, but the last batch was 64.
-        assert_eq!(next_batch(64, 1.0, Duration::from_millis(5)), 128);
-        assert_eq!(next_batch(100_000, 1.0, Duration::from_millis(5)), 20_000);
-        assert_eq!(next_batch(100_000, 1.0, Duration::from_micros(3)), 3_000);
-        assert_eq!(next_batch(100_000, 1e-9, Duration::from_micros(3)), 1);
-        // A reading whose rate is absurd (a batch that read no time) is still capped.
-        assert_eq!(next_batch(500, 1e12, Duration::from_millis(5)), 1_000);
-    }
 }

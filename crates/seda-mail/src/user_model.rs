@@ -65,6 +65,23 @@ pub const MATRIX: [[u32; 7]; 7] = [
     [0, 10, 30, 60, 0, 0, 0],
 ];
 
+/// The share of each request type, in [`RequestKind::ALL`] order, in a long run of the
+/// [`MATRIX`] (its stationary distribution, by power iteration): what a mix of many users
+/// converges to, so the lab can size a load by it before the run.
+pub fn stationary_mix() -> [f64; 7] {
+    let mut pi = [1.0 / 7.0; 7];
+    for _ in 0..2000 {
+        let mut next = [0.0; 7];
+        for (i, row) in MATRIX.iter().enumerate() {
+            for (j, &p) in row.iter().enumerate() {
+                next[j] += pi[i] * f64::from(p) / 100.0;
+            }
+        }
+        pi = next;
+    }
+    pi
+}
+
 /// Which requests the user makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mix {
@@ -448,16 +465,8 @@ mod tests {
 
     #[test]
     fn stationary_mix_reading_dominates_search_is_rare() {
-        let mut pi = [1.0 / 7.0; 7];
-        for _ in 0..2000 {
-            let mut next = [0.0; 7];
-            for (i, row) in MATRIX.iter().enumerate() {
-                for (j, &p) in row.iter().enumerate() {
-                    next[j] += pi[i] * f64::from(p) / 100.0;
-                }
-            }
-            pi = next;
-        }
+        let pi = stationary_mix();
+        assert!((pi.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{pi:?}");
         let reading = pi[RequestKind::ListMessages.index()] + pi[RequestKind::ShowMessage.index()];
         assert!(reading > 0.7, "{pi:?}");
         let search = pi[RequestKind::Search.index()];

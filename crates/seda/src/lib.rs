@@ -81,6 +81,7 @@ pub mod handler;
 mod handoff;
 mod meta;
 mod pool;
+pub mod processor;
 mod queue;
 mod runtime;
 mod shared;
@@ -100,6 +101,7 @@ pub use global::GlobalControlConfig;
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
 pub use meta::{CancelReason, CancelToken, Event, Meta};
+pub use processor::EmulatedProcessor;
 pub use queue::Order;
 pub use runtime::{
     BuildError, DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder,

@@ -1,7 +1,7 @@
 //! `cluster`: HAProxy in front of three replicas of the e-mail service sharing one PostgreSQL
 //! database, each with our per-stage controller; mid-run one replica becomes fifty times slower
-//! (its `--slowdown` raised by a signal, as a noisy neighbour or a failing disk would slow
-//! it). Round robin, least connections, and round robin with each replica's weight from its
+//! (its emulated processor slowed by a signal, `--slow-on-usr1`, as a noisy neighbour or a
+//! failing disk would slow it). Round robin, least connections, and round robin with each replica's weight from its
 //! agent-check (`seda serve mail --agent`: steered by the share of arriving requests its
 //! stages serve, `drain` while it serves almost none).
 //!
@@ -147,6 +147,10 @@ fn missing() -> Option<String> {
 }
 
 impl Scenario for Cluster {
+    fn capacity_by_design(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "cluster"
     }
@@ -180,13 +184,8 @@ impl Scenario for Cluster {
         let target_s = lab.pick(0.5, 1.0);
         let time_scale = target_s;
         let replicas = start_replicas(lab, target_s)?;
-        let addrs: Vec<Replica> = replicas.iter().map(|(r, _)| *r).collect();
-        let capacity = {
-            let h = Haproxy::start_cluster(lab, "calibrate", &addrs, Balance::RoundRobin)?;
-            let c = mail::wall_capacity(lab, h.addr);
-            h.child.stop();
-            c?
-        };
+        // By design: each replica's emulated processor, on the user model's mix.
+        let capacity = REPLICAS as f64 * mail::MailCapacity::designed(mail::CORES).per_s;
         let timing = Timing {
             slow_at_s: lab.pick(5.0, 20.0),
             total_s: lab.pick(13.0, 60.0),
@@ -238,8 +237,8 @@ impl Scenario for Cluster {
                 "replicas": REPLICAS,
                 "database": "postgresql (shared)",
                 "table_prefix": PREFIX,
-                "slowdown": mail::SLOWDOWN,
-                "slowed_to": mail::SLOWDOWN * SLOW_X,
+                "cores_per_replica": mail::CORES,
+                "slowed_x": SLOW_X,
                 "slow_at_s": timing.slow_at_s,
                 "run_s": timing.total_s,
                 "target_s": target_s,
@@ -276,7 +275,7 @@ fn start_replicas(lab: &Lab, target_s: f64) -> Result<Vec<(Replica, MailServer)>
         let options = ServeOptions {
             shared_db: Some((crate::postgres::URL.into(), PREFIX.into())),
             agent: Some(agent),
-            slowdown_on_usr1: Some(mail::SLOWDOWN * SLOW_X),
+            slow_on_usr1: Some(SLOW_X),
             ..ServeOptions::default()
         };
         let server = MailServer::start_with(

@@ -77,10 +77,10 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
         "**Setup.** {REPLICAS} replicas of `seda serve mail` (per-stage `response_time_tuned`, \
          p90 target {} s, `--agent`), one PostgreSQL database shared by all (its own table \
          prefix), HAProxy in front; all pinned to the server core, the load generator on the \
-         other. The cluster's capacity through HAProxy is {capacity:.0} requests/s (closed \
-         users, no think time); partly-open mail sessions offer {LOAD_X} x that, which two \
-         replicas could carry alone. At {:.0} s, replica r1's slowdown is multiplied by \
-         {SLOW_X} (`--slowdown-on-usr1`). HAProxy keeps each session on the replica that \
+         other. The cluster's capacity is {capacity:.0} requests/s by design (each replica \
+         on an emulated processor of the lab's size, on the user model's mix); partly-open mail sessions offer {LOAD_X} x that, which two \
+         replicas could carry alone. At {:.0} s, replica r1's processor becomes {SLOW_X} \
+         times slower (`--slow-on-usr1`). HAProxy keeps each session on the replica that \
          logged it in (stick table on the `sid` cookie; a login starts a new session and is \
          placed afresh), so only new sessions, and sessions refused with 503 that log in \
          again, can move. Agent weights: HAProxy asks each \
@@ -131,9 +131,8 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
           The claim is the issue's: a load balancer that reads each replica's serving state \
           moves load off a struggling replica, where round robin keeps sending it its share \
           and least connections moves only what the slowed replica's longer response times \
-          hold back. The slowdown spins the slowed replica's handlers on the shared server \
-          core, so the requests it keeps getting also take CPU from the others: what a noisy \
-          neighbour does. The numeric goals are observed: a quick run on a shared two-core \
+          hold back. The slowed replica's emulated processor does a fiftieth of its work a \
+          second, so the requests it keeps getting wait there. The numeric goals are observed: a quick run on a shared two-core \
           machine cannot decide them either way.\n";
     s
 }

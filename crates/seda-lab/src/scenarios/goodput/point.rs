@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use seda_control::AimdWindowConfig;
 use seda_load::workload::{Reply, Request, Session, Workload};
-use seda_load::{Arrivals, ClientConfig, Closed, LoadConfig, Model, Open, Report, Target};
+use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
 use seda_mail::workload::MailWorkload;
 use seda_sim::summary::{RunSummary, fraction, per_s};
 use serde_json::{Value, json};
@@ -17,7 +17,7 @@ use crate::mail::{self, Control, MailServer, ServeOptions};
 use crate::poll::{Sample, StatsPoller};
 use crate::steady::ended;
 
-use super::{NONE, SLOWDOWN, THREADS, TIMEOUT, Variant};
+use super::{THREADS, TIMEOUT, Variant};
 
 /// Every request is a login: a password check in SQLite and a new session in the server's
 /// memory, SSM's "write session state" in miniature. Logins need no cookie, so an open load
@@ -57,7 +57,6 @@ fn logins() -> Arc<Logins> {
 /// The server for `v`.
 fn serve_options(v: &Variant) -> ServeOptions {
     ServeOptions {
-        slowdown: SLOWDOWN,
         threads: Some(THREADS),
         deadline_ms: v.deadline.then(|| TIMEOUT.as_millis() as u64),
         serve_abandoned: !v.cancel,
@@ -65,95 +64,11 @@ fn serve_options(v: &Variant) -> ServeOptions {
     }
 }
 
-/// Users that keep the one login thread busy when calibrating.
-const CALIBRATION_USERS: usize = 32;
-
-/// What a calibration measured: the server's capacity, and the login handler's share of it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Calibration {
-    /// Logins per CPU-second of the server: the unit loads are sized in.
-    pub per_s: f64,
-    /// The login handler's share of the server's CPU (the rest is its front end's parsing
-    /// and answering).
-    pub handler_share: f64,
-}
-
-/// Capacity in logins per CPU-second of the server: closed users with no think time against
-/// the server of the `none` variant, the logins they completed over the CPU time the server
-/// used meanwhile. The measured runs are all logins too, so goodput and capacity are in the
-/// same unit. Per CPU-second, not per second of wall time: on a shared machine another process
-/// can take the server's core for seconds, and a capacity measured in wall time then comes out
-/// far too low, and every load sized from it too (issue 15 saw window+deadline at 2.21 x such a
-/// capacity on one run and 0.41 x on another, with a 7 s stall). No warm-up: the CPU time read
-/// around the run must cover the same logins as the counts.
-pub(super) fn capacity(lab: &Lab) -> Result<Calibration> {
-    let server = MailServer::start_with(lab, "calibrate", &Control::None, &serve_options(&NONE))?;
-    let result = (|| {
-        let target = Target::parse(&format!("http://{}/", server.addr))?;
-        let model = Model::Closed(Closed {
-            users: CALIBRATION_USERS,
-            think: Duration::ZERO,
-            think_exponential: false,
-            ramp: Duration::ZERO,
-        });
-        let mut cfg = LoadConfig::new(target, model)?;
-        cfg.workload = logins();
-        cfg.duration = lab.pick(Duration::from_millis(2500), Duration::from_secs(6));
-        cfg.client.deadline = Duration::from_secs(10);
-        // No warm-up, so the server's CPU in `work` covers the whole run, as the counts do.
-        mail::load_with_work(lab, &server, cfg)
-    })();
-    server.stop(lab, "calibrate");
-    let (report, work) = result?;
-    let cpu = work.server_cpu_s;
-    let wall = report.summary.throughput_per_s;
-    let completed = report.summary.counts.completed;
-    let (c, handler_share) = match cpu {
-        // Without /proc (not Linux), or with too little CPU to divide by, wall time is all
-        // there is.
-        Some(cpu) if cpu > 0.2 => (completed as f64 / cpu, (work.cpu_s() / cpu).min(1.0)),
-        _ => (wall, 0.0),
-    };
-    lab.log(format!(
-        "calibration: {c:.0} logins per CPU-second of the server ({wall:.0}/s of wall time), \
-         the login handler {:.0}% of its CPU",
-        handler_share * 100.0
-    ));
-    Ok(Calibration {
-        per_s: if c.is_nan() { 0.0 } else { c },
-        handler_share,
-    })
-}
-
-/// The capacity now: measured again (up to 3 times in all, 2 in the quick form, keeping the
-/// best) while it is under half the best seen so far, `best_before`: on a shared machine a
-/// build can take the server's core for seconds (we saw a calibration complete 18 logins in
-/// 6 s between two of 324/s and more).
-pub(super) fn calibrate(lab: &Lab, best_before: f64) -> Result<Calibration> {
-    let attempts = lab.pick(2, 3);
-    let mut best: Option<Calibration> = None;
-    for attempt in 1..=attempts {
-        let c = capacity(lab)?;
-        if best.is_none_or(|b| c.per_s > b.per_s) {
-            best = Some(c);
-        }
-        if c.per_s > 1.0 && c.per_s >= 0.5 * best_before {
-            break;
-        }
-        if attempt < attempts {
-            lab.log(format!(
-                "capacity {:.0} logins/s, under half the {best_before:.0} seen before: the \
-                 machine is busy, measuring again",
-                c.per_s
-            ));
-        }
-    }
-    let best = best.filter(|b| b.per_s > 1.0);
-    let Some(best) = best else {
-        bail!("the mail service completed under 1 login/s while calibrating: is it working?");
-    };
-    lab.log(format!("capacity now {:.0} logins/s", best.per_s));
-    Ok(best)
+/// Logins per second the service completes by design: the emulated processor's cores over a
+/// login's stated cost (`seda_mail::cost`).
+pub(super) fn capacity() -> f64 {
+    let login = seda_mail::cost::CostTable::arashi().mean_cost(seda_mail::RequestKind::Login);
+    mail::CORES / login.as_secs_f64()
 }
 
 /// What one point measured.
@@ -175,11 +90,12 @@ pub(super) struct Point {
     pub series: Value,
 }
 
-/// Runs `variant` at `load_x` times the calibration's capacity on a fresh server.
-pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, calibration: Calibration) -> Result<Point> {
+/// Runs `variant` at `load_x` times the designed capacity, `capacity` logins/s, on a fresh
+/// server.
+pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, capacity: f64) -> Result<Point> {
     let name = format!("{}-{load_x}x", v.file_stem());
     let server = MailServer::start_with(lab, &name, &Control::None, &serve_options(v))?;
-    let rate = load_x * calibration.per_s;
+    let rate = load_x * capacity;
     // Room for every request the timeout allows to be outstanding at once, and then some:
     // the client, not a connection limit, must be what bounds the load.
     let connections = ((rate * TIMEOUT.as_secs_f64() * 2.0) as usize + 64).min(10_000);
@@ -217,40 +133,17 @@ pub(super) fn run(lab: &Lab, v: &Variant, load_x: f64, calibration: Calibration)
     server.stop(lab, &name);
     let (ran, samples) = result?;
     let (report, work) = ran?;
-    Ok(measure(
-        v,
-        load_x,
-        priced(calibration, &work),
-        &report,
-        &samples,
-    ))
+    Ok(measure(v, load_x, capacity, &report, &samples, &work))
 }
 
-/// Capacity in logins per second of this run: one CPU-second (the server is pinned to one
-/// core) over a login's price in the run, its handler's CPU per login plus the server's CPU
-/// outside the handlers per request parsed (the front end's parsing and answering, refusals
-/// and dropped requests included). Priced in the run, goodput / capacity is the share of the
-/// core's CPU-seconds that went to logins answered in time, at most the share the server
-/// used: the same server's logins cost from 643 to 1,396 per CPU-second in calibrations a
-/// minute apart, and the front end's share of a login moves with the load (priced with the
-/// calibration's handler share, window+deadline read 1.046 to 1.094 x capacity in 4 of 5
-/// runs). Where the server's CPU was not measured, the calibration's handler share stands in
-/// for the front end, and where the run completed no login, the calibration's rate.
-fn priced(calibration: Calibration, work: &mail::Work) -> f64 {
-    let Some(login) = work
-        .cost_s()
-        .get(seda_mail::RequestKind::Login.name())
-        .copied()
-    else {
-        return calibration.per_s;
-    };
-    match work.front_end_cost_s() {
-        Some(front_end) => 1.0 / (login + front_end),
-        None => mail::with_front_end(calibration.handler_share) / login,
-    }
-}
-
-fn measure(v: &Variant, load_x: f64, capacity: f64, r: &Report, samples: &[Sample]) -> Point {
+fn measure(
+    v: &Variant,
+    load_x: f64,
+    capacity: f64,
+    r: &Report,
+    samples: &[Sample],
+    work: &mail::Work,
+) -> Point {
     let s = &r.summary;
     let c = &s.counts;
     let secs = s.duration_s.max(1e-9);
@@ -285,7 +178,11 @@ fn measure(v: &Variant, load_x: f64, capacity: f64, r: &Report, samples: &[Sampl
         .with("mean_window", mean_window)
         .with("dropped_by_client", s.dropped)
         .with("login_queue_nonempty_fraction", login_queue_nonempty)
-        .with("server", server);
+        .with("server", server)
+        .with(
+            "server_real_cpu_share",
+            work.server_cpu_s.zip(work.window_s).map(|(c, w)| c / w),
+        );
     Point {
         variant: v.name,
         load_x,

@@ -6,9 +6,7 @@ use crate::Lab;
 use crate::plot::{LineChart, Series};
 
 use super::point::Point;
-use super::{
-    CANCEL, CAPACITY_HOW, DEADLINE, NONE, SLOWDOWN, SSM, Sweep, THREADS, TIMEOUT, Variant, WINDOW,
-};
+use super::{CANCEL, CAPACITY_HOW, DEADLINE, NONE, SSM, Sweep, THREADS, TIMEOUT, Variant, WINDOW};
 
 fn line(name: &str, points: Vec<(f64, f64)>) -> Series {
     Series {
@@ -97,31 +95,22 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
         "**Scale-down.** SSM04 ran SSM on 3 bricks (about 1900-2000 requests/s of 8 KB session \
          state reads and writes), a 60 ms timeout, and load from client threads. Here one \
          `seda serve mail` process on one core answers logins (a password check in SQLite and a \
-         new session in memory, SSM's \"write session state\" in miniature), {SLOWDOWN}x slower \
-         than this machine (`--slowdown {SLOWDOWN}`, {THREADS} login thread) so that the server, \
-          not the one-core load generator, saturates. Its capacity is measured with 32 closed \
-         users and no think time just before each load, on the same request mix as the loads \
-         (all logins), in logins per CPU-second of the server (logins completed over the CPU \
-         time the server used meanwhile), so that another process taking part of its core \
-         during a calibration does not shrink it: **{}** logins/CPU-s before the loads {} \
-         (median {:.0}). Offered load is open Poisson arrivals at a multiple of that capacity; \
-         {CAPACITY_HOW}. \
+         new session in memory, SSM's \"write session state\" in miniature) on an emulated \
+         processor ({} core(s), {THREADS} login threads) so that the server, not the one-core \
+         load generator, saturates: **{:.0}** logins/s by design. Offered load is open Poisson \
+         arrivals at a multiple of that capacity ({}); {CAPACITY_HOW}. \
          The timeout is **{} s** for everything: the client gives up then, the AIMD window \
          counts a slower reply as a loss, the server's deadline (`--deadline-ms`) drops what is \
          older, and goodput counts only logins answered within it (from the intended send \
          time). 1 s rather than 60 ms because this machine is shared with other builds, whose \
          scheduling stalls of tens of milliseconds would otherwise count as timeouts.\n\n",
-        s.capacities
-            .iter()
-            .map(|c| format!("{c:.0}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        crate::mail::CORES,
+        s.capacity,
         s.loads
             .iter()
             .map(|l| format!("{l} x"))
             .collect::<Vec<_>>()
             .join(", "),
-        s.capacity,
         TIMEOUT.as_secs_f64()
     );
     t += "| load (x capacity) |";
@@ -201,25 +190,9 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
           timeout, so within a run of seconds it stays well below the size at which replies \
           would take 1 s (see the `window` plot): it keeps the server's queue short rather than \
           filling it to the timeout.\n";
-    t += &format!(
-        "- *The slowdown counts CPU time.* `--slowdown` used to spin until the handler had \
-         taken that many times its wall-clock time, so a login preempted by the front end \
-         (busy with thousands of connections under overload) had the preemption multiplied \
-         too: at 2 x with `--slowdown 50` we measured the login stage's mean service time go \
-         from 1 ms to 17 ms, with logins of 0.6 s and 4 s, and the basic system collapsed for \
-         that reason rather than SSM04's. It now spins on the thread's CPU clock ({SLOWDOWN} \
-         times the CPU the login used).\n"
-    );
     t += "- *One server, one request type, Poisson arrivals* instead of 3 bricks, reads and \
           writes of 8 KB, and client threads: the claim is about the shape (a plateau that \
-          holds, against a collapse), which does not depend on these.\n\
-          - *A shared, noisy machine.* The server's core is shared with other work (other \
-          builds), so its capacity drifts within a run (the capacities above; a calibration \
-          under half the best seen is measured again, up to 3 times in all, 2 in the quick form) and a stall of a second or \
-          more shows up as timeouts in any variant. Loads are multiples of a capacity measured \
-          just before them (so that 2 x is an overload whatever the machine does), goodput is \
-          given as a fraction of the median of those capacities (which one disturbed \
-          calibration does not move much), and the checks leave a margin (0.7 x, 0.5 x).\n";
+          holds, against a collapse), which does not depend on these.\n";
     let low = s.loads.first().copied().unwrap_or(0.5);
     t += &format!(
         "- *Stalls hurt the unprotected service even below capacity.* After a stall the server \
