@@ -360,9 +360,7 @@ fn checks(summaries: &Summaries<'_>) -> Vec<Check> {
                 fmt(target)
             ),
         ),
-        // Observed only: without differentiation the classes' rates differ by chance (who
-        // arrives while the controller cuts), which a short run cannot average out.
-        Check::observed(
+        Check::new(
             "without differentiation, both classes are rejected alike (within 0.1)",
             lo0.zip(hi0).is_some_and(|(l, h)| (l - h).abs() <= 0.1),
             format!("without: low {}, high {}", pct(lo0), pct(hi0)),
