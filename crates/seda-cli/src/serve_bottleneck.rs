@@ -45,6 +45,11 @@ pub struct BottleneckArgs {
     /// (overrides `bottleneck.backend_spread`).
     #[arg(long)]
     backend_spread: Option<f64>,
+    /// Hold an emulated processor of this many cores for each page's stated cost after its
+    /// real work (`bottleneck.base_ms + bottleneck.work_ms x quality x size`), so the service's
+    /// capacity is known before a run (overrides `bottleneck.cores`; 0: none).
+    #[arg(long)]
+    cores: Option<f64>,
     /// Admin address: dashboard, /metrics, /_seda/stats, /_seda/graph; never the service port
     /// (`off`: none).
     #[arg(long, default_value = crate::admin::DEFAULT)]
@@ -72,6 +77,7 @@ pub fn serve(args: &BottleneckArgs) -> anyhow::Result<()> {
     b.backend_knee = args.backend_knee.unwrap_or(b.backend_knee);
     b.backend_channels = args.backend_channels.unwrap_or(b.backend_channels);
     b.backend_spread = args.backend_spread.unwrap_or(b.backend_spread);
+    b.cores = args.cores.unwrap_or(b.cores);
     b.validate()
         .map_err(|e| anyhow!("bad bottleneck setting: {e}"))?;
     let control = Control::from_name(&args.control)
@@ -90,10 +96,17 @@ pub fn serve(args: &BottleneckArgs) -> anyhow::Result<()> {
         .and_then(|s| s.admission.as_ref())
         .map(|a| a.kind.clone());
     let timeout = config.http.shutdown_timeout();
-    let summary = format!(
+    let b = &config.bottleneck;
+    let mut summary = format!(
         "work {} KiB x {} rounds + base {} KiB",
-        config.bottleneck.work_kb, config.bottleneck.rounds, config.bottleneck.base_kb
+        b.work_kb, b.rounds, b.base_kb
     );
+    if b.cores > 0.0 {
+        summary += &format!(
+            ", then {} ms + {} ms x quality x size on {} emulated core(s)",
+            b.base_ms, b.work_ms, b.cores
+        );
+    }
     let server = BottleneckServer::start(config, control.admission(target))
         .context("cannot start the bottleneck service")?;
     let addr = server.local_addr();

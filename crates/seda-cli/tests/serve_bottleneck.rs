@@ -123,3 +123,49 @@ fn pages_state_their_quality_and_degrade_under_a_burst() {
     assert!(status.success(), "exit status {status}, output {rest}");
     assert!(rest.contains("stopped: 0 connection(s) cut"), "{rest}");
 }
+
+/// With `--cores`, a page holds the emulated processor for its stated cost after its real work:
+/// two pages of 11 ms on a tenth of a core take at least 220 ms together, and the stats count
+/// the processor's work.
+#[test]
+fn pages_hold_the_emulated_processor_for_their_cost() {
+    let common::Server {
+        child, addr, admin, ..
+    } = common::start_with_admin(
+        &[
+            "serve",
+            "bottleneck",
+            "--addr",
+            "127.0.0.1:0",
+            "--work-kb",
+            "4",
+            "--base-kb",
+            "4",
+            "--cores",
+            "0.1",
+        ]
+        .map(std::ffi::OsStr::new),
+    );
+    let _guard = Guard(child);
+    let t = Instant::now();
+    for _ in 0..2 {
+        let r = get(&addr, "/page?size=1");
+        assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+    }
+    assert!(
+        t.elapsed() >= Duration::from_millis(218),
+        "{:?}",
+        t.elapsed()
+    );
+    let stats = get(&admin.expect("admin address"), "/_seda/stats");
+    let body = stats.split("\r\n\r\n").nth(1).expect("body");
+    let v: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    let busy = v["service"]["bottleneck"]["processor"]["busy_core_s"]
+        .as_f64()
+        .expect("processor stats");
+    assert!((0.0218..0.1).contains(&busy), "{busy}");
+    let computed = v["service"]["bottleneck"]["compute_cpu_s"]
+        .as_f64()
+        .unwrap();
+    assert!((computed - 0.022).abs() < 1e-6, "{computed}");
+}

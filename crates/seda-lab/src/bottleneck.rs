@@ -45,6 +45,16 @@ pub(crate) fn spawn_configured(
     Ok((addr, admin, child))
 }
 
+/// Cores of the emulated processor [`BottleneckServer::start`] gives the page.
+pub const PAGE_CORES: f64 = 1.0;
+
+/// Pages a second [`BottleneckServer`] serves at full quality, by design: its cores over a
+/// full-quality page's stated cost.
+pub fn page_capacity_full_quality() -> f64 {
+    let b = seda_http::bottleneck::BottleneckConfig::default();
+    PAGE_CORES / ((b.base_ms + b.work_ms) / 1e3)
+}
+
 /// A running `seda serve bottleneck`.
 #[derive(Debug)]
 pub struct BottleneckServer {
@@ -57,7 +67,8 @@ pub struct BottleneckServer {
 
 impl BottleneckServer {
     /// Starts the service named `name` (its log is `<name>.log`) with `control` toward a p90
-    /// target of `target_s`, with the service's default (measured) work per request. The
+    /// target of `target_s`, on an emulated processor of [`PAGE_CORES`] cores that each page
+    /// holds for the service's default stated cost after a little real work. The
     /// controller's measurement window (Sandstorm's 100 samples, or 1 s when traffic is slow)
     /// is multiplied by `time_scale`, so a run on a shorter clock keeps the controller's pace
     /// relative to the target.
@@ -81,8 +92,14 @@ impl BottleneckServer {
             "--target-s",
             &target_s.to_string(),
         ]);
+        // Real work of a few KiB (tens of microseconds), then the stated cost; two threads so
+        // that one page's real work overlaps another's hold and the processor stays the
+        // bottleneck.
+        let mut toml = format!(
+            "[bottleneck]\ncores = {PAGE_CORES:?}\nwork_kb = 4.0\nbase_kb = 4.0\nthreads = 2\n\n"
+        );
         if let Some(admission) = control.admission(Duration::from_secs_f64(target_s)) {
-            let mut toml = format!(
+            toml += &format!(
                 "[stages.{STAGE}.admission]\nkind = \"{}\"\n",
                 admission.kind
             );
@@ -98,11 +115,10 @@ impl BottleneckServer {
             {
                 toml += &format!("{k} = {v:?}\n");
             }
-            let path = lab.file(&format!("{name}.toml"));
-            std::fs::write(&path, toml)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            cmd.arg("--config").arg(path);
         }
+        let path = lab.file(&format!("{name}.toml"));
+        std::fs::write(&path, toml).with_context(|| format!("cannot write {}", path.display()))?;
+        cmd.arg("--config").arg(path);
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;
         lab.log(format!(

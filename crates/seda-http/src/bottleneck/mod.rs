@@ -103,6 +103,16 @@ pub struct BottleneckConfig {
     /// Share of the emulated backend's wait each call's wait is drawn within, on either side
     /// (0: every call alike; at most 1).
     pub backend_spread: f64,
+    /// Cores of an emulated processor the page holds after its real work (0: none, the page
+    /// costs what its real work costs this machine): `base_ms + work_ms x quality x size` of
+    /// it, so the service's capacity at full quality, `cores / (base_ms + work_ms)` pages a
+    /// second, is stated rather than measured ([`seda::EmulatedProcessor`]). The lab's
+    /// `degrade` runs so, with little real work.
+    pub cores: f64,
+    /// The page's fixed cost on the emulated processor, ms, whatever the quality.
+    pub base_ms: f64,
+    /// The page's cost on the emulated processor at quality 1 and size 1 beyond the base, ms.
+    pub work_ms: f64,
 }
 
 impl Default for BottleneckConfig {
@@ -120,6 +130,9 @@ impl Default for BottleneckConfig {
             backend_knee: 0,
             backend_channels: 0,
             backend_spread: 0.0,
+            cores: 0.0,
+            base_ms: 5.5,
+            work_ms: 5.5,
         }
     }
 }
@@ -151,6 +164,20 @@ impl BottleneckConfig {
                 "backend_ms must be in [0, 60000], got {}",
                 self.backend_ms
             ));
+        }
+        let max_cores = seda::processor::MAX_CORES;
+        if !(self.cores.is_finite()
+            && (self.cores == 0.0 || (0.01..=max_cores).contains(&self.cores)))
+        {
+            return Err(format!(
+                "cores must be 0 (no emulated processor) or in [0.01, {max_cores}], got {}",
+                self.cores
+            ));
+        }
+        for (name, ms) in [("base_ms", self.base_ms), ("work_ms", self.work_ms)] {
+            if !(ms.is_finite() && (0.0..=60_000.0).contains(&ms)) {
+                return Err(format!("{name} must be in [0, 60000], got {ms}"));
+            }
         }
         if !(self.backend_spread.is_finite() && (0.0..=1.0).contains(&self.backend_spread)) {
             return Err(format!(
@@ -236,12 +263,14 @@ struct Service {
     /// Sum of the qualities served, in millionths.
     quality_micros: AtomicU64,
     /// CPU time the pages' computations took (the page's own work, without the front end's
-    /// or the runtime's), in nanoseconds: what a page cost, measured rather than modelled.
+    /// or the runtime's; its stated cost with an emulated processor), in nanoseconds.
     compute_nanos: AtomicU64,
     /// The emulated backend in front of the page, if any.
     backend: EmulatedBackend,
     /// Holds on emulated cores running now (`/hold?...&cores=C`).
     holding: std::sync::atomic::AtomicUsize,
+    /// The emulated processor a page holds for its cost ([`BottleneckConfig::cores`]).
+    processor: Option<seda::EmulatedProcessor>,
 }
 
 impl Service {
@@ -289,7 +318,13 @@ impl Service {
         );
         let cpu = seda::thread_cpu_time();
         let computed = self.compute(quality, size, plan);
-        let cpu = seda::thread_cpu_time().saturating_sub(cpu);
+        let mut cpu = seda::thread_cpu_time().saturating_sub(cpu);
+        if let (Some(p), Ok(c)) = (&self.processor, &computed) {
+            // The page's stated cost on the emulated processor, its real work done: what the
+            // page cost, as the counters report it.
+            let ms = self.config.base_ms + self.config.work_ms * c.quality * size;
+            cpu = p.run(Duration::from_secs_f64(ms / 1e3), || false);
+        }
         match computed {
             Ok(c) => {
                 self.compute_nanos.fetch_add(
@@ -352,6 +387,10 @@ impl Service {
             "bytes_read": self.bytes_read.load(Ordering::Relaxed),
             "mean_quality": if pages == 0 { None } else { Some(q / pages as f64) },
             "compute_cpu_s": self.compute_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            "processor": self.processor.as_ref().map(|p| serde_json::json!({
+                "cores": p.cores(),
+                "busy_core_s": p.busy_core_s(),
+            })),
         })
     }
 }
@@ -416,6 +455,7 @@ pub fn build(
         .with_channels(config.backend_channels)
         .with_spread(config.backend_spread, config.seed),
         holding: std::sync::atomic::AtomicUsize::new(0),
+        processor: (config.cores > 0.0).then(|| seda::EmulatedProcessor::new(config.cores)),
     });
     // A fixed pool: more threads than cores only time-share a CPU-bound stage.
     let mut stage_config = seda::StageConfig {
@@ -499,6 +539,18 @@ mod tests {
             },
             BottleneckConfig {
                 backend_spread: f64::NAN,
+                ..ok.clone()
+            },
+            BottleneckConfig {
+                cores: 0.001,
+                ..ok.clone()
+            },
+            BottleneckConfig {
+                cores: f64::INFINITY,
+                ..ok.clone()
+            },
+            BottleneckConfig {
+                work_ms: -1.0,
                 ..ok.clone()
             },
         ] {

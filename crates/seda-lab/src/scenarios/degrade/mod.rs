@@ -2,12 +2,12 @@
 //! load spike, p90 target 5 s (quick form: 1 s); no control, degradation alone, and degradation
 //! that re-enables admission control at the lowest quality.
 //!
-//! Each variant's server is calibrated first (pages/s at full quality) and its spike sized from
-//! that capacity, so that, as on the paper's machine, no control leaves response times far past
-//! the target (`users / capacity` is [`SPIKE_X`] times the target) while the lowest quality,
-//! which halves a page's cost at best, is still not quite enough: the regime where WC03
-//! re-enables admission control. Calibrating each server just before its spike keeps the regime
-//! when other work on the machine comes and goes between variants.
+//! The page holds an emulated processor for its stated cost (half of it fixed, half scaling
+//! with the quality), so its capacity at full quality is known before the run
+//! ([`bottleneck::page_capacity_full_quality`]) and the spike is sized from it: as on the
+//! paper's machine, no control leaves response times far past the target (`users / capacity`
+//! is [`SPIKE_X`] times the target) while the lowest quality, which halves a page's cost at
+//! best, is still not quite enough: the regime where WC03 re-enables admission control.
 
 mod report;
 
@@ -51,7 +51,7 @@ const VARIANTS: [(&str, Control); 3] = [
 #[derive(Debug)]
 pub(crate) struct Run {
     pub name: &'static str,
-    /// Its server's capacity at full quality, measured just before its spike.
+    /// Its server's capacity at full quality, by design.
     pub capacity: f64,
     /// Its spike, sized from that capacity.
     pub spike: Spike,
@@ -99,13 +99,10 @@ pub(crate) struct Figures {
     /// at full quality (priced at the mean cost of the pages the server computed in its second;
     /// [`computed_cost`]).
     pub served_cost_x_full_quality: Option<f64>,
-    /// A full-quality page's computation, CPU seconds, in the calibration.
-    pub page_cpu_full_quality_s: f64,
-    /// The capacity at full quality, pages per CPU-second of the server.
-    pub capacity_full_quality_per_cpu_s: f64,
-    /// The server's throughput in its calibration just before the spike.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration_throughput_per_s: Option<f64>,
+    /// A full-quality page's stated cost, seconds of the processor.
+    pub page_cost_full_quality_s: f64,
+    /// The capacity at full quality, pages per second, by design.
+    pub capacity_full_quality_per_s: f64,
     /// The load generator's CPU time over the run's wall time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_cpu_share: Option<f64>,
@@ -146,6 +143,10 @@ fn shape(lab: &Lab, capacity: f64, target_s: f64, time_scale: f64) -> Spike {
 }
 
 impl Scenario for Degrade {
+    fn capacity_by_design(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "degrade"
     }
@@ -194,12 +195,12 @@ impl Scenario for Degrade {
                 "target_s": spike.target_s,
                 "target_scaled_down": lab.quick,
                 "capacity_per_s": runs.iter().map(|r| (r.name.to_string(), json!(r.capacity))).collect::<Map<_, _>>(),
-                "calibration": "each variant's server is calibrated just before its spike (8 closed users, no think time, full quality); its capacity is pages per CPU-second of the server, so other work on its core during calibration does not shrink the spike. Goodput is compared with the capacity on the pages served: one core over the mean CPU time of the computation of a page served within the target, which the server measures (compute_cpu_s over its pages, priced per poll), so goodput / capacity is the share of the core that computed pages served in time",
+                "capacity": "by design: each page holds an emulated processor for its stated cost (base_ms + work_ms x quality x size) after a little real work, so capacity at full quality is the processor's cores over base_ms + work_ms. Goodput is compared with the capacity on the pages served: the cores over the mean stated cost of a page served within the target (compute_cpu_s over its pages, priced per poll), so goodput / capacity is the share of the processor that went to pages served in time",
                 "service": {
-                    "work_kb": service.work_kb,
-                    "rounds": service.rounds,
-                    "base_kb": service.base_kb,
-                    "threads": service.threads,
+                    "cores": bottleneck::PAGE_CORES,
+                    "base_ms": service.base_ms,
+                    "work_ms": service.work_ms,
+                    "threads": 2,
                 },
                 "controller": {
                     "kind": "degradation",
@@ -227,7 +228,7 @@ impl Scenario for Degrade {
                     })
                     .collect(),
             ),
-            checks: report::checks(&runs, &spike, lab.quick),
+            checks: report::checks(&runs, &spike),
             report: report::markdown(&runs, &spike, lab.quick),
         })
     }
@@ -243,16 +244,10 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     let target_s = lab.pick(1.0, PAPER_TARGET_S);
     let time_scale = target_s / PAPER_TARGET_S;
     let server = BottleneckServer::start(lab, name, control, target_s, time_scale)?;
-    let counters = || crate::poll::fetch(server.admin);
-    let before = counters();
-    let cal = bottleneck::capacity(lab, &server)?;
-    let capacity = cal.capacity_per_s;
-    let full_page_s = full_page_cpu(before.as_ref(), counters().as_ref())
-        .ok_or_else(|| anyhow::anyhow!("{name}: the server's stats did not price its pages"))?;
+    let capacity = bottleneck::page_capacity_full_quality();
+    let full_page_s = bottleneck::PAGE_CORES / capacity;
     lab.log(format!(
-        "{name}: capacity at quality 1: {capacity:.1} pages per CPU-second ({:.1} pages/s of \
-         wall-clock time)",
-        cal.throughput_per_s
+        "{name}: capacity at quality 1: {capacity:.1} pages/s by design"
     ));
     let spike = &shape(lab, capacity, target_s, time_scale);
     let total = spike.before_s + spike.spike_s + spike.after_s;
@@ -288,7 +283,6 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     let mut run = measure(name, &report?, &samples, spike, capacity, full_page_s);
     // How much of its core the server had, and how much other processes took from it.
     let f = &mut run.figures;
-    f.calibration_throughput_per_s = Some(cal.throughput_per_s);
     // The same for the load generator's core (the generator runs in this process).
     if let (Some(busy), Some(mine)) = (load_core_busy, lab_cpu) {
         f.load_cpu_share = Some(mine / total);
@@ -301,13 +295,6 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
         }
     }
     Ok(run)
-}
-
-/// The CPU seconds a full-quality page's computation took in the calibration (the service's
-/// `compute_cpu_s` over its pages, read around it); `None` where they did not move.
-fn full_page_cpu(before: Option<&Value>, after: Option<&Value>) -> Option<f64> {
-    cpu_per_page(page_counters(before?)?, page_counters(after?)?)
-        .filter(|cpu| cpu.is_finite() && *cpu > 0.0)
 }
 
 /// The service's cumulative pages and their computation's CPU seconds in a stats document.
@@ -406,18 +393,19 @@ fn measure(
         .collect();
     late.sort_by(f64::total_cmp);
     let late_median = late.get(late.len() / 2).copied();
-    // Goodput against the capacity on the pages served, in the server's own measure: the CPU
-    // time of their computation. A core that computed nothing else would serve `1 / cost`
-    // pages a second, so goodput cannot pass it but by the polls' timing (the front end's and
-    // the runtime's share of the core, and the rejections', count as lost). Priced by the
-    // calibration instead (pages per CPU-second, 77-89 in three calibrations minutes apart,
-    // over a model of a degraded page's work), five runs' goodput spread by 9%.
+    // Goodput against the capacity on the pages served, each priced at its stated cost (the
+    // mean of the pages the server computed around its interval): a processor that served
+    // nothing else would serve `cores / cost` pages a second.
     let cost = served_cost(report, spike, &computed_cost(samples), full_page_s);
-    let summary = spike::summary(report, spike, 1.0 / cost.unwrap_or(full_page_s));
+    let summary = spike::summary(
+        report,
+        spike,
+        bottleneck::PAGE_CORES / cost.unwrap_or(full_page_s),
+    );
     let figures = Figures {
         served_cost_x_full_quality: cost.map(|c| c / full_page_s),
-        page_cpu_full_quality_s: full_page_s,
-        capacity_full_quality_per_cpu_s: capacity,
+        page_cost_full_quality_s: full_page_s,
+        capacity_full_quality_per_s: capacity,
         p90_admitted_second_half_s: p90_of(on + secs / 2.0),
         p90_interval_median_second_half_s: late_median,
         intervals_meeting_target: within_target_share(
