@@ -159,19 +159,19 @@ impl Scenario for SertMotivation {
         let sert_tput =
             get("admission+sert", hi, "throughput") / get("admission", hi, "throughput");
         let checks = vec![
-            Check::observed(
+            Check::new(
                 "admission control alone loses throughput as long requests grow (slides: from \
                  50/s to about 20/s at 10%)",
                 ac_drop < 0.8,
                 format!(
-                    "at {:.1}% long {:.0}% of its throughput at {:.1}% (observed: the share of \
-                     the loss depends on the scaled worker pool)",
+                    "at {:.1}% long {:.0}% of its throughput at {:.1}% (the share of the loss \
+                     depends on the scaled worker pool)",
                     hi * 100.0,
                     ac_drop * 100.0,
                     lo * 100.0
                 ),
             ),
-            Check::observed(
+            Check::new(
                 "admission control alone: the mean response time grows by an order of magnitude",
                 ac_rise >= 10.0,
                 format!(
@@ -180,7 +180,7 @@ impl Scenario for SertMotivation {
                     hi * 100.0
                 ),
             ),
-            Check::observed(
+            Check::new(
                 "SERT keeps the throughput admission control alone loses",
                 sert_tput >= 2.0,
                 format!(

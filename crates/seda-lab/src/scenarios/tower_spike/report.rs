@@ -37,8 +37,8 @@ fn fmt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
-/// Claims a quick run decides (enforced) and the issue's goals (observed: a short run on a
-/// shared machine cannot decide a 5% CPU difference or a 10% goodput margin either way).
+/// The paper's claims and the issue's goals, enforced; the layer's CPU against bare is a
+/// speed comparison, observed (the benchmarks decide speed, not a test).
 pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {
     let t = spike.target_s;
     let ours = find(runs, "seda").map(|r| &r.spike.summary);
@@ -69,20 +69,20 @@ pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {
         ),
     ];
     let after = ours.and_then(|s| s.p90_admitted_after_settle_s);
-    out.push(Check::observed(
+    out.push(Check::new(
         format!("goal: with seda's layer, p90 after settling <= {SETTLE_TOLERANCE} x target"),
         after.is_some_and(|p| p <= SETTLE_TOLERANCE * t),
         format!("{} s against {:.3} s", fmt(after), SETTLE_TOLERANCE * t),
     ));
     let frac = ours.and_then(|s| s.goodput_fraction_of_capacity);
-    out.push(Check::observed(
+    out.push(Check::new(
         "goal: with seda's layer, goodput >= 0.9 x capacity",
         frac.is_some_and(|g| g >= 0.9),
         format!("{} x capacity", fmt(frac)),
     ));
     if let Some(best) = best_limit(runs) {
         let b = best.spike.summary.goodput_per_s;
-        out.push(Check::observed(
+        out.push(Check::new(
             "goal: seda's layer beats the best fixed ConcurrencyLimit on goodput within the target",
             gp(ours).is_some_and(|o| o > b),
             format!(
@@ -189,10 +189,10 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64, per_cpu_s: f6
     s += "\n**Where this stands against the papers.** WC03 Section 4.5 runs a CPU-bound stage \
           under a spike with its own admission controller; here the service is not written as \
           stages at all, and the controller sits in a tower layer that counts the requests in \
-          flight in the handler as its queue. The issue's goals (layer <= 5% CPU over bare at \
-          underload; p90 after settling <= 1.2 x target; goodput >= 0.9 x capacity; beating the \
-          best fixed limit) are in the checks below as observed claims: a quick run on a \
-          shared two-core machine cannot decide a 5% CPU difference.\n";
+          flight in the handler as its queue. The issue's goals (p90 after settling <= 1.2 x \
+          target; goodput >= 0.9 x capacity; beating the best fixed limit) are enforced; the \
+          layer's CPU over bare at underload (goal: <= 5%) is observed, as speed is decided by \
+          benchmarks rather than by a test.\n";
     s
 }
 
