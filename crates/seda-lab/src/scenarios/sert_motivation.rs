@@ -41,6 +41,10 @@ struct Point {
 }
 
 impl Scenario for SertMotivation {
+    fn capacity_by_design(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "sert-motivation"
     }

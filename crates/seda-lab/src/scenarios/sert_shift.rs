@@ -62,6 +62,10 @@ struct Run {
 }
 
 impl Scenario for SertShift {
+    fn capacity_by_design(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "sert-shift"
     }

@@ -139,6 +139,10 @@ impl Point {
 }
 
 impl Scenario for SertThreshold {
+    fn capacity_by_design(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "sert-threshold"
     }
