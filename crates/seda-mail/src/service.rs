@@ -98,8 +98,9 @@ impl Default for ServiceOptions {
 }
 
 /// The `Server-Timing` header (W3C Server Timing) that tells the client what its request
-/// cost the handler in CPU time (on the emulated processor, where there is one): a browser's developer tools show it,
-/// and the lab prices goodput with it request by request, where a type's mean cost misprices
+/// cost the handler in CPU time (on the emulated processor, where there is one): a browser's
+/// developer tools show it, and the lab prices goodput with it request by request, where a
+/// type's mean cost misprices
 /// the requests answered in time (a search of a small mailbox costs a tenth of one of a large
 /// mailbox, and the large ones are the ones answered late).
 fn server_timing(used: Duration) -> (String, String) {
@@ -125,8 +126,8 @@ pub struct MailService {
     retry: SharedRetryAfter,
 }
 
-/// The CPU time one request type's handlers used (on the emulated processor where there is one), in nanoseconds: all of
-/// it, and that of the requests they answered (not cut by a terminator nor given up by the
+/// The CPU time one request type's handlers used (on the emulated processor where there is
+/// one), in nanoseconds: all of it, and that of the requests they answered (not cut by a terminator nor given up by the
 /// store), with their count. A cut search may have run for the whole target: charged to the
 /// searches that were answered, it priced each at 62 ms where they took 11-28.
 #[derive(Default)]
