@@ -4,7 +4,8 @@
 //! `target/dashboard-browser.png`.
 //!
 //! Skipped, with the reason printed, where `chromium` or `chromedriver` is missing (Debian's
-//! `chromium` and `chromium-driver`, which `.ci/run` installs).
+//! `chromium` and `chromium-driver`, which `.ci/run` installs); a failure where
+//! `SEDA_REQUIRE_PEERS=1`, as in CI.
 
 mod common;
 
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
+use seda_lab::peers;
 use serde_json::{Value, json};
 
 /// How soon the page must mark the stage that became the bottleneck (issue 18).
@@ -30,14 +32,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn found(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| PathBuf::from(d).join(tool))
-        .find(|p| p.is_file())
 }
 
 fn free_port() -> u16 {
@@ -148,11 +142,14 @@ async fn stage_cards(c: &Client, css: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_dashboard_shows_the_mail_service_live_and_marks_its_bottleneck() {
-    let (Some(chromium), Some(driver)) = (found("chromium"), found("chromedriver")) else {
-        println!(
-            "skipped: chromium or chromedriver is not installed (Debian `chromium`, `chromium-driver`)"
-        );
-        return;
+    let (Some(chromium), Some(driver)) = (peers::CHROMIUM.find(), peers::CHROMEDRIVER.find())
+    else {
+        let peer = match peers::CHROMIUM.find() {
+            None => &peers::CHROMIUM,
+            Some(_) => &peers::CHROMEDRIVER,
+        };
+        let what = "seda-cli test dashboard_browser";
+        return peers::skip(what, peer, "not installed");
     };
     let dir = std::env::temp_dir().join(format!("seda-dashboard-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -305,8 +305,8 @@ fn kill_9_during_moves_loses_nothing_acknowledged_on_sqlite() {
 fn kill_9_during_moves_loses_nothing_acknowledged_on_postgres() {
     const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
     if let Err(e) = store::open(PG_URL, "") {
-        eprintln!("skipping the PostgreSQL crash test: {e} (start the server on 127.0.0.1)");
-        return;
+        let what = "seda-cli test kill_9_during_moves_loses_nothing_acknowledged_on_postgres";
+        return seda_lab::peers::skip(what, &seda_lab::peers::POSTGRESQL, &e.to_string());
     }
     // The server's connections carry a name, so the test can wait for them to end: a COMMIT
     // the killed server had sent is still carried out by PostgreSQL, possibly after the kill,

@@ -6,6 +6,8 @@ use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 
+use seda_lab::peers;
+
 fn get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).expect("connect");
     write!(
@@ -139,11 +141,11 @@ fn the_admin_address_serves_each_routes_metrics() {
         "{on_service_port}"
     );
     let body = metrics.split("\r\n\r\n").nth(1).unwrap_or_default();
-    if Command::new("promtool").arg("--version").output().is_err() {
-        println!("skipped promtool: not installed (Debian package `prometheus`)");
-        return;
-    }
-    let mut promtool = Command::new("promtool")
+    let Some(promtool) = peers::PROMTOOL.find() else {
+        let what = "seda-cli test the_admin_address_serves_each_routes_metrics (promtool)";
+        return peers::skip(what, &peers::PROMTOOL, "not installed");
+    };
+    let mut promtool = Command::new(promtool)
         .args(["check", "metrics"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -193,10 +195,10 @@ fn without_an_upstream_it_says_what_to_give() {
 /// `.ci/packages` installs it).
 #[test]
 fn haproxy_weights_the_proxy_by_its_admission_state() {
-    if Command::new("haproxy").arg("-v").output().is_err() {
-        eprintln!("skipped: haproxy is not installed");
-        return;
-    }
+    let Some(haproxy_bin) = peers::HAPROXY.find() else {
+        let what = "seda-cli test haproxy_weights_the_proxy_by_its_admission_state";
+        return peers::skip(what, &peers::HAPROXY, "not installed");
+    };
     let dir = temp_root("agent", &[("big", &[b'x'; 1 << 20])]);
     // A 1 ms target that 1 MB responses to 64 clients cannot meet: the proxy must shed.
     let (mut upstream, mut proxy) = static_behind_proxy(&dir, "1", &["--agent", "127.0.0.1:0"]);
@@ -232,7 +234,7 @@ fn haproxy_weights_the_proxy_by_its_admission_state() {
         agent.rsplit(':').next().unwrap(),
     );
     std::fs::write(dir.join("haproxy.cfg"), cfg).unwrap();
-    let mut haproxy = Command::new("haproxy")
+    let mut haproxy = Command::new(haproxy_bin)
         .args(["-db", "-f"])
         .arg(dir.join("haproxy.cfg"))
         .spawn()

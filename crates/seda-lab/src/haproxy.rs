@@ -2,7 +2,7 @@
 //! adaptive controller against ("a limit of 128 simultaneous connections").
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -10,17 +10,16 @@ use anyhow::{Result, bail};
 
 use crate::child::{Child, free_port};
 use crate::lab::Lab;
+use crate::peers::Absent;
 
 /// Where HAProxy is installed, if it is.
-pub fn binary() -> Option<&'static Path> {
-    [
-        "/usr/sbin/haproxy",
-        "/usr/bin/haproxy",
-        "/usr/local/sbin/haproxy",
-    ]
-    .into_iter()
-    .map(Path::new)
-    .find(|p| p.exists())
+pub fn binary() -> Option<PathBuf> {
+    crate::peers::HAPROXY.find()
+}
+
+/// HAProxy, if it is not installed: what a scenario that needs it hands to [`Lab::skip`].
+pub fn missing() -> Option<Absent> {
+    Absent::unless_installed(&crate::peers::HAPROXY)
 }
 
 /// A running HAProxy.

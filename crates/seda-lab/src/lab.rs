@@ -10,6 +10,7 @@ use seda_load::{LoadConfig, Report};
 
 use crate::child::Child;
 use crate::health::{LoadHealth, Watch, Watched};
+use crate::peers::Absent;
 use crate::plot::LineChart;
 
 /// A scenario's run: its options and output directory.
@@ -63,6 +64,28 @@ impl Lab {
     /// Prints a progress line on stderr.
     pub fn log(&self, msg: impl std::fmt::Display) {
         eprintln!("[{}] {msg}", self.name);
+    }
+
+    /// What a scenario does without a peer it needs ([`crate::peers::missing`]): with
+    /// `SEDA_REQUIRE_PEERS=1`, an error naming the package to install, so that the scenario
+    /// cannot run and `seda lab run` fails; otherwise the skip is recorded (stderr and
+    /// `SEDA_SKIP_LOG`) and its reason returned, for the result's `config.skipped` and report.
+    ///
+    /// # Errors
+    ///
+    /// When peers are required.
+    pub fn skip(&self, absent: Absent) -> Result<String> {
+        crate::peers::missing(&format!("lab {}", self.name), absent.peer, &absent.why)?;
+        Ok(absent.to_string())
+    }
+
+    /// [`Lab::skip`] where a peer is absent: `None` where nothing is.
+    ///
+    /// # Errors
+    ///
+    /// When a peer is absent and peers are required.
+    pub fn skipping(&self, absent: Option<Absent>) -> Result<Option<String>> {
+        absent.map(|a| self.skip(a)).transpose()
     }
 
     /// A path in the output directory.

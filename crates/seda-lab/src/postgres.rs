@@ -5,6 +5,8 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use crate::peers::Absent;
+
 /// Where it listens.
 pub const ADDR: &str = "127.0.0.1:5432";
 /// Its URL, as `seda serve mail --db` and `seda_mail::store::open` take it.
@@ -12,12 +14,18 @@ pub const URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 /// The same database as libpq keywords, as psycopg2 (the gunicorn app) takes it.
 pub const DSN: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 
-/// Why PostgreSQL cannot be used here, if it cannot: nothing answers on [`ADDR`].
-pub fn missing() -> Option<String> {
+/// PostgreSQL, if it cannot be used here (nothing answers on [`ADDR`]), and why: what a
+/// scenario that needs it hands to [`crate::Lab::skip`].
+pub fn missing() -> Option<Absent> {
     let addr: SocketAddr = ADDR.parse().ok()?;
     TcpStream::connect_timeout(&addr, Duration::from_secs(1))
         .is_err()
-        .then(|| format!("no PostgreSQL listening on {ADDR}"))
+        .then(|| {
+            Absent::new(
+                &crate::peers::POSTGRESQL,
+                format!("nothing listens on {ADDR}"),
+            )
+        })
 }
 
 /// The PostgreSQL servers running here (each `postgres` process whose parent is not one): a
@@ -61,9 +69,9 @@ pub fn reclaim_mail_tables(prefix: &str) -> anyhow::Result<()> {
 mod tests {
     #[test]
     fn the_postmaster_and_its_backends_are_found_where_postgresql_runs() {
-        if let Some(why) = super::missing() {
-            eprintln!("skipped: {why}");
-            return;
+        if let Some(absent) = super::missing() {
+            let what = "seda-lab test the_postmaster_and_its_backends_are_found";
+            return crate::peers::skip(what, absent.peer, &absent.why);
         }
         let pids = super::postmasters();
         assert!(

@@ -1,6 +1,7 @@
 //! The peer launchers against the real servers: each installed peer starts from its generated
 //! config, serves a file from the given root on 127.0.0.1, and leaves no process behind when
-//! stopped. A peer that is not installed is skipped with a printed reason.
+//! stopped. A peer that is not installed is skipped with a printed reason (a failure where
+//! `SEDA_REQUIRE_PEERS=1`, as in CI).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use seda_lab::peers::{self, PeerError};
+use seda_lab::peers::{self, Peer, PeerError};
 use seda_lab::{Child, free_port};
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -43,7 +44,7 @@ fn processes_mentioning(needle: &str) -> usize {
 
 type Launcher = fn(&Path, u16, &Path) -> Result<Command, PeerError>;
 
-fn serves_a_file(name: &str, launch: Launcher) {
+fn serves_a_file(name: &str, peer: &'static Peer, launch: Launcher) {
     let dir = temp_dir(name);
     let root = dir.join("www");
     std::fs::create_dir_all(root.join("dir00000")).unwrap();
@@ -52,9 +53,9 @@ fn serves_a_file(name: &str, launch: Launcher) {
     let work = dir.join("run");
     let cmd = match launch(&root, port, &work) {
         Ok(cmd) => cmd,
-        Err(e @ PeerError::NotInstalled { .. }) => {
-            eprintln!("SKIP {name}: {e}");
-            return;
+        Err(PeerError::NotInstalled { server, .. }) => {
+            let what = format!("seda-lab test {name}_serves_the_root");
+            return peers::skip(&what, peer, &format!("{server} is not installed"));
         }
         Err(e) => panic!("{name}: {e}"),
     };
@@ -87,15 +88,15 @@ fn serves_a_file(name: &str, launch: Launcher) {
 
 #[test]
 fn nginx_serves_the_root() {
-    serves_a_file("nginx", peers::nginx::command);
+    serves_a_file("nginx", &peers::NGINX, peers::nginx::command);
 }
 
 #[test]
 fn apache_serves_the_root() {
-    serves_a_file("apache", peers::apache::command);
+    serves_a_file("apache", &peers::APACHE, peers::apache::command);
 }
 
 #[test]
 fn lighttpd_serves_the_root() {
-    serves_a_file("lighttpd", peers::lighttpd::command);
+    serves_a_file("lighttpd", &peers::LIGHTTPD, peers::lighttpd::command);
 }

@@ -136,15 +136,6 @@ fn loaded(
     (server, stop, threads)
 }
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The bottleneck's stats give what its pages cost in CPU time (the lab prices degraded pages
 /// with it): about a millisecond a page here, and less than the server's whole CPU time.
 #[test]
@@ -173,10 +164,10 @@ fn the_bottleneck_measures_its_pages_cpu_time() {
 
 #[test]
 fn promtool_accepts_the_metrics_of_a_loaded_server() {
-    if !have("promtool") {
-        println!("skipped: promtool is not installed (Debian package `prometheus`)");
-        return;
-    }
+    let Some(promtool) = seda_peers::PROMTOOL.find() else {
+        let what = "seda-http test promtool_accepts_the_metrics_of_a_loaded_server";
+        return seda_peers::skip(what, &seda_peers::PROMTOOL, "not installed");
+    };
     let (server, stop, clients) = loaded_bottleneck(3);
     let admin = server.admin_addr().expect("admin");
     assert!(eventually(Duration::from_secs(30), || {
@@ -186,7 +177,7 @@ fn promtool_accepts_the_metrics_of_a_loaded_server() {
     stop.store(true, Ordering::Relaxed);
     let served: u64 = clients.into_iter().map(|c| c.join().expect("client")).sum();
     assert!(served > 0);
-    let mut check = Command::new("promtool")
+    let mut check = Command::new(promtool)
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -253,10 +244,10 @@ impl Drop for Killed {
 
 #[test]
 fn a_real_prometheus_scrapes_and_its_p90_lands_within_a_bucket_of_ours() {
-    if !have("prometheus") {
-        println!("skipped: prometheus is not installed (Debian package `prometheus`)");
-        return;
-    }
+    let Some(prometheus) = seda_peers::PROMETHEUS.find() else {
+        let what = "seda-http test a_real_prometheus_scrapes_and_its_p90_lands_within_a_bucket";
+        return seda_peers::skip(what, &seda_peers::PROMETHEUS, "not installed");
+    };
     let (server, stop, clients) = loaded_bottleneck(4);
     let admin = server.admin_addr().expect("admin");
     let dir = TempDir::new();
@@ -274,7 +265,7 @@ fn a_real_prometheus_scrapes_and_its_p90_lands_within_a_bucket_of_ours() {
     )
     .expect("config");
     let log = fs::File::create(dir.path().join("prometheus.log")).expect("log");
-    let child = Command::new("prometheus")
+    let child = Command::new(prometheus)
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(
             "--storage.tsdb.path={}",

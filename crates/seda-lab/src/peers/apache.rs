@@ -11,7 +11,20 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{PeerError, check_others_can_read, config_path, require, write_config};
+use super::{Peer, PeerError, check_others_can_read, config_path, require, write_config};
+
+/// util-linux's `setsid` and `setpriv` (Debian installs util-linux everywhere).
+const SETSID: Peer = Peer {
+    name: "setsid",
+    package: "util-linux",
+    program: Some("setsid"),
+    setup: "",
+};
+const SETPRIV: Peer = Peer {
+    name: "setpriv",
+    program: Some("setpriv"),
+    ..SETSID
+};
 
 /// Processes in the fixed pool.
 pub const POOL: usize = 150;
@@ -64,7 +77,7 @@ DocumentRoot "{root}"
 
 /// Writes `work_dir/httpd.conf` and returns the command that runs Apache with it.
 pub fn command(root: &Path, port: u16, work_dir: &Path) -> Result<Command, PeerError> {
-    let bin = require("apache2", "apache2", "apache2")?;
+    let bin = require(&super::APACHE)?;
     if !Path::new(MODULES).join("mod_mpm_prefork.so").exists() {
         return Err(PeerError::NotInstalled {
             server: "apache2 (mod_mpm_prefork)",
@@ -79,8 +92,8 @@ pub fn command(root: &Path, port: u16, work_dir: &Path) -> Result<Command, PeerE
     // own (it execs in place, so the pid stays Apache's). Out of our group, a Ctrl-C would no
     // longer reach it, so `setpriv --pdeathsig TERM` stops it when the thread that started it
     // dies.
-    let setsid = require("setsid", "setsid", "util-linux")?;
-    let setpriv = require("setpriv", "setpriv", "util-linux")?;
+    let setsid = require(&SETSID)?;
+    let setpriv = require(&SETPRIV)?;
     let mut cmd = Command::new(setsid);
     cmd.arg(setpriv).args(["--pdeathsig", "TERM"]).arg(bin);
     // -DFOREGROUND: the parent stays in the foreground (and is the pid to stop).

@@ -80,7 +80,7 @@ def app(environ, start_response):
 /// Writes the app into `work_dir` and returns the command that serves it on
 /// `127.0.0.1:<port>` from `table` in the database `dsn` (a libpq connection string).
 pub fn command(port: u16, work_dir: &Path, dsn: &str, table: &str) -> Result<Command, PeerError> {
-    let bin = require("gunicorn", "gunicorn", "gunicorn python3-psycopg2")?;
+    let bin = require(&super::GUNICORN)?;
     write_config(work_dir, "page.py", APP)?;
     let dir = config_path(work_dir)?;
     let mut cmd = Command::new(bin);
@@ -106,8 +106,7 @@ pub fn command(port: u16, work_dir: &Path, dsn: &str, table: &str) -> Result<Com
 /// Whether gunicorn's own Python (its `#!` line: `/usr/bin/python3` for Debian's, whatever
 /// `python3` comes first on `PATH`) can import psycopg2, and if not, why.
 pub fn python_ready() -> Result<(), String> {
-    let bin =
-        require("gunicorn", "gunicorn", "gunicorn python3-psycopg2").map_err(|e| e.to_string())?;
+    let bin = require(&super::GUNICORN).map_err(|e| e.to_string())?;
     let text = std::fs::read(&bin).map_err(|e| format!("cannot read {}: {e}", bin.display()))?;
     let first = text.split(|b| *b == b'\n').next().unwrap_or_default();
     let python = std::str::from_utf8(first)
@@ -123,8 +122,6 @@ pub fn python_ready() -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "{python} (gunicorn's) cannot import psycopg2: apt-get install python3-psycopg2"
-        ))
+        Err(format!("{python} (gunicorn's) cannot import psycopg2"))
     }
 }

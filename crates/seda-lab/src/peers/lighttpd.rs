@@ -31,7 +31,7 @@ server.network-backend = "sendfile"
 
 /// Writes `work_dir/lighttpd.conf` and returns the command that runs lighttpd with it.
 pub fn command(root: &Path, port: u16, work_dir: &Path) -> Result<Command, PeerError> {
-    let bin = require("lighttpd", "lighttpd", "lighttpd")?;
+    let bin = require(&super::LIGHTTPD)?;
     let (root_s, work_s) = (config_path(root)?, config_path(work_dir)?);
     let conf = write_config(work_dir, "lighttpd.conf", &config(&root_s, port, &work_s))?;
     let mut cmd = Command::new(bin);

@@ -6,6 +6,10 @@
 //! the given document root, and writes its logs, pid file and temp files under the work
 //! directory. No system config, pid file or log is read or touched.
 //!
+//! The peers themselves and what a missing one means come from `seda_peers`, re-exported here:
+//! [`missing`] (a scenario's skip, or with `SEDA_REQUIRE_PEERS=1` its failure; through
+//! [`crate::Lab::skip`]) and [`skip`] (a test's).
+//!
 //! ```no_run
 //! use std::path::Path;
 //! use seda_lab::peers;
@@ -103,26 +107,56 @@ impl std::error::Error for PeerError {
     }
 }
 
-/// Finds `name` on `PATH`, then in the sbin directories (which a non-root `PATH` often lacks).
-pub fn find_binary(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let sbin = ["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from);
-    std::env::split_paths(&path)
-        .chain(sbin)
-        .map(|dir| dir.join(name))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
-        })
+pub use seda_peers::{
+    ALL, APACHE, CHROMEDRIVER, CHROMIUM, CURL, GUNICORN, HAPROXY, LIGHTTPD, MARIADB, NGINX,
+    POSTGRESQL, PROMETHEUS, PROMTOOL, PSYCOPG2, Peer, Required, find_binary, missing, required,
+    skip,
+};
+
+/// A peer a scenario needs that cannot be used here, and why: what a scenario hands to
+/// [`crate::Lab::skip`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absent {
+    /// The peer.
+    pub peer: &'static Peer,
+    /// Why it cannot be used ("not installed", "nothing listens on ...").
+    pub why: String,
 }
 
-/// The binary of `server`, or [`PeerError::NotInstalled`].
-fn require(
-    binary: &str,
-    server: &'static str,
-    package: &'static str,
-) -> Result<PathBuf, PeerError> {
-    find_binary(binary).ok_or(PeerError::NotInstalled { server, package })
+impl Absent {
+    /// `peer` cannot be used, for `why`.
+    pub fn new(peer: &'static Peer, why: impl Into<String>) -> Absent {
+        Absent {
+            peer,
+            why: why.into(),
+        }
+    }
+
+    /// `peer`, where its program is not installed.
+    pub fn unless_installed(peer: &'static Peer) -> Option<Absent> {
+        peer.find()
+            .is_none()
+            .then(|| Absent::new(peer, "not installed"))
+    }
+}
+
+impl fmt::Display for Absent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Absent { peer, why } = self;
+        write!(
+            f,
+            "{peer}: {why} (apt-get install {}{})",
+            peer.package, peer.setup
+        )
+    }
+}
+
+/// The binary of `peer`, or [`PeerError::NotInstalled`].
+fn require(peer: &'static Peer) -> Result<PathBuf, PeerError> {
+    peer.find().ok_or(PeerError::NotInstalled {
+        server: peer.name,
+        package: peer.package,
+    })
 }
 
 /// An absolute, UTF-8 path that is safe inside a double-quoted config string.
@@ -192,11 +226,14 @@ mod tests {
 
     #[test]
     fn a_missing_binary_says_how_to_install_it() {
-        let e = require("no-such-server-binary", "nginx", "nginx-light").unwrap_err();
+        const NOWHERE: Peer = Peer {
+            program: Some("no-such-server-binary"),
+            ..NGINX
+        };
+        let e = require(&NOWHERE).unwrap_err();
         assert_eq!(
             e.to_string(),
             "nginx is not installed: apt-get install nginx-light"
         );
-        assert!(find_binary("sh").is_some());
     }
 }

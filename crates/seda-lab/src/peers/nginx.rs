@@ -49,7 +49,7 @@ http {{
 
 /// Writes `work_dir/nginx.conf` and returns the command that runs nginx with it.
 pub fn command(root: &Path, port: u16, work_dir: &Path) -> Result<Command, PeerError> {
-    let bin = require("nginx", "nginx", "nginx-light")?;
+    let bin = require(&super::NGINX)?;
     check_others_can_read("nginx", root)?;
     let (root_s, work_s) = (config_path(root)?, config_path(work_dir)?);
     std::fs::create_dir_all(work_dir.join("tmp")).map_err(|source| PeerError::Io {

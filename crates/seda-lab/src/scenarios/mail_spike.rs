@@ -89,6 +89,7 @@ impl Scenario for MailSpike {
         if haproxy::binary().is_some() {
             variants.push(("haproxy_maxconn_128", Control::None, Some(haproxy_front)));
         } else {
+            lab.skipping(haproxy::missing())?;
             skipped.push("haproxy_maxconn_128: HAProxy is not installed (apt-get install haproxy)");
         }
         if !lab.quick || haproxy::binary().is_none() {

@@ -298,8 +298,7 @@ fn nginx_binary() -> Option<PathBuf> {
     if std::env::var_os("SEDA_LOAD_SKIP_NGINX").is_some() {
         return None;
     }
-    let candidates = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"];
-    candidates.iter().map(PathBuf::from).find(|p| p.exists())
+    seda_peers::NGINX.find()
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
@@ -322,9 +321,8 @@ impl Nginx {
     /// when nginx is not installed.
     pub fn start(test: &str, fill: impl FnOnce(&Path)) -> Option<Nginx> {
         let Some(bin) = nginx_binary() else {
-            eprintln!(
-                "SKIP {test}: nginx is not installed (apt-get install nginx-light) or SEDA_LOAD_SKIP_NGINX is set"
-            );
+            let why = "not installed, or SEDA_LOAD_SKIP_NGINX is set";
+            seda_peers::skip(&format!("seda-load test {test}"), &seda_peers::NGINX, why);
             return None;
         };
         let dir = temp_dir("nginx");

@@ -50,7 +50,11 @@ pub fn backends(test: &str, corpus: &Corpus) -> Vec<Arc<dyn Store>> {
             }
             Err(e) => {
                 assert_ne!(name, "sqlite", "SQLite must always work: {e}");
-                eprintln!("skipping {name} for {test}: {e} (start the server on 127.0.0.1)");
+                seda_peers::skip(
+                    &format!("seda-mail {test}"),
+                    seda_peers::database(name),
+                    &e.to_string(),
+                );
             }
         }
     }

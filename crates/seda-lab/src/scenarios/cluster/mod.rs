@@ -139,9 +139,9 @@ impl Run {
 }
 
 /// Why the scenario cannot run here, if it cannot.
-fn missing() -> Option<String> {
+fn missing() -> Option<crate::peers::Absent> {
     if haproxy::binary().is_none() {
-        return Some("HAProxy is not installed (apt-get install haproxy)".into());
+        return haproxy::missing();
     }
     crate::postgres::missing()
 }
@@ -170,7 +170,7 @@ impl Scenario for Cluster {
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
-        if let Some(why) = missing() {
+        if let Some(why) = lab.skipping(missing())? {
             lab.log(format!("skipped: {why}"));
             return Ok(Outcome {
                 paper: "issue 17 (replicas steered by admission state)".into(),

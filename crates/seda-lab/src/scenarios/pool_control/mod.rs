@@ -190,7 +190,7 @@ impl Scenario for PoolControl {
         let mut all: Vec<PlantRows<'_>> = Vec::new();
         let plants = PLANTS.map(|p| lab.pick(p.quick(), p));
         for plant in plants {
-            if let Some(why) = plant.missing() {
+            if let Some(why) = lab.skipping(plant.missing())? {
                 lab.log(format!("{}: skipped: {why}", plant.name));
                 skipped.push(json!({"plant": plant.name, "why": why}));
                 continue;

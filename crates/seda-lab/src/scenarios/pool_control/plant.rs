@@ -157,8 +157,8 @@ impl Plant {
         Plant { backend, ..self }
     }
 
-    /// Why this plant cannot run here, if it cannot.
-    pub(crate) fn missing(&self) -> Option<String> {
+    /// The peer this plant needs that cannot be used here, if one cannot.
+    pub(crate) fn missing(&self) -> Option<crate::peers::Absent> {
         match self.backend {
             Backend::Emulated { .. } => None,
             Backend::Postgres { .. } => crate::postgres::missing(),

@@ -18,7 +18,7 @@ use crate::child::{Child, free_port};
 use crate::haproxy::{self, Haproxy};
 use crate::outcome::Outcome;
 use crate::page_load::{self, PageRun, Underload};
-use crate::peers::gunicorn;
+use crate::peers::{self, Absent, gunicorn};
 use crate::spike::Spike;
 use crate::{Lab, Scenario};
 
@@ -74,24 +74,15 @@ impl Run {
     }
 }
 
-/// Why the scenario cannot run here, if it cannot.
-fn missing() -> Option<String> {
-    if let Some(why) = peers_missing() {
-        return Some(why);
-    }
-    crate::postgres::missing()
-}
-
-fn peers_missing() -> Option<String> {
-    if haproxy::binary().is_none() {
-        return Some("HAProxy is not installed (apt-get install haproxy)".into());
-    }
-    if crate::peers::find_binary("gunicorn").is_none() {
-        return Some(
-            "gunicorn is not installed (apt-get install gunicorn python3-psycopg2)".into(),
-        );
-    }
-    gunicorn::python_ready().err()
+/// The first peer the scenario needs that cannot be used here, if one cannot.
+fn missing() -> Option<Absent> {
+    haproxy::missing()
+        .or_else(|| Absent::unless_installed(&peers::GUNICORN))
+        .or_else(|| {
+            let why = gunicorn::python_ready().err()?;
+            Some(Absent::new(&peers::PSYCOPG2, why))
+        })
+        .or_else(crate::postgres::missing)
 }
 
 /// A running gunicorn.
@@ -170,7 +161,7 @@ impl Scenario for ProxySpike {
     }
 
     fn run(&self, lab: &Lab) -> Result<Outcome> {
-        if let Some(why) = missing() {
+        if let Some(why) = lab.skipping(missing())? {
             lab.log(format!("skipped: {why}"));
             return Ok(Outcome {
                 paper: "WC03 Figure 10's connection limit, in front of a stock service".into(),

@@ -204,6 +204,9 @@ fn start_all(lab: &Lab, root: &std::path::Path) -> Result<(Vec<Started>, Vec<Ski
         match servers::start(lab, server, root) {
             Ok(r) => running.push((server, r)),
             Err(NotRun::Failed(e)) if server == Server::Seda => return Err(e),
+            Err(NotRun::Missing(absent)) => {
+                skipped.push((server.name().to_string(), lab.skip(absent)?))
+            }
             Err(NotRun::Skip(why)) => skipped.push((server.name().to_string(), why)),
             Err(NotRun::Failed(e)) => {
                 skipped.push((server.name().to_string(), format!("did not start: {e:#}")))

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::child::{Child, free_port};
 use crate::lab::Lab;
-use crate::peers::{self, PeerError, seda::SedaSettings};
+use crate::peers::{self, Absent, Peer, PeerError, seda::SedaSettings};
 
 /// A server under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +41,16 @@ impl Server {
             Server::Nginx => "nginx",
             Server::Apache => "apache",
             Server::Lighttpd => "lighttpd",
+        }
+    }
+
+    /// The peer it is, for every server but ours.
+    pub fn peer(self) -> Option<&'static Peer> {
+        match self {
+            Server::Seda => None,
+            Server::Nginx => Some(&peers::NGINX),
+            Server::Apache => Some(&peers::APACHE),
+            Server::Lighttpd => Some(&peers::LIGHTTPD),
         }
     }
 
@@ -94,7 +104,10 @@ pub struct Running {
 
 /// Why a server did not run.
 pub enum NotRun {
-    /// Not installed, or cannot be configured here: skip it and say why.
+    /// A peer that is not installed: skipped, or a failure where peers are required
+    /// ([`Lab::skip`]).
+    Missing(Absent),
+    /// A peer that cannot be configured here: skip it and say why.
     Skip(String),
     /// Installed but it failed to start: an error for our server, a recorded failure for a peer.
     Failed(anyhow::Error),
@@ -106,11 +119,16 @@ pub fn start(lab: &Lab, server: Server, root: &Path) -> Result<Running, NotRun> 
     let work_dir = lab.file(server.name());
     let cmd = server
         .command(lab, root, port, &work_dir)
-        .map_err(|e| match e {
-            PeerError::NotInstalled { .. } | PeerError::Unreadable { .. } => {
-                NotRun::Skip(e.to_string())
+        .map_err(|e| match (e, server.peer()) {
+            (PeerError::NotInstalled { server: part, .. }, Some(peer)) => {
+                let why = match part {
+                    p if p == peer.name => "not installed".to_string(),
+                    p => format!("{p} is not installed"),
+                };
+                NotRun::Missing(Absent::new(peer, why))
             }
-            other => NotRun::Failed(other.into()),
+            (e @ PeerError::Unreadable { .. }, _) => NotRun::Skip(e.to_string()),
+            (other, _) => NotRun::Failed(other.into()),
         })?;
     let mut child = lab.spawn(server.name(), &cmd).map_err(NotRun::Failed)?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
