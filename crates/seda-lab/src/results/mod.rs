@@ -211,8 +211,8 @@ pub fn write(out: &Path, page: Option<&Path>, readme: Option<&Path>) -> Result<V
         written.push(p.to_path_buf());
     }
     if let Some(r) = readme {
-        let text = std::fs::read_to_string(r)
-            .with_context(|| format!("cannot read {}", r.display()))?;
+        let text =
+            std::fs::read_to_string(r).with_context(|| format!("cannot read {}", r.display()))?;
         let base = r.parent().unwrap_or(Path::new(""));
         let link = relative(base, page.unwrap_or(&own));
         let text = readme::splice(&text, &readme::block(&run, &link))
@@ -406,16 +406,17 @@ mod tests {
         let run = RunDir::read(&d).expect("read");
         let names: Vec<&str> = run.results.iter().map(|r| r.scenario.as_str()).collect();
         assert_eq!(names, ["mail-spike", "cluster", "dynamic-groups"]);
-        assert_eq!(run.missing, ["goodput"], "a known scenario's dir without result.json");
+        assert_eq!(
+            run.missing,
+            ["goodput"],
+            "a known scenario's dir without result.json"
+        );
         let spike = &run.results[0];
         assert!(spike.checks[0].paper.is_some() && spike.checks[3].shortfall);
         assert!(!spike.checks[3].enforced);
         assert_eq!(spike.headline_figures()[0].1, Some(0.9812));
         assert_eq!(run.results[1].skipped(), Some("haproxy is not installed"));
-        assert_eq!(
-            run.results[2].loaded_because(),
-            ["the hypervisor took 36%"]
-        );
+        assert_eq!(run.results[2].loaded_because(), ["the hypervisor took 36%"]);
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -437,9 +438,18 @@ mod tests {
     #[test]
     fn links_are_relative_to_the_readme() {
         let base = Path::new("/repo");
-        assert_eq!(relative(base, Path::new("/repo/docs/results.md")), "docs/results.md");
-        assert_eq!(relative(Path::new("/repo/docs"), Path::new("/repo/x.md")), "../x.md");
-        assert_eq!(relative(Path::new(""), Path::new("docs/results.md")), "docs/results.md");
+        assert_eq!(
+            relative(base, Path::new("/repo/docs/results.md")),
+            "docs/results.md"
+        );
+        assert_eq!(
+            relative(Path::new("/repo/docs"), Path::new("/repo/x.md")),
+            "../x.md"
+        );
+        assert_eq!(
+            relative(Path::new(""), Path::new("docs/results.md")),
+            "docs/results.md"
+        );
     }
 
     #[test]

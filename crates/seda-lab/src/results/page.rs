@@ -58,31 +58,24 @@ fn distinct(run: &RunDir, f: impl Fn(&ScenarioResult) -> String) -> Vec<String> 
     v
 }
 
-/// What the results recorded of `what` (`commit`, `build`): the one value, or each, and how
-/// many recorded none; `fallback` (the checkout's commit now) when none did.
-fn recorded(
-    run: &RunDir,
-    what: &str,
-    f: impl Fn(&ScenarioResult) -> Option<String>,
-    fallback: Option<&str>,
-) -> String {
-    let values = distinct(run, |r| f(r).unwrap_or_default());
-    let values: Vec<&String> = values.iter().filter(|v| !v.is_empty()).collect();
+/// The distinct values the results recorded of a field (`commit`, `build`), and how many
+/// results recorded none.
+fn recorded(run: &RunDir, f: impl Fn(&ScenarioResult) -> Option<String>) -> (Vec<String>, usize) {
+    let mut values: Vec<String> = Vec::new();
+    for v in run.results.iter().filter_map(&f) {
+        if !values.contains(&v) {
+            values.push(v);
+        }
+    }
     let none = run.results.iter().filter(|r| f(r).is_none()).count();
-    let named = |v: &[&String]| {
-        v.iter()
-            .map(|v| format!("`{v}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match (values.as_slice(), fallback) {
-        ([], Some(now)) => format!(
-            "{what} not recorded by these results (the checkout is at `{now}` as this page is \
-             written)"
-        ),
-        ([], None) => format!("{what} not recorded"),
-        (v, _) if none == 0 => format!("{what} {}", named(v)),
-        (v, _) => format!("{what} {} ({none} result(s) recorded none)", named(v)),
+    (values, none)
+}
+
+/// " (N result(s) recorded none)" when some did not.
+fn unrecorded(none: usize) -> String {
+    match none {
+        0 => String::new(),
+        n => format!(" ({n} result(s) recorded none)"),
     }
 }
 
@@ -116,19 +109,34 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
         .max()
         .unwrap_or(0);
     let total_s: f64 = rs.iter().map(|r| r.elapsed_s).sum();
+    let (from, to) = (utc(first), utc(last));
+    let to = match to.split_once(' ') {
+        Some((day, time)) if from.starts_with(day) => time.to_string(),
+        _ => to,
+    };
     let _ = writeln!(
         s,
-        "- **Ran**: {} to {} UTC, {} scenario(s), {:.0} min of runs",
-        utc(first),
-        utc(last),
+        "- **Ran**: {from} to {to} UTC, {} scenario(s), {:.0} min of runs",
         rs.len(),
         total_s / 60.0
     );
+    let (commits, no_commit) = recorded(run, |r| r.commit.clone());
+    let commit = match (commits.as_slice(), commit_now) {
+        ([], Some(now)) => format!(
+            "commit not recorded by these results (the checkout is at `{now}` as this page is \
+             written)"
+        ),
+        ([], None) => "commit not recorded".to_string(),
+        (v, _) => format!("commit `{}`{}", v.join("`, `"), unrecorded(no_commit)),
+    };
+    let (builds, no_build) = recorded(run, |r| r.build.clone());
+    let build = match builds.as_slice() {
+        [] => "build not recorded".to_string(),
+        v => format!("{} build{}", v.join(" and "), unrecorded(no_build)),
+    };
     let _ = writeln!(
         s,
-        "- **Code**: {}; {}; seda {}",
-        recorded(run, "commit", |r| r.commit.clone(), commit_now),
-        recorded(run, "build", |r| r.build.clone(), None),
+        "- **Code**: {commit}; {build}; seda {}",
         distinct(run, |r| r.machine.seda_version.clone()).join(", ")
     );
     let machines = distinct(run, |r| {
@@ -149,9 +157,14 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
     let loads: Vec<f64> = rs.iter().map(|r| r.machine.load_average_1m).collect();
     let lo = loads.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let load = if hi - lo < 0.005 {
+        format!("{lo:.2}")
+    } else {
+        format!("{lo:.2}-{hi:.2}")
+    };
     let _ = writeln!(
         s,
-        "- **Machine**: {}; load average at each scenario's start {lo:.2}-{hi:.2}",
+        "- **Machine**: {}; load average at each scenario's start {load}",
         machines.join("; ")
     );
     let quick: Vec<&str> = rs
@@ -208,9 +221,17 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
         .filter(|(_, c)| c.passed && c.enforced)
         .count();
     let enforced = checks.iter().filter(|(_, c)| c.enforced).count();
+    let loaded = checks
+        .iter()
+        .filter(|(r, c)| c.enforced && r.inconclusive())
+        .count();
+    let loaded = match loaded {
+        0 => String::new(),
+        n => format!(" ({n} of them in scenarios the machine's load made inconclusive)"),
+    };
     let _ = write!(
         s,
-        "## Claims\n\n{held} of {enforced} enforced claims held. A claim *held*, or \
+        "## Claims\n\n{held} of {enforced} enforced claims held{loaded}. A claim *held*, or \
          **FAILED** (it is enforced: the scenario fails); *observed (not enforced)* is a claim \
          a short run cannot decide either way, reported and never failing a run; a *known \
          shortfall* is a goal not met yet (listed again below); *scenario inconclusive*: the \
@@ -303,14 +324,31 @@ mod tests {
     #[test]
     fn the_page_says_when_and_on_what() {
         let page = rendered("header", true);
-        assert!(page.contains("- **Ran**: 2026-11-30 00:53 to 2026-11-30 00:56 UTC"), "{page}");
-        assert!(page.contains("- **Code**: commit `ee22c88a1b2c` (1 result(s) recorded none); \
-             build `release` (1 result(s) recorded none); seda 0.1.0"), "{page}");
-        assert!(page.contains("`lab1`, Test CPU, 2 CPUs, 7.8 GiB, Linux 6.1.0"), "{page}");
+        assert!(
+            page.contains("- **Ran**: 2026-11-30 00:53 to 00:56 UTC"),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "- **Code**: commit `ee22c88a1b2c` (1 result(s) recorded none); \
+             release build (1 result(s) recorded none); seda 0.1.0"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("`lab1`, Test CPU, 2 CPUs, 7.8 GiB, Linux 6.1.0"),
+            "{page}"
+        );
         assert!(page.contains("- **Form**: quick"), "{page}");
-        assert!(page.contains("0 passed, 1 failed, 1 inconclusive"), "{page}");
+        assert!(
+            page.contains("0 passed, 1 failed, 1 inconclusive"),
+            "{page}"
+        );
         assert!(page.contains("1 skipped"), "{page}");
-        assert!(page.contains("no `result.json` (could not run): goodput"), "{page}");
+        assert!(
+            page.contains("no `result.json` (could not run): goodput"),
+            "{page}"
+        );
     }
 
     #[test]
@@ -330,7 +368,10 @@ mod tests {
         assert!(row("rejects the excess").ends_with("| **FAILED** |"));
         assert!(row("ours leads").ends_with("| did not hold: observed (not enforced) |"));
         assert!(row("p90 within 1.1").ends_with("| scenario inconclusive (FAILED) |"));
-        assert!(page.contains("1 of 3 enforced claims held"), "{page}");
+        assert!(
+            page.contains("1 of 3 enforced claims held (1 of them in scenarios"),
+            "{page}"
+        );
         // Every table row has as many cells as its header: an unescaped `|` would add one.
         for l in page.lines().filter(|l| l.starts_with("| ")) {
             assert_eq!(l.replace("\\|", "").matches('|').count(), 6, "{l}");
@@ -349,17 +390,23 @@ mod tests {
             "| `mail-spike` | PostgreSQL within 5% of the best pool |  | 0.93 of it | not met |"
         ));
         assert!(!section.contains("rejects the excess"));
-        assert!(!page.contains("report.md)"), "no links when the page leaves the run dir");
+        assert!(
+            !page.contains("report.md)"),
+            "no links when the page leaves the run dir"
+        );
     }
 
     #[test]
     fn each_scenario_is_summed_up_with_its_headline() {
         let page = rendered("summary", true);
-        assert!(page.contains(
-            "| [`mail-spike`](mail-spike/report.md) | WC03 Figures 7, 10 | **FAIL** | 52 s | \
+        assert!(
+            page.contains(
+                "| [`mail-spike`](mail-spike/report.md) | WC03 Figures 7, 10 | **FAIL** | 52 s | \
              `ours/goodput_fraction_of_capacity` 0.981<br>`ours/within_target_of_admitted` \
              not measured |"
-        ), "{page}");
+            ),
+            "{page}"
+        );
         assert!(page.contains("inconclusive, loaded: the hypervisor took 36%"));
         assert!(page.contains("skipped: haproxy is not installed"));
         assert!(page.contains("| `goodput` | | no `result.json`: it could not run | | |"));

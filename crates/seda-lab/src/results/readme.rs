@@ -14,7 +14,9 @@ pub const BEGIN: &str = "<!-- results:begin -->";
 pub const END: &str = "<!-- results:end -->";
 
 /// How long a scenario's `about` may be in the README before it is cut at a word.
-const ABOUT_CHARS: usize = 100;
+const ABOUT_CHARS: usize = 70;
+/// How long the headline cell may grow to take a second figure: the README stays short.
+const HEADLINE_CHARS: usize = 90;
 
 /// `about` without its trailing citation in parentheses, cut at a word near [`ABOUT_CHARS`].
 pub fn shorten(about: &str) -> String {
@@ -35,17 +37,18 @@ pub fn shorten(about: &str) -> String {
     format!("{}…", cut.trim_end_matches([',', ':', ';']))
 }
 
-/// A headline figure's path as words: `ours/goodput_fraction_of_capacity` reads
-/// "ours: goodput fraction of capacity".
-fn words(path: &str) -> String {
-    match path.rsplit_once('/') {
-        Some((what, figure)) => format!(
-            "{}: {}",
-            what.replace(['/', '_'], " "),
-            figure.replace('_', " ")
-        ),
-        None => path.replace('_', " "),
+/// The scenario's first headline figure, and its second where both fit in [`HEADLINE_CHARS`].
+fn headline(r: &ScenarioResult) -> String {
+    let mut cell = String::new();
+    for (path, v) in r.headline_figures().into_iter().take(2) {
+        let figure = format!("`{path}` {}", number(v));
+        if cell.is_empty() {
+            cell = figure;
+        } else if cell.chars().count() + 2 + figure.chars().count() <= HEADLINE_CHARS {
+            cell = format!("{cell}; {figure}");
+        }
     }
+    cell
 }
 
 fn verdict(r: &ScenarioResult) -> String {
@@ -101,19 +104,13 @@ pub fn block(run: &RunDir, page_link: &str) -> String {
          | scenario | what it shows | verdict | headline figures |\n|---|---|---|---|\n"
     );
     for r in rs {
-        let figures: Vec<String> = r
-            .headline_figures()
-            .into_iter()
-            .take(2)
-            .map(|(path, v)| format!("{} {}", words(&path), number(v)))
-            .collect();
         let _ = writeln!(
             s,
             "| `{}` | {} | {} | {} |",
             r.scenario,
             cell(&shorten(&r.about)),
             verdict(r),
-            cell(&figures.join("; "))
+            cell(&headline(r))
         );
     }
     for m in &run.missing {
@@ -154,7 +151,10 @@ mod tests {
             "P, PI, PD, SEDA's heuristic and hill climbing sizing a pool on emulated-backend \
              plants and the e-mail store on PostgreSQL",
         );
-        assert!(long.ends_with('…') && long.chars().count() <= ABOUT_CHARS + 1, "{long}");
+        assert!(
+            long.ends_with('…') && long.chars().count() <= ABOUT_CHARS + 1,
+            "{long}"
+        );
         assert!(!long.contains("PostgreSQL"), "{long}");
     }
 
@@ -168,11 +168,14 @@ mod tests {
         assert!(b.contains("This run covered 3 of the"), "{b}");
         assert!(b.contains("[docs/results.md](docs/results.md)"));
         assert!(b.contains(
-            "| `mail-spike` | e-mail service under a flash crowd: no control vs our per-stage \
-             controller vs a 128-connection limit | **fail** | ours: goodput fraction of \
-             capacity 0.981; ours: within target of admitted not measured |"
+            "| `mail-spike` | e-mail service under a flash crowd: no control vs our per-stage… | \
+             **fail** | `ours/goodput_fraction_of_capacity` 0.981; \
+             `ours/within_target_of_admitted` not measured |"
         ), "{b}");
-        assert!(b.contains("| `dynamic-groups` | four groups join | inconclusive"));
+        assert!(b.contains(
+            "| `dynamic-groups` | four groups join | inconclusive (machine loaded) | \
+             `self_tuning/p90_x_target` 0.367 |"
+        ));
         assert!(b.contains("| `cluster` | HAProxy over 3 replicas | skipped"));
         assert!(b.contains("| `goodput` | | could not run | |"));
     }
@@ -201,7 +204,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         assert!(after.starts_with(&format!("# seda\n\n{BEGIN}\n")));
         assert!(after.ends_with(&format!("{END}\n\nThe rest.\n")));
-        assert!(after.contains("[docs/results.md](docs/results.md)"), "{after}");
+        assert!(
+            after.contains("[docs/results.md](docs/results.md)"),
+            "{after}"
+        );
         assert!(after.contains("| `mail-spike` |"));
     }
 }
