@@ -202,21 +202,28 @@ impl RunDir {
 pub fn write(out: &Path, page: Option<&Path>, readme: Option<&Path>) -> Result<Vec<PathBuf>> {
     let run = RunDir::read(out)?;
     let commit_now = git_commit();
-    let mut written = Vec::new();
     let own = out.join("results.md");
+    // The README first: a file without the markers writes nothing.
+    let readme = match readme {
+        Some(r) => {
+            let text = std::fs::read_to_string(r)
+                .with_context(|| format!("cannot read {}", r.display()))?;
+            let base = r.parent().unwrap_or(Path::new(""));
+            let link = relative(base, page.unwrap_or(&own));
+            let text = readme::splice(&text, &readme::block(&run, &link))
+                .with_context(|| format!("cannot update {}", r.display()))?;
+            Some((r, text))
+        }
+        None => None,
+    };
+    let mut written = Vec::new();
     write_file(&own, &page::render(&run, true, commit_now.as_deref()))?;
-    written.push(own.clone());
+    written.push(own);
     if let Some(p) = page {
         write_file(p, &page::render(&run, false, commit_now.as_deref()))?;
         written.push(p.to_path_buf());
     }
-    if let Some(r) = readme {
-        let text =
-            std::fs::read_to_string(r).with_context(|| format!("cannot read {}", r.display()))?;
-        let base = r.parent().unwrap_or(Path::new(""));
-        let link = relative(base, page.unwrap_or(&own));
-        let text = readme::splice(&text, &readme::block(&run, &link))
-            .with_context(|| format!("cannot update {}", r.display()))?;
+    if let Some((r, text)) = readme {
         write_file(r, &text)?;
         written.push(r.to_path_buf());
     }

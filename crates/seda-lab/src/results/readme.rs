@@ -83,11 +83,18 @@ pub fn block(run: &RunDir, page_link: &str) -> String {
         [] => String::new(),
         b => format!(" of the {} build", b.join(" and ")),
     };
+    let mut commits: Vec<&str> = rs.iter().filter_map(|r| r.commit.as_deref()).collect();
+    commits.sort_unstable();
+    commits.dedup();
+    let commit = match commits.as_slice() {
+        [one] => format!(" at commit `{one}`"),
+        _ => String::new(),
+    };
     let total = crate::scenario::all().len();
     let mut s = format!(
         "<!-- Written by `seda lab results DIR --readme README.md` from a run's result.json \
          files: edits between the markers are overwritten. -->\n\n\
-         From the {form} form{build}, run on {} UTC ({} CPUs). ",
+         From the {form} form{build}{commit}, run on {} UTC ({} CPUs). ",
         &utc(first)[..10],
         rs.first().map_or(0, |r| r.machine.cpus)
     );
@@ -164,7 +171,9 @@ mod tests {
         let run = RunDir::read(&d).expect("read");
         let b = block(&run, "docs/results.md");
         let _ = std::fs::remove_dir_all(&d);
-        assert!(b.contains("From the quick form of the release build, run on 2026-11-30 UTC"));
+        assert!(b.contains(
+            "From the quick form of the release build at commit `ee22c88a1b2c`, run on 2026-11-30 UTC"
+        ));
         assert!(b.contains("This run covered 3 of the"), "{b}");
         assert!(b.contains("[docs/results.md](docs/results.md)"));
         assert!(b.contains(
@@ -209,5 +218,15 @@ mod tests {
             "{after}"
         );
         assert!(after.contains("| `mail-spike` |"));
+    }
+
+    #[test]
+    fn a_readme_without_markers_writes_nothing() {
+        let d = fixture::run_dir("no-markers");
+        let readme = d.join("README.md");
+        std::fs::write(&readme, "# seda\n").expect("write");
+        assert!(write(&d, None, Some(&readme)).is_err());
+        assert!(!d.join("results.md").exists());
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
