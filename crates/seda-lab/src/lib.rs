@@ -6,6 +6,9 @@
 //! servers with) and writes what it returns ([`Outcome`]) as `result.json` and `report.md`
 //! beside its plots (PNG and SVG, drawn with a bundled font).
 //!
+//! [`results`] gathers the `result.json` files of a run into one page, `results.md`: every
+//! claim checked, the paper's figure beside ours, and each verdict.
+//!
 //! Servers run as child processes ([`Child`]) pinned to one core, the load generator
 //! (`seda-load`) on the other; loads are multiples of a capacity measured first, so a result
 //! keeps its meaning on any machine.
@@ -39,6 +42,7 @@ pub mod plot;
 pub mod poll;
 pub mod postgres;
 pub mod repeat;
+pub mod results;
 pub mod scenario;
 mod scenarios;
 pub mod spike;

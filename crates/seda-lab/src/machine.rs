@@ -1,9 +1,10 @@
 //! What the machine was, recorded in every result so figures can be compared across runs.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The machine a scenario ran on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Machine {
     /// Host name.
     pub host: String,

@@ -3,14 +3,20 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::health::{LoadHealth, Verdict};
 use crate::machine::Machine;
 
 /// One qualitative claim of a paper, checked against what the scenario measured.
-#[derive(Debug, Clone, Serialize)]
+///
+/// Three kinds: *enforced* ([`Check::new`]: a run fails when it does not hold), *observed*
+/// ([`Check::observed`]: a short run on a noisy machine cannot decide it either way, so its
+/// verdict is only reported) and *known shortfall* ([`Check::shortfall`]: a goal the code does
+/// not meet yet, reported in its own section of the results page and at the end of
+/// `seda lab run`, never failing a run). [`Check::paper`] adds the paper's own figure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
     /// The claim, as the paper makes it.
     pub claim: String,
@@ -20,8 +26,17 @@ pub struct Check {
     pub detail: String,
     /// Whether a run fails when the claim does not hold. Claims that a short run on a noisy
     /// machine cannot decide either way are only observed: their verdict is reported, and
-    /// a failing one is named in the report and the command's output.
+    /// a failing one is named in the report and the command's output. False for a known
+    /// shortfall too (readers of `result.json` rely on this field alone to fail a run).
     pub enforced: bool,
+    /// A goal not met yet ([`Check::shortfall`]): reported apart, never fails the run.
+    /// Written to `result.json` only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shortfall: bool,
+    /// The paper's figure for this claim, where the claim states one (e.g. `WC03 Fig. 10:
+    /// p90 ~1 s`). Written to `result.json` only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper: Option<String>,
 }
 
 impl Check {
@@ -32,6 +47,8 @@ impl Check {
             passed,
             detail: detail.into(),
             enforced: true,
+            shortfall: false,
+            paper: None,
         }
     }
 
@@ -40,6 +57,33 @@ impl Check {
         Check {
             enforced: false,
             ..Check::new(claim, passed, detail)
+        }
+    }
+
+    /// A known shortfall: a goal the code does not meet yet. Its verdict is reported (in its
+    /// own section of the results page, and on a line of its own at the end of `seda lab
+    /// run`) but does not fail the run.
+    pub fn shortfall(claim: impl Into<String>, passed: bool, detail: impl Into<String>) -> Check {
+        Check {
+            enforced: false,
+            shortfall: true,
+            ..Check::new(claim, passed, detail)
+        }
+    }
+
+    /// The paper's figure for this claim, e.g. `.paper("WC03 Fig. 10: p90 ~1 s")`.
+    #[must_use]
+    pub fn paper(mut self, figure: impl Into<String>) -> Check {
+        self.paper = Some(figure.into());
+        self
+    }
+
+    /// What the check is, in the words of the results page and of `seda lab run`'s output.
+    pub fn kind(&self) -> &'static str {
+        match (self.enforced, self.shortfall) {
+            (true, _) => "enforced",
+            (false, true) => "known shortfall",
+            (false, false) => "observed",
         }
     }
 }
@@ -122,6 +166,8 @@ pub(crate) struct RunInfo<'a> {
     pub health: &'a [LoadHealth],
     /// The scenario's headline figures (paths into the summary).
     pub headline: &'a [&'a str],
+    /// The checkout's commit (`git rev-parse`), where there is one.
+    pub commit: Option<&'a str>,
 }
 
 /// Writes `result.json` and `report.md` into `dir`.
@@ -134,6 +180,8 @@ pub(crate) fn write(dir: &Path, info: &RunInfo<'_>, outcome: &Outcome) -> Result
         "started_unix_s": info.started_unix_s,
         "elapsed_s": info.elapsed_s,
         "machine": info.machine,
+        "commit": info.commit,
+        "build": crate::results::BUILD,
         "config": outcome.config,
         "summary": outcome.summary,
         // What `seda lab repeat` compares, read here so a path that names no figure shows.
@@ -190,12 +238,16 @@ fn report(info: &RunInfo<'_>, outcome: &Outcome) -> String {
     s += outcome.report.trim_end();
     s += "\n\n## The paper's claims, checked\n\n| claim | verdict | figures |\n|---|---|---|\n";
     for c in &outcome.checks {
-        let verdict = if c.passed {
-            "holds"
-        } else {
-            "**does not hold**"
+        let verdict = match (c.passed, c.shortfall) {
+            (true, _) => "holds",
+            (false, true) => "known shortfall: does not hold yet",
+            (false, false) => "**does not hold**",
         };
-        s += &format!("| {} | {verdict} | {} |\n", c.claim, c.detail);
+        let claim = match &c.paper {
+            Some(p) => format!("{} (paper: {p})", c.claim),
+            None => c.claim.clone(),
+        };
+        s += &format!("| {claim} | {verdict} | {} |\n", c.detail);
     }
     s += &health_section(info.health);
     if !info.plots.is_empty() {

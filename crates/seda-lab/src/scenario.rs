@@ -110,6 +110,7 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let machine = Machine::probe();
+    let commit = crate::results::git_commit();
     let mut health = Vec::new();
     let outcome = Lab::new(name, &out.join(name), seda_bin, quick).and_then(|lab| {
         let outcome = scenario.run(&lab);
@@ -128,6 +129,7 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
             plots: &lab.plots(),
             health: &health,
             headline: scenario.headline(),
+            commit: commit.as_deref(),
         };
         write(&lab.dir, &info, &outcome)?;
         Ok(outcome)
