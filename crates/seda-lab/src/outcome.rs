@@ -88,46 +88,6 @@ impl Check {
     }
 }
 
-/// How far above the capacity a goodput may be measured before the comparison is wrong rather
-/// than noisy: a quick calibration of a few seconds and a run's goodput each move by a few
-/// percent between runs on a quiet machine.
-pub const CAPACITY_NOISE: f64 = 0.05;
-
-impl Check {
-    /// The claim that no goodput exceeds its capacity by more than `CAPACITY_NOISE`:
-    /// `fractions` are goodput / capacity per run, by name (`None`: not measured). How the
-    /// capacity was measured is the report's to say, once, not every check's.
-    ///
-    /// Enforced: every scenario prices its goodput in the server's own work in that run (the
-    /// CPU each request answered in time cost, over the CPU the server had), which bounds the
-    /// ratio by 1 by construction, so a reading past the noise bound is a wrong measurement,
-    /// not a good run. It was observed only while capacity was a calibration's rate in
-    /// requests: then it read 1.22 x in `mail-users` at 16 users, CoDel 1.14 x in
-    /// `controllers` and 1.06 x in `goodput`, because a calibration that saturates the server
-    /// measures less work per CPU-second than the server does when fewer requests share its
-    /// core, and a type's mean price misprices the requests of it answered in time.
-    pub fn within_capacity<'a>(
-        fractions: impl IntoIterator<Item = (&'a str, Option<f64>)>,
-    ) -> Check {
-        let measured: Vec<(&str, f64)> = fractions
-            .into_iter()
-            .filter_map(|(n, f)| f.map(|f| (n, f)))
-            .collect();
-        let worst = measured.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1));
-        Check::new(
-            format!(
-                "goodput never exceeds capacity (goodput / capacity <= {:.2}, the noise bound)",
-                1.0 + CAPACITY_NOISE
-            ),
-            !measured.is_empty() && measured.iter().all(|(_, f)| *f <= 1.0 + CAPACITY_NOISE),
-            match worst {
-                Some((n, f)) => format!("highest {f:.2} x ({n})"),
-                None => "nothing measured".to_string(),
-            },
-        )
-    }
-}
-
 /// Everything a scenario measured.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {

@@ -51,9 +51,6 @@ pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {
             format!("users never answered: {}", fmt(silent(ours))),
         ),
     ];
-    out.push(Check::within_capacity(runs.iter().map(|r| {
-        (r.front.name(), r.spike.summary.goodput_fraction_of_capacity)
-    })));
     if hap.is_some() {
         out.push(Check::observed(
             format!(

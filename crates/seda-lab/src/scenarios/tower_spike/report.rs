@@ -104,12 +104,6 @@ pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {
             fmt(c_ours.zip(c_bare).map(|(o, b)| o / b))
         ),
     ));
-    out.push(Check::within_capacity(runs.iter().map(|r| {
-        (
-            r.variant.name.as_str(),
-            r.spike.summary.goodput_fraction_of_capacity,
-        )
-    })));
     out
 }
 
