@@ -84,19 +84,22 @@ impl ScenarioResult {
         self.verdict.starts_with("loaded")
     }
 
-    /// Why the machine was found loaded, each reason once.
-    pub fn loaded_because(&self) -> Vec<String> {
-        let mut why: Vec<String> = Vec::new();
+    /// How many of the scenario's loads the watch found loaded, of how many, and the first
+    /// loaded one's reasons (the others usually repeat them with other percentages).
+    pub fn loaded_loads(&self) -> (usize, usize, Vec<String>) {
         let loads = self.health.get("loads").and_then(Value::as_array);
-        for load in loads.into_iter().flatten() {
-            let reasons = load.get("loaded_because").and_then(Value::as_array);
-            for r in reasons.into_iter().flatten().filter_map(Value::as_str) {
-                if !why.iter().any(|w| w == r) {
-                    why.push(r.to_string());
-                }
-            }
-        }
-        why
+        let reasons = |load: &Value| -> Vec<String> {
+            let why = load.get("loaded_because").and_then(Value::as_array);
+            why.into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        };
+        let all: Vec<Vec<String>> = loads.into_iter().flatten().map(reasons).collect();
+        let loaded: Vec<&Vec<String>> = all.iter().filter(|w| !w.is_empty()).collect();
+        let first = loaded.first().map(|w| w.to_vec()).unwrap_or_default();
+        (loaded.len(), all.len(), first)
     }
 
     /// The headline figures in the order the scenario declares them (the JSON object's keys
@@ -383,7 +386,8 @@ pub(crate) mod fixture {
                 "checks": [{"claim": "p90 within 1.1 x the target", "passed": false,
                             "detail": "1.4 x", "enforced": true}],
                 "passed": false, "verdict": "loaded: inconclusive", "config": {},
-                "health": {"loads": [{"loaded_because": ["the hypervisor took 36%"]}]},
+                "health": {"loads": [{"loaded_because": []},
+                                     {"loaded_because": ["the hypervisor took 36%"]}]},
             }),
             json!({
                 "scenario": "cluster", "about": "HAProxy over 3 replicas", "paper": "",
@@ -423,7 +427,9 @@ mod tests {
         assert!(!spike.checks[3].enforced);
         assert_eq!(spike.headline_figures()[0].1, Some(0.9812));
         assert_eq!(run.results[1].skipped(), Some("haproxy is not installed"));
-        assert_eq!(run.results[2].loaded_because(), ["the hypervisor took 36%"]);
+        let (loaded, loads, why) = run.results[2].loaded_loads();
+        assert_eq!((loaded, loads), (1, 2));
+        assert_eq!(why, ["the hypervisor took 36%"]);
         let _ = std::fs::remove_dir_all(&d);
     }
 

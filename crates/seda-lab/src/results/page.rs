@@ -33,14 +33,13 @@ pub fn scenario_verdict(r: &ScenarioResult) -> String {
     match r.verdict.as_str() {
         "pass" => "pass".to_string(),
         "fail" => "**FAIL**".to_string(),
-        v if r.inconclusive() => {
-            let why = r.loaded_because();
-            if why.is_empty() {
-                v.to_string()
-            } else {
-                format!("inconclusive, loaded: {}", why.join("; "))
-            }
-        }
+        v if r.inconclusive() => match r.loaded_loads() {
+            (0, _, _) => v.to_string(),
+            (n, of, why) => format!(
+                "inconclusive: {n} of {of} loads ran on a loaded machine; the first: {}",
+                why.join("; ")
+            ),
+        },
         "" => "no verdict recorded".to_string(),
         v => v.to_string(),
     }
@@ -407,7 +406,9 @@ mod tests {
             ),
             "{page}"
         );
-        assert!(page.contains("inconclusive, loaded: the hypervisor took 36%"));
+        assert!(page.contains(
+            "inconclusive: 1 of 2 loads ran on a loaded machine; the first: the hypervisor took 36%"
+        ));
         assert!(page.contains("skipped: haproxy is not installed"));
         assert!(page.contains("| `goodput` | | no `result.json`: it could not run | | |"));
     }

@@ -105,6 +105,14 @@ pub fn block(run: &RunDir, page_link: &str) -> String {
             rs.len()
         );
     }
+    let loaded = rs.iter().filter(|r| r.inconclusive()).count();
+    if loaded > 0 {
+        let _ = write!(
+            s,
+            "{loaded} of them ran while other processes loaded the machine: their verdict is \
+             *inconclusive* and their figures decide nothing. "
+        );
+    }
     let _ = write!(
         s,
         "Every claim checked, with the paper's figure beside ours: [{page_link}]({page_link}).\n\n\
@@ -175,6 +183,7 @@ mod tests {
             "From the quick form of the release build at commit `ee22c88a1b2c`, run on 2026-11-30 UTC"
         ));
         assert!(b.contains("This run covered 3 of the"), "{b}");
+        assert!(b.contains("1 of them ran while other processes loaded the machine"));
         assert!(b.contains("[docs/results.md](docs/results.md)"));
         assert!(b.contains(
             "| `mail-spike` | e-mail service under a flash crowd: no control vs our per-stage… | \
