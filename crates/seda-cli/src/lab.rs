@@ -11,7 +11,8 @@ use seda_lab::scenario;
 pub enum LabCommand {
     /// List the scenarios.
     List,
-    /// Run a scenario (or `all`) and write result.json, report.md and plots.
+    /// Run a scenario (or `all`) and write result.json, report.md and plots for each, then
+    /// results.md over every result.json in the output directory.
     Run(RunArgs),
     /// Run a scenario N times and report each headline figure's median and spread
     /// (`repeat.json` and a table; figures straying over +-15% of their median are flagged).
