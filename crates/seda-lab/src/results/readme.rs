@@ -92,8 +92,7 @@ pub fn block(run: &RunDir, page_link: &str) -> String {
     };
     let total = crate::scenario::all().len();
     let mut s = format!(
-        "<!-- Written by `seda lab results DIR --readme README.md` from a run's result.json \
-         files: edits between the markers are overwritten. -->\n\n\
+        "<!-- Written by `seda lab results --readme`: edits are overwritten. -->\n\n\
          From the {form} form{build}{commit}, run on {} UTC ({} CPUs). ",
         &utc(first)[..10],
         rs.first().map_or(0, |r| r.machine.cpus)
