@@ -53,11 +53,13 @@ fn serves_a_file(name: &str, peer: &'static Peer, launch: Launcher) {
     let work = dir.join("run");
     let cmd = match launch(&root, port, &work) {
         Ok(cmd) => cmd,
-        Err(PeerError::NotInstalled { server, .. }) => {
-            let what = format!("seda-lab test {name}_serves_the_root");
-            return peers::skip(&what, peer, &format!("{server} is not installed"));
-        }
-        Err(e) => panic!("{name}: {e}"),
+        Err(e) => match peers::Absent::from_error(peer, &e) {
+            Some(absent) => {
+                let what = format!("seda-lab test {name}_serves_the_root");
+                return peers::skip(&what, peer, &absent.why);
+            }
+            None => panic!("{name}: {e}"),
+        },
     };
     let mut child = Child::spawn(name, &cmd, None, &dir).expect("spawn");
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();

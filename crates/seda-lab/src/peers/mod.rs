@@ -132,6 +132,20 @@ impl Absent {
         }
     }
 
+    /// `peer`, where launching it failed with [`PeerError::NotInstalled`]: its program (or,
+    /// for Apache, a module) is not installed.
+    pub fn from_error(peer: &'static Peer, e: &PeerError) -> Option<Absent> {
+        match e {
+            PeerError::NotInstalled { server, .. } if *server == peer.name => {
+                Some(Absent::new(peer, "not installed"))
+            }
+            PeerError::NotInstalled { server, .. } => {
+                Some(Absent::new(peer, format!("{server} is not installed")))
+            }
+            _ => None,
+        }
+    }
+
     /// `peer`, where its program is not installed.
     pub fn unless_installed(peer: &'static Peer) -> Option<Absent> {
         peer.find()

@@ -117,19 +117,13 @@ pub enum NotRun {
 pub fn start(lab: &Lab, server: Server, root: &Path) -> Result<Running, NotRun> {
     let port = free_port().map_err(NotRun::Failed)?;
     let work_dir = lab.file(server.name());
-    let cmd = server
-        .command(lab, root, port, &work_dir)
-        .map_err(|e| match (e, server.peer()) {
-            (PeerError::NotInstalled { server: part, .. }, Some(peer)) => {
-                let why = match part {
-                    p if p == peer.name => "not installed".to_string(),
-                    p => format!("{p} is not installed"),
-                };
-                NotRun::Missing(Absent::new(peer, why))
-            }
-            (e @ PeerError::Unreadable { .. }, _) => NotRun::Skip(e.to_string()),
-            (other, _) => NotRun::Failed(other.into()),
-        })?;
+    let cmd = server.command(lab, root, port, &work_dir).map_err(|e| {
+        match server.peer().and_then(|peer| Absent::from_error(peer, &e)) {
+            Some(absent) => NotRun::Missing(absent),
+            None if matches!(e, PeerError::Unreadable { .. }) => NotRun::Skip(e.to_string()),
+            None => NotRun::Failed(e.into()),
+        }
+    })?;
     let mut child = lab.spawn(server.name(), &cmd).map_err(NotRun::Failed)?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     // Apache forks its 150 processes at start; 20 s is ample on a loaded machine.
