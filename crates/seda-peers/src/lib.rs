@@ -227,11 +227,12 @@ fn decide(
     if required {
         return Err(Required { what, peer, why });
     }
-    let line = format!("{what}: {peer} ({why})");
+    // Not "skipped: ...": that is how `cargo xtask test`'s last line begins.
     eprintln!(
-        "skipped: {line}; apt-get install {}{} to run it",
+        "skipping {what}: {peer} is missing ({why}); apt-get install {}{} to run it",
         peer.package, peer.setup
     );
+    let line = format!("{what}: {peer} ({why})");
     if let Some(path) = log {
         // One write of a whole line to a file opened for appending: lines from tests running
         // at once do not interleave.
