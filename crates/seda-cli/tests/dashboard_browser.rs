@@ -169,10 +169,9 @@ async fn the_dashboard_shows_the_mail_service_live_and_marks_its_bottleneck() {
         .output()
         .expect("corpus");
     assert!(out.status.success());
-    // One thread and a short queue per request type, and every request made 60 times
-    // slower, so that a crowd on one type makes that stage the bottleneck. (At 20 times, one
-    // search thread nearly kept up with the ~300 searches/s a debug `seda load` sends, and the
-    // stage's queue flickered between calm and full for seconds.)
+    // One thread and a short queue per request type, on a fifth of an emulated core (a
+    // search holds it for about 60 ms), so that a crowd on one type makes that stage the
+    // bottleneck.
     let server = common::start_with_admin(&[
         "serve".as_ref(),
         "mail".as_ref(),
