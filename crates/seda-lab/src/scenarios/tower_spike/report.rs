@@ -37,9 +37,8 @@ fn fmt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
-/// The paper's claims and the goals: enforced, or known shortfalls where not met yet; the
-/// layer's CPU against bare is a
-/// speed comparison, observed (the benchmarks decide speed, not a test).
+/// The paper's claims and the goals: enforced, or known shortfalls where not met yet;
+/// the layer's CPU against bare is a speed comparison, observed (benchmarks decide speed).
 pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {
     let t = spike.target_s;
     let ours = find(runs, "seda").map(|r| &r.spike.summary);
