@@ -59,13 +59,23 @@ fn err(e: impl fmt::Display) -> PlotError {
 }
 
 const SIZE: (u32, u32) = (900, 500);
-const COLORS: [RGBColor; 6] = [
+/// Tableau's ten, then two more: a chart of every controller and a reference line needs 14
+/// before a colour repeats.
+const COLORS: [RGBColor; 14] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x94, 0x67, 0xbd),
     RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x00, 0x00, 0x00),
+    RGBColor(0xaa, 0x88, 0x00),
+    RGBColor(0x55, 0x00, 0x88),
+    RGBColor(0x00, 0x55, 0x55),
 ];
 
 /// Registers the bundled font once (bitmap text needs a font; none is read from the system).
