@@ -12,6 +12,7 @@ mod goodput;
 mod mail_search;
 pub(crate) mod mail_spike;
 mod mail_users;
+mod overload_curve;
 mod per_stage;
 mod pool_control;
 mod proxy_spike;
@@ -43,4 +44,5 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &thesis_open::ThesisOpen,
     &dynamic_groups::DynamicGroups,
     &follow_target::FollowTarget,
+    &overload_curve::OverloadCurve,
 ];
