@@ -334,13 +334,6 @@ pub struct Calibration {
     pub throughput_per_s: f64,
 }
 
-/// Measures `server` at full quality: closed users with no think time (8: enough to keep one
-/// worker busy; under a controller their response time, 8 pages' work, stays far under any
-/// target the scenarios use, so the quality stays at 1).
-pub fn capacity(lab: &Lab, server: &BottleneckServer) -> Result<Calibration> {
-    capacity_of(lab, server.addr, 8, &|| server.cpu_seconds())
-}
-
 /// Measures the page at `addr` with `users` closed users and no think time, its capacity in
 /// pages per CPU-second of the server (`cpu_seconds` reads the server's CPU time so far).
 pub fn capacity_of(

@@ -27,6 +27,15 @@ fn read(path: &str) -> String {
 }
 
 impl Machine {
+    /// The CPU model, or "an unknown CPU" where /proc/cpuinfo did not name it.
+    pub fn cpu_name(&self) -> &str {
+        if self.cpu_model.is_empty() {
+            "an unknown CPU"
+        } else {
+            &self.cpu_model
+        }
+    }
+
     /// Reads the machine's description (Linux; fields stay empty elsewhere).
     pub fn probe() -> Machine {
         let cpuinfo = read("/proc/cpuinfo");

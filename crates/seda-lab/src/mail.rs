@@ -561,15 +561,6 @@ impl TypeWork {
             answered: self.answered.saturating_sub(earlier.answered),
         }
     }
-
-    /// This and `other` together.
-    fn plus(self, other: TypeWork) -> TypeWork {
-        TypeWork {
-            cpu_s: self.cpu_s + other.cpu_s,
-            answered_cpu_s: self.answered_cpu_s + other.answered_cpu_s,
-            answered: self.answered + other.answered,
-        }
-    }
 }
 
 /// Each request type's [`TypeWork`], from a stats snapshot of the mail service.
@@ -595,8 +586,6 @@ fn handler_totals(stats: &Value) -> BTreeMap<String, TypeWork> {
 pub struct Work {
     /// Per type, what its handlers did.
     pub per_type: BTreeMap<String, TypeWork>,
-    /// Requests the front end parsed meanwhile (`None`: not in the snapshots).
-    pub requests: Option<u64>,
     /// Real CPU seconds the whole server used meanwhile (`None`: not measured).
     pub server_cpu_s: Option<f64>,
     /// Core-seconds of work the emulated processor did meanwhile (`None`: not in the
@@ -612,7 +601,6 @@ impl Work {
         let (Some(before), Some(after)) = (before, after) else {
             return Work::default();
         };
-        let requests = |v: &Value| v.pointer("/frontend/requests")?.as_u64();
         let busy = |v: &Value| v.pointer("/service/processor/busy_core_s")?.as_f64();
         let earlier = handler_totals(before);
         let per_type = handler_totals(after)
@@ -624,20 +612,9 @@ impl Work {
             .collect();
         Work {
             per_type,
-            requests: requests(after)
-                .zip(requests(before))
-                .map(|(a, b)| a.saturating_sub(b)),
             busy_core_s: busy(after).zip(busy(before)).map(|(a, b)| a - b),
             ..Work::default()
         }
-    }
-
-    /// The server's CPU outside the handlers (parsing, answering, refusing, the runtime's
-    /// own work) per request its front end parsed, seconds; `None` where the server's CPU or
-    /// the request count was not measured.
-    pub fn front_end_cost_s(&self) -> Option<f64> {
-        let requests = self.requests.filter(|&n| n > 0)? as f64;
-        Some((self.server_cpu_s? - self.cpu_s()).max(0.0) / requests)
     }
 
     /// Handler CPU per answered request of each type that answered any. The work of requests
@@ -654,14 +631,6 @@ impl Work {
     /// Handler CPU seconds of every type.
     pub fn cpu_s(&self) -> f64 {
         self.per_type.values().map(|w| w.cpu_s).sum()
-    }
-
-    /// Adds `other`'s handler figures to these (not its requests nor its server CPU).
-    pub fn add(&mut self, other: &Work) {
-        for (k, w) in &other.per_type {
-            let e = self.per_type.entry(k.clone()).or_default();
-            *e = e.plus(*w);
-        }
     }
 }
 

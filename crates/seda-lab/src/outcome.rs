@@ -183,11 +183,7 @@ fn report(info: &RunInfo<'_>, outcome: &Outcome) -> String {
         outcome.paper,
         if info.quick { "quick" } else { "full" },
         info.elapsed_s,
-        if m.cpu_model.is_empty() {
-            "an unknown CPU"
-        } else {
-            &m.cpu_model
-        },
+        m.cpu_name(),
         m.cpus,
         m.memory_gib,
         m.load_average_1m,

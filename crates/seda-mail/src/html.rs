@@ -97,7 +97,9 @@ pub fn folders_page(user: &str, folders: &[Folder]) -> String {
     page("Folders", true, &c)
 }
 
-fn date(unix: i64) -> String {
+/// Unix seconds `unix` as `YYYY-MM-DD HH:MM` (UTC): the pages' dates, and the lab's results
+/// page's.
+pub fn date(unix: i64) -> String {
     // Civil date from Unix seconds (Howard Hinnant's days-from-civil inverse).
     let days = unix.div_euclid(86_400);
     let secs = unix.rem_euclid(86_400);

@@ -43,6 +43,11 @@ impl SearchJob {
             messages,
         }
     }
+
+    /// Messages in its user's mailbox.
+    pub(crate) fn messages(&self) -> u64 {
+        self.messages
+    }
 }
 
 /// The learned costs, shared by a search stage's threads.

@@ -228,8 +228,8 @@ impl MailService {
                         let refused = search
                             .as_ref()
                             .is_some_and(|(job, t)| search_costs.would_run_past(job, *t));
-                        let (mut response, rows) = if refused {
-                            (MailResponse::predicted_too_long(retry.refused()), 0)
+                        let mut response = if refused {
+                            MailResponse::predicted_too_long(retry.refused())
                         } else {
                             c.respond(kind, &ev.request)
                         };
@@ -240,6 +240,17 @@ impl MailService {
                             // The emulated processor: the request's stated cost, the real work
                             // done. A terminator's cut ends it, as it would have ended the
                             // work on a real processor at the same moment.
+                            // A search's cost grows with the mailbox it scanned, read only here
+                            // (and only once: the terminable stage's job already has it).
+                            let rows = if kind == RequestKind::Search && response.status == 200 {
+                                search
+                                    .as_ref()
+                                    .map(|(job, _)| job.messages())
+                                    .or_else(|| c.mailbox_messages(&ev.request))
+                                    .unwrap_or(0)
+                            } else {
+                                0
+                            };
                             let cost = if response.status == 503 {
                                 Duration::ZERO
                             } else {
@@ -461,14 +472,7 @@ impl Core {
         self.sessions.get(sid, Instant::now())
     }
 
-    /// The response to `req`, and the rows its work scanned (a search's mailbox; 0 for the
-    /// other types), which its cost on the emulated processor grows with.
-    fn respond(&self, kind: RequestKind, req: &MailRequest) -> (MailResponse, u64) {
-        if kind == RequestKind::Search
-            && let Some(s) = self.session(req)
-        {
-            return self.search(&s, req).unwrap_or_else(|r| (r, 0));
-        }
+    fn respond(&self, kind: RequestKind, req: &MailRequest) -> MailResponse {
         let out = if kind == RequestKind::Login {
             self.login(req)
         } else {
@@ -480,12 +484,12 @@ impl Core {
                     RequestKind::ShowMessage => self.show_message(&s, req),
                     RequestKind::Delete => self.delete(&s, req),
                     RequestKind::Refile => self.refile(&s, req),
-                    RequestKind::Search => self.search(&s, req).map(|(r, _)| r),
+                    RequestKind::Search => self.search(&s, req),
                     RequestKind::Login => self.login(req),
                 },
             }
         };
-        (out.unwrap_or_else(|r| r), 0)
+        out.unwrap_or_else(|r| r)
     }
 
     fn login(&self, req: &MailRequest) -> Result<MailResponse, MailResponse> {
@@ -637,11 +641,8 @@ impl Core {
         self.moved(m)
     }
 
-    /// A search's page, and the messages of the mailbox it scanned.
-    fn search(&self, s: &Session, req: &MailRequest) -> Result<(MailResponse, u64), MailResponse> {
+    fn search(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
         let (q, field) = search_params(req)?;
-        let mailbox = self.store.folders(s.user, &req.meta).map_err(store_error)?;
-        let scanned = mailbox.iter().map(|f| f.count.max(0) as u64).sum();
         let rows = self
             .store
             .search(s.user, q, field, MAX_RESULTS, &req.meta)
@@ -650,20 +651,22 @@ impl Core {
             SearchField::Headers => "subject and sender",
             SearchField::Body => "body text",
         };
-        Ok((
-            MailResponse::html(html::search_page(q, label, &rows)),
-            scanned,
-        ))
+        Ok(MailResponse::html(html::search_page(q, label, &rows)))
     }
 
     /// The search `req` asks for, as [`SearchCosts`] sees it: `None` for one the handler
     /// refuses anyway (no session, bad parameters) or whose mailbox cannot be read.
     fn search_job(&self, req: &MailRequest) -> Option<SearchJob> {
-        let s = self.session(req)?;
         let (q, field) = search_params(req).ok()?;
+        Some(SearchJob::new(q, field, self.mailbox_messages(req)?))
+    }
+
+    /// The messages in the mailbox of `req`'s session (`None`: no session, or the store could
+    /// not read it): what a search of it scans.
+    fn mailbox_messages(&self, req: &MailRequest) -> Option<u64> {
+        let s = self.session(req)?;
         let folders = self.store.folders(s.user, &req.meta).ok()?;
-        let messages = folders.iter().map(|f| f.count.max(0) as u64).sum();
-        Some(SearchJob::new(q, field, messages))
+        Some(folders.iter().map(|f| f.count.max(0) as u64).sum())
     }
 }
 

@@ -314,23 +314,7 @@ pub(crate) fn number(v: Option<f64>) -> String {
 
 /// `unix_s` as `YYYY-MM-DD HH:MM` (UTC).
 pub(crate) fn utc(unix_s: u64) -> String {
-    let days = i64::try_from(unix_s / 86_400).unwrap_or(0);
-    let secs = unix_s % 86_400;
-    // Howard Hinnant's days-to-civil: the proleptic Gregorian calendar from 1970-01-01.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
-        secs / 3600,
-        secs % 3600 / 60
-    )
+    seda_mail::html::date(i64::try_from(unix_s).unwrap_or(i64::MAX))
 }
 
 /// A fixture for the page's and the README block's tests: an output directory with the

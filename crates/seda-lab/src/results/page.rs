@@ -86,6 +86,18 @@ fn scenario_cell(r: &ScenarioResult, links: bool) -> String {
     }
 }
 
+/// One claim's row of a table: scenario, claim, paper, ours, then `last` (the verdict).
+fn claim_row(s: &mut String, r: &ScenarioResult, c: &Check, links: bool, last: &str) {
+    let _ = writeln!(
+        s,
+        "| {} | {} | {} | {} | {last} |",
+        scenario_cell(r, links),
+        cell(&c.claim),
+        cell(c.paper.as_deref().unwrap_or("")),
+        cell(&c.detail),
+    );
+}
+
 /// The page for `run`. With `links`, scenario names link to their `report.md` (the page sits
 /// in the output directory); `commit_now` is the checkout's commit, named only when the results
 /// recorded none of their own.
@@ -143,11 +155,7 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
         format!(
             "`{}`, {}, {} CPUs, {:.1} GiB, Linux {}",
             m.host,
-            if m.cpu_model.is_empty() {
-                "an unknown CPU"
-            } else {
-                &m.cpu_model
-            },
+            m.cpu_name(),
             m.cpus,
             m.memory_gib,
             m.kernel
@@ -238,15 +246,7 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
          | scenario | claim | paper | ours | verdict |\n|---|---|---|---|---|\n"
     );
     for (r, c) in &checks {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            scenario_cell(r, links),
-            cell(&c.claim),
-            cell(c.paper.as_deref().unwrap_or("")),
-            cell(&c.detail),
-            verdict(c, r)
-        );
+        claim_row(&mut s, r, c, links, &verdict(c, r));
     }
     if checks.is_empty() {
         s += "| | no scenario checked a claim | | | |\n";
@@ -262,14 +262,12 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
     } else {
         s += "| scenario | goal | paper | ours | this run |\n|---|---|---|---|---|\n";
         for (r, c) in short {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} |",
-                scenario_cell(r, links),
-                cell(&c.claim),
-                cell(c.paper.as_deref().unwrap_or("")),
-                cell(&c.detail),
-                if c.passed { "met" } else { "not met" }
+            claim_row(
+                &mut s,
+                r,
+                c,
+                links,
+                if c.passed { "met" } else { "not met" },
             );
         }
     }
