@@ -159,7 +159,8 @@ pub(super) fn checks(points: &[Point], steps: &[Step], loads: &[f64]) -> Vec<Che
         &|x| format!("{x:.2} s"),
     ));
     let none_top = find(points, NONE, hi).map_or(f64::NAN, Point::goodput);
-    out.push(Check::observed(
+    // A claim of the papers (no control collapses), not a comparison a peer may win.
+    out.push(Check::new(
         format!("without admission control goodput collapses at {hi} x (under 0.1 x capacity)"),
         none_top < 0.1,
         format!("{none_top:.3} x capacity"),
