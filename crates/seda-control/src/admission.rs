@@ -97,6 +97,15 @@ pub trait AdmissionController: Send {
     /// seeds' response time); `sojourn` the time since it was admitted to this stage.
     fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration);
 
+    /// An admitted event of `class` was handled, and `beyond_wait` of its response time was
+    /// spent outside this stage's queue (before it, and serving it): called just before
+    /// [`on_complete`](Self::on_complete) by a stage that measures it, as the runtime's do. A
+    /// controller that drops at dequeue learns from it how long a wait leaves too little of
+    /// the target for the rest of a response.
+    fn on_served(&mut self, now: Time, class: u8, beyond_wait: Duration) {
+        let _ = (now, class, beyond_wait);
+    }
+
     /// An admitted event was dropped without being handled: a congestion signal.
     fn on_drop(&mut self, now: Time, class: u8) {
         let _ = (now, class);

@@ -59,6 +59,10 @@ impl AdmissionController for SharedController {
         self.lock().on_dequeue(now, queued)
     }
 
+    fn on_served(&mut self, now: Time, class: u8, beyond_wait: Duration) {
+        self.lock().on_served(now, class, beyond_wait);
+    }
+
     fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration) {
         self.lock().on_complete(now, class, response, sojourn);
     }

@@ -235,9 +235,11 @@ impl Sim {
         }
         let st = &mut self.stages[s as usize];
         let response = now - req.born;
+        let waited = st.started[i] - req.enq;
         if let Some(a) = st.admission.as_mut()
             && !(s == 0 && req.entry_held)
         {
+            a.on_served(dur(now), req.class, dur(response.saturating_sub(waited)));
             a.on_complete(dur(now), req.class, dur(response), dur(now - req.enq));
         }
         let next = match st.next.as_slice() {

@@ -355,6 +355,8 @@ impl<E: Event> StageCore<E> {
                     // Terminated requests are congestion signals, never latency samples.
                     if failed == 0 && !is_cut(i) {
                         let response = end.saturating_duration_since(born);
+                        let waited = clock::between(enqueued, start);
+                        c.on_served(t_end, class, response.saturating_sub(waited));
                         c.on_complete(t_end, class, response, clock::between(enqueued, end_stamp));
                     } else {
                         c.on_drop(t_end, class);

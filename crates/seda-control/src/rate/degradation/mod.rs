@@ -254,6 +254,10 @@ impl AdmissionController for DegradingAdmission {
         }
     }
 
+    fn on_served(&mut self, now: Time, class: u8, beyond_wait: Duration) {
+        self.inner.on_served(now, class, beyond_wait);
+    }
+
     fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration) {
         let p = self.window.push(now, response.as_secs_f64());
         self.run(now, p);

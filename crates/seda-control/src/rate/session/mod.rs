@@ -246,6 +246,10 @@ impl AdmissionController for SessionAwareController {
         self.inner.on_dequeue(now, queued)
     }
 
+    fn on_served(&mut self, now: Time, class: u8, beyond_wait: Duration) {
+        self.inner.on_served(now, class, beyond_wait);
+    }
+
     fn on_complete(&mut self, now: Time, class: u8, response: Duration, sojourn: Duration) {
         self.inner.on_complete(now, class, response, sojourn);
     }

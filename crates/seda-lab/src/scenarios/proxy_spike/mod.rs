@@ -3,7 +3,8 @@
 //! `maxconn` (WC03's 128-connection limit), and through `seda proxy --target-ms`. A light
 //! load measures what each proxy costs per request and adds to the latency; a spike of three
 //! times what the service answers within the target measures the p90 of admitted requests,
-//! the goodput within the target, and the users never answered.
+//! the goodput within the target, and the users never answered. The service's capacity is
+//! stated, not measured: each page holds its worker a stated time ([`gunicorn::HOLD`]).
 
 mod report;
 
@@ -13,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow};
 use serde_json::{Map, Value, json};
 
-use crate::bottleneck::{self, process_runtime_seconds, process_tree_cpu_seconds};
+use crate::bottleneck::{process_runtime_seconds, process_tree_cpu_seconds};
 use crate::child::{Child, free_port};
 use crate::haproxy::{self, Haproxy};
 use crate::outcome::Outcome;
@@ -31,9 +32,6 @@ const TABLE: &str = "seda_lab_proxy_items";
 const SPIKE_X: f64 = 3.0;
 /// The light load, as a share of the capacity.
 const UNDERLOAD_X: f64 = 0.5;
-/// Closed users (no think time) measuring the capacity: enough to keep every worker busy
-/// while others connect (a sync worker closes its connection after each request).
-const CALIBRATION_USERS: usize = 64;
 /// HAProxy's connection limit (WC03's).
 const MAXCONN: usize = 128;
 
@@ -136,6 +134,10 @@ fn shape(lab: &Lab, capacity: f64, target_s: f64) -> Spike {
 }
 
 impl Scenario for ProxySpike {
+    fn capacity_by_design(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "proxy-spike"
     }
@@ -174,18 +176,7 @@ impl Scenario for ProxySpike {
         lab.uses_service(crate::postgres::postmasters());
         let target_s = lab.pick(0.5, 1.0);
         let underload_for = lab.pick(Duration::from_secs(2), Duration::from_secs(10));
-        let upstream = Upstream::start(lab, "gunicorn_calibrate")?;
-        let cal = bottleneck::capacity_of(lab, upstream.addr, CALIBRATION_USERS, &|| {
-            upstream.cpu_seconds()
-        })?;
-        upstream.child.stop();
-        // As in `tower-spike`: sized from what the service answered per second of wall-clock
-        // time on its shared core.
-        let capacity = cal.throughput_per_s;
-        lab.log(format!(
-            "capacity: {capacity:.1} pages/s ({:.1} per CPU-second of gunicorn)",
-            cal.capacity_per_s
-        ));
+        let capacity = gunicorn::capacity_per_s();
         let spike = shape(lab, capacity, target_s);
         let mut runs = Vec::new();
         for front in [Front::Direct, Front::HaproxyMaxconn, Front::SedaProxy] {
@@ -221,10 +212,7 @@ impl Scenario for ProxySpike {
                 underload.p99_ms,
                 underload.cpu_ms_per_request
             ));
-            let upstream_pid = upstream.child.pid();
-            let rendered = move || process_tree_cpu_seconds(upstream_pid);
-            let spike_run =
-                page_load::spike(lab, front.name(), addr, &spike, capacity, Some(&rendered))?;
+            let spike_run = page_load::spike(lab, front.name(), addr, &spike, capacity, None)?;
             if let Some(p) = proxy {
                 p.stop();
             }
@@ -248,12 +236,12 @@ impl Scenario for ProxySpike {
             paper: "WC03 Figure 10's connection limit, in front of a stock service (issue 17)"
                 .into(),
             config: json!({
-                "upstream": {"server": "gunicorn (Debian), sync workers", "workers": gunicorn::WORKERS, "app": "a page of 200 rows from PostgreSQL rendered as HTML", "table": TABLE},
+                "upstream": {"server": "gunicorn (Debian), sync workers", "workers": gunicorn::WORKERS, "app": "a page of 200 rows from PostgreSQL rendered as HTML, holding its worker until the hold has passed", "hold_s": gunicorn::HOLD.as_secs_f64(), "table": TABLE},
                 "spike": spike.describe(),
                 "spike_users_per_capacity_target": SPIKE_X,
                 "client_deadline_s": page_load::deadline(&spike).as_secs_f64(),
                 "capacity_per_s": capacity,
-                "capacity_per_cpu_s": cal.capacity_per_s,
+                "capacity": "stated, not measured: workers / hold",
                 "underload_rate_per_s": UNDERLOAD_X * capacity,
                 "underload_s": underload_for.as_secs_f64(),
                 "haproxy_maxconn": MAXCONN,
@@ -271,7 +259,7 @@ impl Scenario for ProxySpike {
                     .collect(),
             ),
             checks: report::checks(&runs, &spike),
-            report: report::markdown(&runs, &spike, capacity, cal.capacity_per_s),
+            report: report::markdown(&runs, &spike, capacity),
         })
     }
 }

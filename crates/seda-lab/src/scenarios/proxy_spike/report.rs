@@ -84,22 +84,22 @@ pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {
     out
 }
 
-pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64, per_cpu_s: f64) -> String {
+pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64) -> String {
     let t = spike.target_s;
     let mut s = format!(
         "**Setup.** Debian's gunicorn ({} sync workers) serves a WSGI app that reads 200 rows \
-         from PostgreSQL and renders them; gunicorn and the proxies are pinned to the server \
-         core (PostgreSQL is not pinned), the load generator to the other. Capacity \
-         {capacity:.0} pages/s ({per_cpu_s:.0} per CPU-second of gunicorn's processes; loads \
-         are sized from what it got of its shared core). Goodput / capacity is priced in gunicorn's \
-         work: the pages it completed in the spike per CPU-second it ran in it are the run's \
-         capacity, so the ratio is the share of its core it spent on pages answered within the \
-         target. Spike: {} closed users to {} \
+         from PostgreSQL and renders them, then holds its worker until {:.0} ms since the page \
+         began (emulated: the page's real work fits inside the hold); gunicorn and the proxies \
+         are pinned to the server core (PostgreSQL is not pinned), the load generator to the \
+         other. Capacity {capacity:.0} pages/s, stated: workers over the hold. Goodput / \
+         capacity is the pages answered within the target per second over it. Spike: {} \
+         closed users to {} \
          ({SPIKE_X} x capacity x the {t} s target) for {:.0} s; users think {:.0} ms and wait \
          {:.2} s after a 503. HAProxy: `maxconn {MAXCONN}` on the frontend (WC03's limit); seda \
          proxy: `--target-ms {}`. Underload: Poisson arrivals at {UNDERLOAD_X} x capacity; \
          CPU from `/proc` in 10 ms ticks.\n\n",
         super::gunicorn::WORKERS,
+        super::gunicorn::HOLD.as_secs_f64() * 1e3,
         spike.base_users,
         spike.spike_users,
         spike.spike_s,
