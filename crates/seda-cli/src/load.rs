@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use seda_control::AimdWindowConfig;
+use seda_control::{AimdWindowConfig, ThrottleConfig};
 use seda_load::workload::{SpecWeb, Synthetic, UrlList, Workload};
 use seda_load::{
     Arrivals, ClientConfig, Closed, Eager, LoadConfig, Model, Open, PartlyOpen, Schedule, Target,
@@ -157,6 +157,17 @@ pub struct LoadArgs {
     /// does, instead of letting it wait for a slot.
     #[arg(long, requires = "aimd")]
     aimd_reject: bool,
+    /// Throttle adaptively, as Google's clients do: refuse a request here, never sending it,
+    /// with probability max(0, (requests - K x accepts) / (requests + 1)) over a window,
+    /// accepts being the replies that were not a 503 (K = --throttle-k).
+    #[arg(long)]
+    throttle: bool,
+    /// Throttle: requests sent per accepted one before refusing locally.
+    #[arg(long, requires = "throttle", default_value_t = 2.0)]
+    throttle_k: f64,
+    /// Throttle: the window requests and accepts are counted over.
+    #[arg(long, requires = "throttle", value_parser = dur, default_value = "10s")]
+    throttle_window: Duration,
     /// Goodput counts requests completed within this.
     #[arg(long, value_parser = dur, default_value = "100ms")]
     goodput_target: Duration,
@@ -336,6 +347,10 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
             ..AimdWindowConfig::default()
         }),
         aimd_reject_when_full: a.aimd_reject,
+        throttle: a.throttle.then_some(ThrottleConfig {
+            k: a.throttle_k,
+            window: a.throttle_window,
+        }),
         max_body_bytes: a.max_body_bytes,
         ..ClientConfig::default()
     };

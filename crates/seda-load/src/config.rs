@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seda_control::AimdWindowConfig;
+use seda_control::{AimdWindowConfig, ThrottleConfig};
 
 use crate::workload::{UrlList, Workload};
 use crate::{LoadError, Schedule, Target};
@@ -128,6 +128,11 @@ pub struct ClientConfig {
     /// sent has spent its whole deadline there (SSM04: "under overload, requests are rejected
     /// instead of allowing latency to increase").
     pub aimd_reject_when_full: bool,
+    /// Throttle adaptively, as Google's clients do (seda-control's `AdaptiveThrottle`): each
+    /// request is refused here, never sent, with probability `max(0, (requests - K x
+    /// accepts) / (requests + 1))` over the throttle's window, `accepts` the replies that were
+    /// not a 503 (counted in [`Counts::refused`](crate::record::Counts) as the AIMD stub's are).
+    pub throttle: Option<ThrottleConfig>,
     /// Largest response head accepted.
     pub max_header_bytes: usize,
     /// Largest response body accepted.
@@ -165,6 +170,7 @@ impl Default for ClientConfig {
             error_pause: Duration::from_millis(100),
             aimd: None,
             aimd_reject_when_full: false,
+            throttle: None,
             max_header_bytes: 64 * 1024,
             max_body_bytes: 256 * 1024 * 1024,
         }
@@ -266,6 +272,11 @@ impl LoadConfig {
             .is_some_and(|s| !(s.is_finite() && s > 0.0))
         {
             return bad("the Retry-After scale must be a positive number");
+        }
+        if let Some(t) = &self.client.throttle
+            && let Err(e) = t.validate()
+        {
+            return bad(&format!("the throttle: {e}"));
         }
         match &self.model {
             Model::Closed(c) if c.users > 1_000_000 => bad("at most 1,000,000 users"),

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use rand::Rng;
 use seda_control::AimdWindow;
 use tokio::sync::oneshot;
 
@@ -100,6 +101,15 @@ impl Client {
     /// Sends `req` and waits for its end; records it with latency measured from `intended`.
     pub async fn send(&mut self, ctx: &Ctx, req: &Request, intended: Instant) -> Outcome {
         let measured = ctx.measured(intended);
+        if !throttle_lets_send(ctx) {
+            if measured {
+                let mut rec = ctx.rec.borrow_mut();
+                rec.sent(self.id, req.class);
+                rec.done(self.id, req.class, Outcome::Refused, Duration::ZERO);
+            }
+            return Outcome::Refused;
+        }
+        let tried = ctx.elapsed();
         if let Some(gate) = &ctx.gate {
             if ctx.cfg.client.aimd_reject_when_full {
                 // SSM04: the stub rejects what its window cannot take; the server never sees it.
@@ -163,6 +173,11 @@ impl Client {
         if let Some(gate) = &ctx.gate {
             let ok = matches!(outcome, Outcome::Response { status, .. } if status < 500);
             gate.finish(ok, done_at - sent_at);
+        }
+        if let Some(t) = &ctx.throttle
+            && matches!(outcome, Outcome::Response { status, .. } if status != 503)
+        {
+            t.borrow_mut().0.on_accept(tried);
         }
         if measured {
             ctx.rec
@@ -228,6 +243,17 @@ pub(crate) fn idempotent(method: &str) -> bool {
         method,
         "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"
     )
+}
+
+/// Whether the adaptive throttle, if the client has one, lets a request go now (it counts the
+/// request either way).
+fn throttle_lets_send(ctx: &Ctx) -> bool {
+    let Some(t) = &ctx.throttle else {
+        return true;
+    };
+    let (throttle, rng) = &mut *t.borrow_mut();
+    let uniform = rng.random::<f64>();
+    throttle.try_send(ctx.elapsed(), uniform)
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use std::io::IsTerminal;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use seda_control::AimdWindow;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use seda_control::{AdaptiveThrottle, AimdWindow};
 
 use crate::http::Limits;
 use crate::record::{Recorder, Report};
@@ -29,6 +31,8 @@ pub(crate) struct Ctx {
     pub end: Instant,
     pub rec: RefCell<Recorder>,
     pub gate: Option<Gate>,
+    /// The adaptive throttle and its generator, if the client throttles.
+    pub throttle: Option<RefCell<(AdaptiveThrottle, SmallRng)>>,
     pub limits: Limits,
     pub stopping: Cell<bool>,
 }
@@ -76,6 +80,14 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
         .aimd
         .clone()
         .map(|c| Gate::new(AimdWindow::new(c)));
+    let throttle = match cfg.client.throttle.clone().map(AdaptiveThrottle::new) {
+        Some(Ok(t)) => Some(RefCell::new((
+            t,
+            SmallRng::seed_from_u64(cfg.seed.rotate_left(17)),
+        ))),
+        Some(Err(e)) => return Err(LoadError::BadConfig(format!("the throttle: {e}"))),
+        None => None,
+    };
     let limits = Limits {
         max_header_bytes: cfg.client.max_header_bytes,
         max_body_bytes: cfg.client.max_body_bytes,
@@ -90,6 +102,7 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
         start,
         rec: RefCell::new(rec),
         gate,
+        throttle,
         limits,
         stopping: Cell::new(false),
     });

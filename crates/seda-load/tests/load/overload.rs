@@ -1,10 +1,10 @@
-//! Rejections and backoff, the AIMD window, timeouts and failures.
+//! Rejections and backoff, the AIMD window, the adaptive throttle, timeouts and failures.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use seda_control::AimdWindowConfig;
+use seda_control::{AimdWindowConfig, ThrottleConfig};
 use seda_load::Arrivals;
 use seda_load::workload::{Reply as Seen503, Request, Session, Workload};
 
@@ -222,6 +222,46 @@ fn the_aimd_window_bounds_outstanding_requests() {
     let server = TestServer::start(|_| Reply::delayed(MS(20)));
     seda_load::run(closed(&server.url("/"), 16, Duration::ZERO, MS(300))).unwrap();
     assert_eq!(server.max_in_flight(), 16);
+}
+
+#[test]
+fn an_adaptive_throttle_sends_about_k_requests_per_accepted_one() {
+    // The server serves at most one request per 10 ms (100/s) and refuses the rest with a
+    // 503; the application tries 1000/s for 3 s. Throttled (K = 2, a 1 s window), the client
+    // sends about twice what is accepted once the window has filled, and refuses the rest
+    // itself: the server sees a fraction of the 3000 tries.
+    let last = Mutex::new(None::<Instant>);
+    let server = TestServer::start(move |_| {
+        let mut last = last.lock().unwrap();
+        let now = Instant::now();
+        if last.is_none_or(|t| now - t >= MS(10)) {
+            *last = Some(now);
+            Reply::ok()
+        } else {
+            Reply::status(503)
+        }
+    });
+    let mut cfg = open(&server.url("/"), 1000.0, Arrivals::Constant, MS(3000));
+    cfg.client.throttle = Some(ThrottleConfig {
+        k: 2.0,
+        window: MS(1000),
+    });
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let c = r.summary.counts;
+    let reached = server.requests();
+    assert!(
+        c.refused > 1200,
+        "refused {} of {}: {c:?}",
+        c.refused,
+        c.sent
+    );
+    assert!(reached < 1500, "the server saw {reached} of {}", c.sent);
+    // Served ones keep flowing, and the server sees about K per served request (the first
+    // window's misses included).
+    assert!(c.completed > 100, "{c:?}");
+    let per_served = reached as f64 / c.completed as f64;
+    assert!(per_served < 3.0, "{per_served:.2} sent per served: {c:?}");
 }
 
 #[test]
