@@ -30,9 +30,10 @@ use serde::{Deserialize, Serialize};
 /// Default sizer period: one second, the thesis's control period.
 pub const DEFAULT_SIZER_PERIOD: Duration = Duration::from_secs(1);
 
-/// Which sizer a pool runs.
+/// Which sizer a pool runs. New sizers may be added: match with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SizerKind {
     /// SEDA's heuristic (the pool controller of `pool_controller`).
     #[default]
@@ -57,9 +58,11 @@ impl SizerKind {
     }
 }
 
-/// The self-tuning pool's control law, as configuration files name it.
+/// The self-tuning pool's control law, as configuration files name it. New laws may be
+/// added: match with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LawName {
     /// Proportional with pre-compensator.
     #[default]
