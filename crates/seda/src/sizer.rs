@@ -22,6 +22,7 @@
 
 use std::time::Duration;
 
+use seda_control::catalogue::sizers;
 use seda_control::selftune::{
     HillClimbing, Law, PeriodSample, PoleSpec, SelfTuningConfig, SelfTuningPool,
 };
@@ -47,15 +48,24 @@ pub enum SizerKind {
 }
 
 impl SizerKind {
-    /// The name configuration files use.
+    /// The name configuration files use, as the sizers' registry
+    /// ([`seda_control::catalogue::sizers`]) lists it.
     pub fn name(self) -> &'static str {
         match self {
-            SizerKind::Seda => "seda",
-            SizerKind::Fixed => "fixed",
-            SizerKind::SelfTuning => "self_tuning",
-            SizerKind::HillClimbing => "hill_climbing",
+            SizerKind::Seda => sizers::SEDA,
+            SizerKind::Fixed => sizers::FIXED,
+            SizerKind::SelfTuning => sizers::SELF_TUNING,
+            SizerKind::HillClimbing => sizers::HILL_CLIMBING,
         }
     }
+
+    /// Every sizer the runtime runs.
+    pub const ALL: [SizerKind; 4] = [
+        SizerKind::Seda,
+        SizerKind::Fixed,
+        SizerKind::SelfTuning,
+        SizerKind::HillClimbing,
+    ];
 }
 
 /// The self-tuning pool's control law, as configuration files name it. New laws may be
@@ -322,5 +332,24 @@ impl TargetSizer {
         };
         state.threads_target = Some(next);
         next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runtime runs every sizer of the registry, each under the name the registry and
+    /// configuration files give it.
+    #[test]
+    fn every_sizer_of_the_registry_runs_under_its_name() {
+        let names: Vec<&str> = SizerKind::ALL.iter().map(|k| k.name()).collect();
+        let listed: Vec<&str> = sizers::SIZERS.iter().map(|e| e.name).collect();
+        assert_eq!(names, listed);
+        for kind in SizerKind::ALL {
+            let toml = format!("kind = \"{}\"", kind.name());
+            let parsed: SizerConfig = toml::from_str(&toml).unwrap();
+            assert_eq!(parsed.kind, kind);
+        }
     }
 }
