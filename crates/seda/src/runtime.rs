@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::Event;
 use crate::config::{Config, ConfigError, PoolSettings};
+use crate::error::BuildError;
 use crate::global::{GlobalControl, GlobalSnapshot};
 use crate::graph::{Graph, GraphEdge, GraphNode};
 use crate::pool::Pool;
@@ -27,101 +28,6 @@ use crate::stats::{EDGE_SOURCES, StageHistograms, StageSnapshot};
 pub const DEFAULT_THRESHOLD: usize = 10_000;
 /// Largest batch when none is configured.
 pub const DEFAULT_BATCH: usize = 64;
-
-/// Why a stage could not be added or looked up.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum BuildError {
-    /// Another stage already has this name.
-    DuplicateStage(String),
-    /// The builder has no handler.
-    MissingHandler(String),
-    /// The stage names a domain that was not declared.
-    UnknownDomain {
-        /// The stage.
-        stage: String,
-        /// The domain it asked for.
-        domain: String,
-    },
-    /// No stage of that name.
-    NoSuchStage(String),
-    /// The stage exists, but its events are of another type than the one asked for
-    /// ([`Runtime::sink`]).
-    WrongEventType {
-        /// The stage.
-        stage: String,
-        /// The type its events are.
-        actual: &'static str,
-        /// The type asked for.
-        asked: &'static str,
-    },
-    /// No pool (a stage's own or a domain) of that name.
-    NoSuchPool(String),
-    /// The runtime is shut down.
-    ShutDown,
-    /// Invalid settings.
-    Config(ConfigError),
-    /// The handler reads a knob (`StageBuilder::knob`) that the stage's controller, as the
-    /// code or the configuration file chose it, does not have.
-    Knob {
-        /// The stage.
-        stage: String,
-        /// Which knob, and the controller.
-        source: seda_control::KnobError,
-    },
-}
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BuildError::DuplicateStage(n) => write!(f, "a stage named `{n}` already exists"),
-            BuildError::MissingHandler(n) => {
-                write!(
-                    f,
-                    "stage `{n}` has no handler: call .handler(...) on its builder"
-                )
-            }
-            BuildError::UnknownDomain { stage, domain } => write!(
-                f,
-                "stage `{stage}` runs on domain `{domain}`, which is not declared: add \
-                 [domains.{domain}] to the configuration or call Runtime::domain first"
-            ),
-            BuildError::NoSuchStage(n) => write!(f, "no stage named `{n}`"),
-            BuildError::WrongEventType {
-                stage,
-                actual,
-                asked,
-            } => write!(
-                f,
-                "stage `{stage}` takes events of type `{actual}`, not `{asked}`: ask for its \
-                 sink with that type"
-            ),
-            BuildError::NoSuchPool(n) => write!(
-                f,
-                "no pool named `{n}`: name a stage with its own pool or a declared domain"
-            ),
-            BuildError::ShutDown => f.write_str("the runtime is shut down"),
-            BuildError::Config(e) => e.fmt(f),
-            BuildError::Knob { stage, source } => write!(f, "stage `{stage}`: {source}"),
-        }
-    }
-}
-
-impl std::error::Error for BuildError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BuildError::Config(e) => e.source(),
-            BuildError::Knob { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
-
-impl From<ConfigError> for BuildError {
-    fn from(e: ConfigError) -> Self {
-        BuildError::Config(e)
-    }
-}
 
 /// What a shutdown achieved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
