@@ -7,7 +7,11 @@ use std::time::Duration;
 use crate::Time;
 
 /// Why an event was not admitted (or was dropped after admission).
+///
+/// New reasons may be added: match with a `_` arm. Stats and JSON name a reason by
+/// [`as_str`](Self::as_str).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RejectReason {
     /// The stage's queue reached its threshold.
     QueueFull,
@@ -21,17 +25,21 @@ pub enum RejectReason {
     Expired,
     /// The stage is closed (shutting down).
     Closed,
+    /// The caller waited as long as it allowed for room (a full queue, an empty token
+    /// bucket or a reached concurrency limit; `seda::Sink::enqueue_timeout`) and found none.
+    TimedOut,
 }
 
 impl RejectReason {
     /// Every reason, in a fixed order (used to index counters).
-    pub const ALL: [RejectReason; 6] = [
+    pub const ALL: [RejectReason; 7] = [
         RejectReason::QueueFull,
         RejectReason::Rate,
         RejectReason::Class,
         RejectReason::Limit,
         RejectReason::Expired,
         RejectReason::Closed,
+        RejectReason::TimedOut,
     ];
 
     /// A short snake_case name, used in stats and JSON.
@@ -43,6 +51,7 @@ impl RejectReason {
             RejectReason::Limit => "limit",
             RejectReason::Expired => "expired",
             RejectReason::Closed => "closed",
+            RejectReason::TimedOut => "timed_out",
         }
     }
 
@@ -61,6 +70,7 @@ impl fmt::Display for RejectReason {
             RejectReason::Limit => "concurrency limit",
             RejectReason::Expired => "expired",
             RejectReason::Closed => "stage closed",
+            RejectReason::TimedOut => "timed out waiting for room",
         };
         f.write_str(text)
     }

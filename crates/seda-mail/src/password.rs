@@ -23,21 +23,49 @@ pub const PASSES: u32 = 1;
 /// allocate gigabytes).
 pub const MAX_MEMORY_KIB: u32 = 64 * 1024;
 
-fn hasher() -> Result<Argon2<'static>, String> {
-    let params = Params::new(MEMORY_KIB, PASSES, 1, None).map_err(|e| e.to_string())?;
+/// Why a password could not be hashed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HashError {
+    /// The operating system gave no random salt.
+    NoRandomSalt(getrandom::Error),
+    /// argon2 refused the cost parameters ([`MEMORY_KIB`], [`PASSES`]).
+    Params(argon2::Error),
+    /// argon2 refused the salt or the password.
+    Hash(argon2::password_hash::Error),
+}
+
+impl std::fmt::Display for HashError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HashError::NoRandomSalt(e) => write!(f, "no random salt: {e}"),
+            HashError::Params(e) => write!(f, "argon2 refused its cost parameters: {e}"),
+            HashError::Hash(e) => write!(f, "argon2 could not hash the password: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HashError {}
+
+fn hasher() -> Result<Argon2<'static>, HashError> {
+    let params = Params::new(MEMORY_KIB, PASSES, 1, None).map_err(HashError::Params)?;
     Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
 }
 
 /// The PHC string (`$argon2id$v=19$m=32,t=1,p=1$salt$hash`) of `password` with a fresh
 /// random salt.
-pub fn hash(password: &str) -> Result<String, String> {
+///
+/// # Errors
+///
+/// [`HashError`] when the system gives no random salt, or argon2 refuses its input.
+pub fn hash(password: &str) -> Result<String, HashError> {
     let mut salt = [0u8; 16];
-    getrandom::fill(&mut salt).map_err(|e| format!("no random salt: {e}"))?;
-    let salt = SaltString::encode_b64(&salt).map_err(|e| e.to_string())?;
+    getrandom::fill(&mut salt).map_err(HashError::NoRandomSalt)?;
+    let salt = SaltString::encode_b64(&salt).map_err(HashError::Hash)?;
     hasher()?
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| e.to_string())
+        .map_err(HashError::Hash)
 }
 
 /// Whether `password` matches the stored `phc` hash (false for anything malformed or too

@@ -39,13 +39,14 @@ pub struct MailServerConfig {
     pub serve_abandoned: bool,
 }
 
-/// Why the server could not start.
+/// Why the server could not start. New causes may be added: match with a `_` arm.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum MailStartError {
     /// The runtime could not start.
     Runtime(seda::BuildError),
-    /// A stage could not be built.
-    Stage(String),
+    /// A stage could not be built (the mail service's or the router's).
+    Stage(seda::BuildError),
     /// The front end could not listen.
     Io(std::io::Error),
 }
@@ -63,9 +64,8 @@ impl std::fmt::Display for MailStartError {
 impl std::error::Error for MailStartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            MailStartError::Runtime(e) => Some(e),
+            MailStartError::Runtime(e) | MailStartError::Stage(e) => Some(e),
             MailStartError::Io(e) => Some(e),
-            MailStartError::Stage(_) => None,
         }
     }
 }
@@ -104,7 +104,7 @@ impl MailServer {
         };
         let service = match MailService::start(&runtime, store, &config.service) {
             Ok(s) => s,
-            Err(e) => return fail(runtime, MailStartError::Stage(e.to_string())),
+            Err(e) => return fail(runtime, MailStartError::Stage(e)),
         };
         let route =
             {
@@ -118,7 +118,7 @@ impl MailServer {
             };
         let route = match route {
             Ok(r) => r,
-            Err(e) => return fail(runtime, MailStartError::Stage(e.to_string())),
+            Err(e) => return fail(runtime, MailStartError::Stage(e)),
         };
         let http = HttpConfig {
             retry_after_s: RETRY_AFTER_S,

@@ -293,7 +293,7 @@ pub fn run(config: &SoakConfig) -> Result<SoakReport, String> {
             loop {
                 match sink.enqueue_timeout(event, Duration::from_secs(1)) {
                     Ok(()) => break,
-                    Err(r) if r.reason == seda::RejectReason::QueueFull => event = r.event,
+                    Err(r) if r.reason == seda::RejectReason::TimedOut => event = r.event,
                     Err(r) => return Err(format!("soak: request refused: {:?}", r.reason)),
                 }
             }

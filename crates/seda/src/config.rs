@@ -188,8 +188,11 @@ impl std::error::Error for ConfigError {
 }
 
 /// The whole configuration file.
+///
+/// New fields may be added: build it with `Default` (or from a file) and set fields.
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Config {
     /// Runtime-wide settings.
     #[serde(default)]
@@ -203,8 +206,11 @@ pub struct Config {
 }
 
 /// Runtime-wide settings.
+///
+/// New fields may be added: build it with `Default` (or from a file) and set fields.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct RuntimeConfig {
     /// Period of the control thread, ms (controllers keep their own, longer periods).
     pub tick_ms: u64,

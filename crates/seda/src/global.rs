@@ -36,8 +36,12 @@ use crate::stats::StageSnapshot;
 pub const DEFAULT_DROPPER_FRACTION: f64 = 0.8;
 
 /// Settings of global control (see the module docs).
+///
+/// New fields may be added: build it with [`GlobalControlConfig::new`] (or from a file) and
+/// set fields.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct GlobalControlConfig {
     /// The p90 response-time target, ms.
     pub target_p90_ms: u64,

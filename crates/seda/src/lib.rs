@@ -75,6 +75,7 @@
 mod clock;
 mod config;
 mod cpu;
+mod error;
 pub mod global;
 mod graph;
 pub mod handler;
@@ -97,6 +98,7 @@ pub use config::{
     TerminateConfig,
 };
 pub use cpu::{server_timing_cpu, thread_cpu_time};
+pub use error::BuildError;
 pub use global::GlobalControlConfig;
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
@@ -104,8 +106,8 @@ pub use meta::{CancelReason, CancelToken, Event, Meta};
 pub use processor::EmulatedProcessor;
 pub use queue::Order;
 pub use runtime::{
-    BuildError, DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder,
-    RuntimeSnapshot, ShutdownReport,
+    DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder, RuntimeSnapshot,
+    ShutdownReport,
 };
 pub use seda_control::{AdmissionController, Knob, KnobKind, Quality, RejectReason, Time};
 pub use sink::{Prepared, Rejected, Sink};

@@ -25,8 +25,10 @@ const CANCELLED: u8 = 1;
 const TERMINATING: u8 = 2;
 const TERMINATED: u8 = 3;
 
-/// Why a request was cancelled (see [`CancelToken::checkpoint`]).
+/// Why a request was cancelled (see [`CancelToken::checkpoint`]). New reasons may be added:
+/// match with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CancelReason {
     /// Its client went away, or its owner cancelled it.
     Cancelled,

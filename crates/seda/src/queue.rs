@@ -16,9 +16,10 @@ use crate::clock::Stamp;
 
 use parking_lot::Mutex;
 
-/// Dequeue order.
+/// Dequeue order. New orders may be added: match with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Order {
     /// First in, first out (the default).
     #[default]

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::Event;
 use crate::config::{Config, ConfigError, PoolSettings};
+use crate::error::BuildError;
 use crate::global::{GlobalControl, GlobalSnapshot};
 use crate::graph::{Graph, GraphEdge, GraphNode};
 use crate::pool::Pool;
@@ -27,78 +28,6 @@ use crate::stats::{EDGE_SOURCES, StageHistograms, StageSnapshot};
 pub const DEFAULT_THRESHOLD: usize = 10_000;
 /// Largest batch when none is configured.
 pub const DEFAULT_BATCH: usize = 64;
-
-/// Why a stage could not be added or looked up.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum BuildError {
-    /// Another stage already has this name.
-    DuplicateStage(String),
-    /// The builder has no handler.
-    MissingHandler(String),
-    /// The stage names a domain that was not declared.
-    UnknownDomain {
-        /// The stage.
-        stage: String,
-        /// The domain it asked for.
-        domain: String,
-    },
-    /// No stage of that name, or its events are of another type.
-    NoSuchStage(String),
-    /// The runtime is shut down.
-    ShutDown,
-    /// Invalid settings.
-    Config(ConfigError),
-    /// The handler reads a knob (`StageBuilder::knob`) that the stage's controller, as the
-    /// code or the configuration file chose it, does not have.
-    Knob {
-        /// The stage.
-        stage: String,
-        /// Which knob, and the controller.
-        source: seda_control::KnobError,
-    },
-}
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BuildError::DuplicateStage(n) => write!(f, "a stage named `{n}` already exists"),
-            BuildError::MissingHandler(n) => {
-                write!(
-                    f,
-                    "stage `{n}` has no handler: call .handler(...) on its builder"
-                )
-            }
-            BuildError::UnknownDomain { stage, domain } => write!(
-                f,
-                "stage `{stage}` runs on domain `{domain}`, which is not declared: add \
-                 [domains.{domain}] to the configuration or call Runtime::domain first"
-            ),
-            BuildError::NoSuchStage(n) => {
-                write!(f, "no stage named `{n}` with that event type")
-            }
-            BuildError::ShutDown => f.write_str("the runtime is shut down"),
-            BuildError::Config(e) => e.fmt(f),
-            BuildError::Knob { stage, source } => write!(f, "stage `{stage}`: {source}"),
-        }
-    }
-}
-
-impl std::error::Error for BuildError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BuildError::Config(e) => e.source(),
-            BuildError::Knob { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
-
-impl From<ConfigError> for BuildError {
-    fn from(e: ConfigError) -> Self {
-        BuildError::Config(e)
-    }
-}
 
 /// What a shutdown achieved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -174,6 +103,21 @@ struct Inner {
 /// clone does the same (as tokio's blocking pool does), so a runtime never outlives its owner
 /// with threads running. Shutting down twice is harmless: the second call returns the first
 /// report. (A handler that holds a clone keeps the runtime alive until it is shut down.)
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use seda::{Config, Runtime, Stage, handler};
+///
+/// let config = Config::from_toml("[stages.work]\nthreshold = 8")?;
+/// let rt = Runtime::builder().config(config).start()?;
+/// let work = rt.stage(Stage::builder("work").handler(handler::each(|_: u64, _cx| {})))?;
+/// assert_eq!(work.threshold(), Some(8)); // the file's setting overrides the code's
+/// let report = rt.shutdown_timeout(Duration::from_secs(5));
+/// assert!(report.drained);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
@@ -207,6 +151,12 @@ impl RuntimeBuilder {
     }
 
     /// Starts the control thread and the domains of the configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Config`] when the global control settings are invalid
+    /// ([`ConfigError::Runtime`]) or the control thread cannot be spawned
+    /// ([`ConfigError::ControlThread`]).
     pub fn start(self) -> Result<Runtime, BuildError> {
         let registry = Arc::new(Registry::default());
         let shared = Arc::new(Shared::new());
@@ -321,11 +271,36 @@ impl Runtime {
     }
 
     /// A runtime with default settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`RuntimeBuilder::start`]: with default settings, only when the control thread
+    /// cannot be spawned.
     pub fn start() -> Result<Runtime, BuildError> {
         Runtime::builder().start()
     }
 
-    /// Declares a domain: a pool that stages join with `.domain(name)`.
+    /// Declares a domain: a pool that stages join with `.domain(name)`. Declaring a name
+    /// twice keeps the first pool and its settings.
+    ///
+    /// # Errors
+    ///
+    /// None today; the `Result` leaves room for settings checked when the pool starts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{PoolSettings, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let settings = PoolSettings { threads: Some(2), ..Default::default() };
+    /// rt.domain("shared", settings)?;
+    /// let a = rt.stage(Stage::builder("a").domain("shared").handler(handler::each(|_: u8, _cx| {})))?;
+    /// let b = rt.stage(Stage::builder("b").domain("shared").handler(handler::each(|_: u8, _cx| {})))?;
+    /// assert!(a.enqueue(1).is_ok() && b.enqueue(2).is_ok());
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn domain(&self, name: &str, settings: PoolSettings) -> Result<(), BuildError> {
         let mut domains = self.inner.registry.domains.write();
         if domains.contains_key(name) {
@@ -344,6 +319,29 @@ impl Runtime {
 
     /// Adds a stage and returns its sink. Settings from the configuration file for a stage of
     /// the same name override those in the builder.
+    ///
+    /// # Errors
+    ///
+    /// - [`BuildError::ShutDown`] once the runtime is shut down;
+    /// - [`BuildError::MissingHandler`] when the builder has no handler;
+    /// - [`BuildError::DuplicateStage`] when a stage of that name exists;
+    /// - [`BuildError::UnknownDomain`] when the stage names a domain not declared;
+    /// - [`BuildError::Config`] when the file's admission or termination settings for the
+    ///   stage are invalid;
+    /// - [`BuildError::Knob`] when the handler reads a knob its controller does not have.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{BuildError, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// rt.stage(Stage::builder("echo").handler(handler::each(|_: u8, _cx| {})))?;
+    /// let again = rt.stage(Stage::builder("echo").handler(handler::each(|_: u8, _cx| {})));
+    /// assert!(matches!(again, Err(BuildError::DuplicateStage(_))));
+    /// rt.shutdown();
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn stage<E: Event>(&self, builder: StageBuilder<E>) -> Result<Sink<E>, BuildError> {
         if self.inner.report.lock().is_some() {
             return Err(BuildError::ShutDown);
@@ -470,7 +468,27 @@ impl Runtime {
             })
     }
 
-    /// The sink of the stage called `name`, if its events are of type `E`.
+    /// The sink of the stage called `name`, whose events must be of type `E`: for code that
+    /// feeds a stage it did not build (the sink [`stage`](Self::stage) returned is the same).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::NoSuchStage`] when no stage has that name, and
+    /// [`BuildError::WrongEventType`] when its events are of another type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{BuildError, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// rt.stage(Stage::builder("count").handler(handler::each(|_: u64, _cx| {})))?;
+    /// assert!(rt.sink::<u64>("count")?.enqueue(7).is_ok());
+    /// assert!(matches!(rt.sink::<String>("count"), Err(BuildError::WrongEventType { .. })));
+    /// assert!(matches!(rt.sink::<u64>("counts"), Err(BuildError::NoSuchStage(_))));
+    /// rt.shutdown();
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn sink<E: Event>(&self, name: &str) -> Result<Sink<E>, BuildError> {
         let stage = self
             .inner
@@ -479,14 +497,25 @@ impl Runtime {
             .read()
             .iter()
             .find(|s| s.name() == name)
-            .cloned();
+            .cloned()
+            .ok_or_else(|| BuildError::NoSuchStage(name.to_string()))?;
+        let actual = stage.event_type();
         stage
-            .and_then(|s| s.into_any().downcast::<StageCore<E>>().ok())
+            .into_any()
+            .downcast::<StageCore<E>>()
             .map(|core| Sink { core })
-            .ok_or_else(|| BuildError::NoSuchStage(name.to_string()))
+            .map_err(|_| BuildError::WrongEventType {
+                stage: name.to_string(),
+                actual,
+                asked: std::any::type_name::<E>(),
+            })
     }
 
     /// Changes the thread bounds of a stage's own pool or of a domain, while running.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::NoSuchPool`] when no stage with its own pool and no domain has that name.
     pub fn resize_pool(&self, pool: &str, min: usize, max: usize) -> Result<(), BuildError> {
         self.pool_named(pool)?.resize(min, max);
         Ok(())
@@ -494,6 +523,10 @@ impl Runtime {
 
     /// Sets the throughput target, events/s, of a self-tuning pool (a stage's own pool or a
     /// domain), over its settings' and global control's; `None` gives them back.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::NoSuchPool`] when no stage with its own pool and no domain has that name.
     pub fn set_throughput_target(
         &self,
         pool: &str,
@@ -524,7 +557,7 @@ impl Runtime {
             .iter()
             .find(|p| p.name == pool)
             .cloned();
-        p.ok_or_else(|| BuildError::NoSuchStage(pool.to_string()))
+        p.ok_or_else(|| BuildError::NoSuchPool(pool.to_string()))
     }
 
     /// The configuration the runtime was started with (file settings by stage name).

@@ -49,6 +49,27 @@ impl<T> fmt::Display for Rejected<T> {
 impl<T> std::error::Error for Rejected<T> {}
 
 /// The enqueue end of a stage. Cheap to clone; send it to whoever feeds the stage.
+///
+/// Every enqueue runs the stage's admission in the caller's thread (closed, expired,
+/// predicates, token bucket, adaptive controller, queue threshold; see the crate's "Overload"
+/// section) and either queues the event or hands it back in a [`Rejected`] with the reason.
+/// Nothing blocks except [`enqueue_timeout`](Self::enqueue_timeout), which waits for room.
+///
+/// # Examples
+///
+/// ```
+/// use seda::{Runtime, Stage, handler};
+///
+/// let rt = Runtime::start()?;
+/// let sink = rt.stage(Stage::builder("log").handler(handler::each(|line: String, _cx| {
+///     let _ = line.len();
+/// })))?;
+/// let producer = sink.clone(); // the same stage
+/// producer.enqueue("hello".to_string()).expect("an empty queue admits");
+/// assert_eq!(sink.name(), "log");
+/// rt.shutdown();
+/// # Ok::<(), seda::BuildError>(())
+/// ```
 pub struct Sink<E: Event> {
     pub(crate) core: Arc<StageCore<E>>,
 }
@@ -96,12 +117,49 @@ impl<E: Event> Sink<E> {
         self.len() == 0
     }
 
-    /// Enqueues one event, or gives it back with the reason it was not admitted.
+    /// Enqueues one event, or gives it back with the reason it was not admitted. Never blocks:
+    /// admission runs in the caller's thread, and an admitted event is queued (or, on an
+    /// inline stage, handled on this thread before the call returns).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`], with the event back and the [`RejectReason`]: `Closed` once the runtime
+    /// shuts down, `Expired` for a [`Meta`](crate::Meta) whose deadline passed or whose client
+    /// cancelled, whatever a predicate ([`StageBuilder::admit_if`](crate::StageBuilder::admit_if))
+    /// returned, `Rate` when the token bucket is empty, `Limit` or `Class` from the stage's
+    /// adaptive controller, and `QueueFull` at the queue threshold. Each is counted in the
+    /// stage's stats.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{RejectReason, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// // A token bucket of one token that refills once in 1,000 s.
+    /// let sink = rt.stage(
+    ///     Stage::builder("slow")
+    ///         .rate_limit(0.001, 1.0)
+    ///         .handler(handler::each(|_: u32, _cx| {})),
+    /// )?;
+    /// assert!(sink.enqueue(1).is_ok());
+    /// let refused = sink.enqueue(2).unwrap_err();
+    /// assert_eq!(refused.reason, RejectReason::Rate);
+    /// assert_eq!(refused.into_inner(), 2); // the event comes back
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn enqueue(&self, event: E) -> Result<(), Rejected<E>> {
         self.core.enqueue_one(event)
     }
 
-    /// Enqueues all events or none of them, even against concurrent producers.
+    /// Enqueues all events or none of them, even against concurrent producers. An empty
+    /// `events` is admitted without running admission.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] with every event back, for the first reason one of them was refused (the
+    /// reasons of [`enqueue`](Self::enqueue)); none was queued.
     pub fn enqueue_many(&self, events: Vec<E>) -> Result<(), Rejected<Vec<E>>> {
         if events.is_empty() {
             return Ok(());
@@ -110,12 +168,42 @@ impl<E: Event> Sink<E> {
     }
 
     /// Enqueues one event; on rejection the event is dropped (and counted as rejected).
+    /// Returns whether it was admitted: for events nobody answers (metrics, hints), where a
+    /// refusal needs no handling.
     pub fn enqueue_lossy(&self, event: E) -> bool {
         self.enqueue(event).is_ok()
     }
 
-    /// Enqueues one event, waiting up to `timeout` for room when the queue is full or the rate
-    /// limit has no token (backpressure). Other rejections return at once.
+    /// Enqueues one event, waiting up to `timeout` for room when the queue is full, the rate
+    /// limit has no token or the concurrency limit is reached (backpressure). Other
+    /// rejections return at once. The wait spins, then yields, then sleeps until a worker
+    /// frees room or the deadline passes.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] with the event back: reason [`RejectReason::TimedOut`] when `timeout`
+    /// passed without room (counted as such in the stage's stats), or at once any reason of
+    /// [`enqueue`](Self::enqueue) that waiting cannot cure (`Closed`, `Expired`, `Class`, a
+    /// predicate's).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use seda::{RejectReason, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let sink = rt.stage(
+    ///     Stage::builder("slow")
+    ///         .rate_limit(0.001, 1.0)
+    ///         .handler(handler::each(|_: u32, _cx| {})),
+    /// )?;
+    /// sink.enqueue(1).expect("the bucket's one token");
+    /// let waited = sink.enqueue_timeout(2, Duration::from_millis(10)).unwrap_err();
+    /// assert_eq!(waited.reason, RejectReason::TimedOut);
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn enqueue_timeout(&self, event: E, timeout: Duration) -> Result<(), Rejected<E>> {
         let mut deadline = None;
         let mut event = event;
@@ -130,9 +218,16 @@ impl<E: Event> Sink<E> {
                     );
                     let now = Instant::now();
                     let deadline = *deadline.get_or_insert(now + timeout);
-                    if !retry || now >= deadline {
+                    if !retry {
                         self.core.count_rejected(rejected.reason, 1);
                         return Err(rejected);
+                    }
+                    if now >= deadline {
+                        self.core.count_rejected(RejectReason::TimedOut, 1);
+                        return Err(Rejected {
+                            reason: RejectReason::TimedOut,
+                            ..rejected
+                        });
                     }
                     event = rejected.event;
                     // A worker usually frees room within microseconds: spin, then yield, and
@@ -157,6 +252,25 @@ impl<E: Event> Sink<E> {
     ///
     /// [`Prepared::commit`] pushes them; [`Prepared::abort`], or dropping the guard, releases the
     /// reservation, so a forgotten prepare cannot leak capacity.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] with every event back, for the reasons of
+    /// [`enqueue_many`](Self::enqueue_many); nothing is reserved.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let sink = rt.stage(Stage::builder("store").handler(handler::each(|_: u8, _cx| {})))?;
+    /// let prepared = sink.enqueue_prepare(vec![1, 2])?; // both admitted, not yet visible
+    /// // ... the caller's own commit succeeds ...
+    /// prepared.commit();
+    /// rt.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn enqueue_prepare(&self, events: Vec<E>) -> Result<Prepared<E>, Rejected<Vec<E>>> {
         let admitted = self.core.admit_many(&events, current_stage());
         match admitted {

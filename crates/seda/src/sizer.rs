@@ -22,6 +22,7 @@
 
 use std::time::Duration;
 
+use seda_control::catalogue::sizers;
 use seda_control::selftune::{
     HillClimbing, Law, PeriodSample, PoleSpec, SelfTuningConfig, SelfTuningPool,
 };
@@ -30,9 +31,10 @@ use serde::{Deserialize, Serialize};
 /// Default sizer period: one second, the thesis's control period.
 pub const DEFAULT_SIZER_PERIOD: Duration = Duration::from_secs(1);
 
-/// Which sizer a pool runs.
+/// Which sizer a pool runs. New sizers may be added: match with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SizerKind {
     /// SEDA's heuristic (the pool controller of `pool_controller`).
     #[default]
@@ -46,20 +48,31 @@ pub enum SizerKind {
 }
 
 impl SizerKind {
-    /// The name configuration files use.
+    /// The name configuration files use, as the sizers' registry
+    /// ([`seda_control::catalogue::sizers`]) lists it.
     pub fn name(self) -> &'static str {
         match self {
-            SizerKind::Seda => "seda",
-            SizerKind::Fixed => "fixed",
-            SizerKind::SelfTuning => "self_tuning",
-            SizerKind::HillClimbing => "hill_climbing",
+            SizerKind::Seda => sizers::SEDA,
+            SizerKind::Fixed => sizers::FIXED,
+            SizerKind::SelfTuning => sizers::SELF_TUNING,
+            SizerKind::HillClimbing => sizers::HILL_CLIMBING,
         }
     }
+
+    /// Every sizer the runtime runs.
+    pub const ALL: [SizerKind; 4] = [
+        SizerKind::Seda,
+        SizerKind::Fixed,
+        SizerKind::SelfTuning,
+        SizerKind::HillClimbing,
+    ];
 }
 
-/// The self-tuning pool's control law, as configuration files name it.
+/// The self-tuning pool's control law, as configuration files name it. New laws may be
+/// added: match with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LawName {
     /// Proportional with pre-compensator.
     #[default]
@@ -319,5 +332,24 @@ impl TargetSizer {
         };
         state.threads_target = Some(next);
         next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runtime runs every sizer of the registry, each under the name the registry and
+    /// configuration files give it.
+    #[test]
+    fn every_sizer_of_the_registry_runs_under_its_name() {
+        let names: Vec<&str> = SizerKind::ALL.iter().map(|k| k.name()).collect();
+        let listed: Vec<&str> = sizers::SIZERS.iter().map(|e| e.name).collect();
+        assert_eq!(names, listed);
+        for kind in SizerKind::ALL {
+            let toml = format!("kind = \"{}\"", kind.name());
+            let parsed: SizerConfig = toml::from_str(&toml).unwrap();
+            assert_eq!(parsed.kind, kind);
+        }
     }
 }

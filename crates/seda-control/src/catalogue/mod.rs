@@ -8,6 +8,8 @@
 //! iterate [`catalogue`], so adding a controller is its module plus one line in `CATALOGUE`
 //! below.
 //!
+//! Pool sizers, the resource lever, have their own list in [`sizers`].
+//!
 //! ```
 //! use std::collections::BTreeMap;
 //! use std::time::Duration;
@@ -22,6 +24,7 @@
 //! ```
 
 mod params;
+pub mod sizers;
 
 use std::collections::BTreeMap;
 use std::fmt;

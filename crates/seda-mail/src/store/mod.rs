@@ -56,6 +56,8 @@ pub enum StoreError {
     },
     /// The database failed (SQL, constraint, lost connection); the driver's error is the source.
     Db(Box<dyn std::error::Error + Send + Sync>),
+    /// A user's password could not be hashed (loading a corpus); nothing was written for it.
+    Password(crate::password::HashError),
 }
 
 impl StoreError {
@@ -77,6 +79,7 @@ impl fmt::Display for StoreError {
                 write!(f, "cannot connect to {target}: {source}")
             }
             StoreError::Db(e) => write!(f, "database error: {e}"),
+            StoreError::Password(e) => write!(f, "cannot store a password: {e}"),
         }
     }
 }
@@ -85,6 +88,7 @@ impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StoreError::Connect { source, .. } | StoreError::Db(source) => Some(source.as_ref()),
+            StoreError::Password(e) => Some(e),
             _ => None,
         }
     }

@@ -332,7 +332,7 @@ impl<B: Backend> Store for SqlStore<B> {
             for u in corpus.users() {
                 // Hashed once per user, here: the corpus keeps the clear text (tests and the
                 // load generator log in with it), the database only the salted hash.
-                let hash = crate::password::hash(&u.password).map_err(StoreError::Invalid)?;
+                let hash = crate::password::hash(&u.password).map_err(StoreError::Password)?;
                 c.exec(
                     &format!(
                         "INSERT INTO {p}users (id, name, password, class) VALUES (?, ?, ?, ?)"

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use seda_control::catalogue::sizers;
 use seda_control::selftune::{
     GlobalTargets, HillClimbing, PeriodSample, SelfTuningConfig, SelfTuningPool, ServiceSample,
 };
@@ -17,7 +18,7 @@ pub struct FixedPool(pub u32);
 
 impl PoolSizer for FixedPool {
     fn name(&self) -> &'static str {
-        "fixed"
+        sizers::FIXED
     }
     fn resize(&mut self, _p: &PoolPeriod) -> u32 {
         self.0
@@ -193,7 +194,7 @@ pub struct HillClimbingPool(pub HillClimbing);
 
 impl PoolSizer for HillClimbingPool {
     fn name(&self) -> &'static str {
-        "hill_climbing"
+        sizers::HILL_CLIMBING
     }
     fn resize(&mut self, p: &PoolPeriod) -> u32 {
         let n = self.0.update(p.servers as usize, p.period_s, p.served);

@@ -14,6 +14,7 @@
 //! controller's default of 4 could not follow a step of 13 threads within 3 periods).
 
 use anyhow::{Result, bail};
+use seda_control::catalogue::sizers::HILL_CLIMBING;
 use seda_control::selftune::{HillClimbing, Law, SelfTuningConfig};
 use serde::Serialize;
 use serde_json::json;
@@ -35,7 +36,7 @@ pub const SCENARIO: Scenario = Scenario {
 };
 
 /// The controllers compared.
-pub const CONTROLLERS: [&str; 5] = ["p", "pi", "pd", "seda_heuristic", "hill_climbing"];
+pub const CONTROLLERS: [&str; 5] = ["p", "pi", "pd", "seda_heuristic", HILL_CLIMBING];
 /// Most threads any controller may use.
 pub const MAX_THREADS: u32 = 64;
 /// The control period.
@@ -90,7 +91,7 @@ pub fn sizer(name: &str, plan: TargetPlan) -> Result<Box<dyn PoolSizer>> {
         "seda_heuristic" => {
             return Ok(Box::new(SedaHeuristicPool::new(100, MAX_THREADS, PERIOD_S)));
         }
-        "hill_climbing" => {
+        HILL_CLIMBING => {
             return Ok(Box::new(HillClimbingPool(HillClimbing::new(
                 1,
                 MAX_THREADS as usize,

@@ -35,6 +35,34 @@ impl Stage {
 pub(crate) type DropHook<E> = Box<dyn Fn(E, RejectReason) + Send + Sync>;
 
 /// A stage under construction. Add it to a runtime with [`Runtime::stage`](crate::Runtime::stage).
+///
+/// Every setting is optional except the handler; the configuration file's settings for a
+/// stage of the same name override the builder's when the stage is added. No method panics:
+/// settings are checked when the stage is built, and a bad one is a
+/// [`BuildError`](crate::BuildError).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use seda::{Order, Runtime, Stage, handler};
+///
+/// let rt = Runtime::start()?;
+/// let sink = rt.stage(
+///     Stage::builder("render")
+///         .threads(2)
+///         .batch(8)
+///         .threshold(1_000) // admission: enqueues past 1,000 queued are refused
+///         .order(Order::Lifo) // under overload, the newest requests first
+///         .drop_after(Duration::from_millis(500))
+///         .handler(handler::each(|page: String, _cx| {
+///             let _ = page.len();
+///         })),
+/// )?;
+/// assert_eq!(sink.threshold(), Some(1_000));
+/// rt.shutdown();
+/// # Ok::<(), seda::BuildError>(())
+/// ```
 pub struct StageBuilder<E: Event> {
     pub(crate) name: String,
     pub(crate) handler: Option<Box<dyn Handler<E>>>,
@@ -87,7 +115,8 @@ impl<E: Event> StageBuilder<E> {
         self
     }
 
-    /// Queue length limit: enqueues beyond it are rejected with `QueueFull`.
+    /// Queue length limit: enqueues beyond it are rejected with `QueueFull` (0: unbounded;
+    /// a queued stage without one gets [`DEFAULT_THRESHOLD`](crate::DEFAULT_THRESHOLD)).
     pub fn threshold(mut self, limit: usize) -> Self {
         self.config.threshold = Some(limit);
         self

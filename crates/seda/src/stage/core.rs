@@ -529,4 +529,8 @@ impl<E: Event> StageDyn for StageCore<E> {
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
         self
     }
+
+    fn event_type(&self) -> &'static str {
+        std::any::type_name::<E>()
+    }
 }

@@ -65,4 +65,6 @@ pub(crate) trait StageDyn: Send + Sync {
     /// Drops whatever is still queued (shutdown gave up waiting); returns how many.
     fn abandon(&self) -> usize;
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    /// The Rust type of the stage's events, for an error that names it.
+    fn event_type(&self) -> &'static str;
 }

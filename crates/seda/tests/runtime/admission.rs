@@ -111,7 +111,7 @@ fn enqueue_timeout_waits_for_room_then_gives_up() {
     let err = sink
         .enqueue_timeout(2, Duration::from_millis(50))
         .unwrap_err();
-    assert_eq!(err.reason, RejectReason::QueueFull);
+    assert_eq!(err.reason, RejectReason::TimedOut);
     assert!(t.elapsed() >= Duration::from_millis(50));
     // Now release the worker while a producer waits: it gets in.
     let s2 = sink.clone();
@@ -123,6 +123,33 @@ fn enqueue_timeout_waits_for_room_then_gives_up() {
     }
     rt.shutdown();
     assert_eq!(done.get(), 3);
+    // The wait that gave up counts as timed out, not as a full queue.
+    let stats = rt.stats();
+    let s = &stats.stages[0].totals.counters;
+    assert_eq!((s.rejected["timed_out"], s.rejected["queue_full"]), (1, 0));
+}
+
+#[test]
+fn a_sink_of_the_wrong_event_type_is_told_apart_from_a_missing_stage() {
+    let rt = Runtime::start().unwrap();
+    rt.stage(Stage::builder("numbers").handler(handler::each(|_: u64, _| {})))
+        .unwrap();
+    let wrong = rt.sink::<String>("numbers").unwrap_err();
+    assert!(
+        matches!(&wrong, seda::BuildError::WrongEventType { stage, actual, .. }
+            if stage == "numbers" && *actual == "u64"),
+        "{wrong:?}"
+    );
+    assert!(
+        wrong.to_string().contains("alloc::string::String"),
+        "{wrong}"
+    );
+    let missing = rt.sink::<u64>("letters").unwrap_err();
+    assert!(matches!(missing, seda::BuildError::NoSuchStage(ref n) if n == "letters"));
+    let pool = rt.resize_pool("letters", 1, 2).unwrap_err();
+    assert!(matches!(pool, seda::BuildError::NoSuchPool(_)), "{pool:?}");
+    assert!(rt.sink::<u64>("numbers").is_ok());
+    rt.shutdown();
 }
 
 #[test]

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use seda::{SizerConfig, SizerKind};
+use seda_control::catalogue::sizers::{self, FIXED, HILL_CLIMBING, SEDA};
 use seda_control::selftune::Law;
 use serde_json::{Map, Value, json};
 
@@ -34,7 +35,7 @@ use plant::{PLANTS, Plant, Run, Work};
 pub(crate) struct PoolControl;
 
 /// The sizers compared, by the names the summary uses.
-const SIZERS: [&str; 5] = ["p", "pi", "pd", "seda", "hill_climbing"];
+const SIZERS: [&str; 5] = ["p", "pi", "pd", SEDA, HILL_CLIMBING];
 
 /// Targets of the three phases, as shares of the sweep's best fixed pool's throughput.
 const PHASES: [f64; 3] = [0.4, 0.8, 1.5];
@@ -55,8 +56,8 @@ fn sizer(name: &str, period: Duration) -> SizerConfig {
         "p" => SizerConfig::self_tuning(Law::P),
         "pi" => SizerConfig::self_tuning(Law::Pi),
         "pd" => SizerConfig::self_tuning(Law::Pd),
-        "hill_climbing" => SizerConfig::new(SizerKind::HillClimbing),
-        "fixed" => SizerConfig::new(SizerKind::Fixed),
+        HILL_CLIMBING => SizerConfig::new(SizerKind::HillClimbing),
+        FIXED => SizerConfig::new(SizerKind::Fixed),
         _ => SizerConfig::new(SizerKind::Seda),
     };
     SizerConfig { period_ms, ..base }
@@ -82,7 +83,7 @@ fn fixed(
     let period = fixed_period(lab);
     let run = plant::run(
         work,
-        sizer("fixed", period),
+        sizer(FIXED, period),
         n,
         &[(length, None)],
         period,
@@ -129,7 +130,8 @@ fn sweep(lab: &Lab, plant: Plant, work: &Work) -> Result<Sweep> {
 }
 
 fn figures(name: &str, run: &Run, best: f64) -> Figures {
-    let targeted = !matches!(name, "seda" | "hill_climbing");
+    // The self-tuning laws (`p`, `pi`, `pd`) are labels, not sizer names: targeted.
+    let targeted = sizers::entry(name).is_none_or(|e| e.targeted);
     let phase = |i| metrics::phase(&run.samples, i);
     let (y, threads) = metrics::plateau(phase(2));
     Figures {
