@@ -528,6 +528,19 @@ impl Config {
         })
     }
 
+    /// The configuration as a TOML document that [`Config::from_toml`] reads back to the same
+    /// value: what a program that starts a server writes to the server's `--config` file,
+    /// instead of formatting TOML by hand (a misspelt key would only show when the server
+    /// refused it).
+    ///
+    /// # Errors
+    ///
+    /// When a value has no TOML form (none of the settings' types lacks one today).
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        // Through a `toml::Value`, which orders plain values before tables as TOML requires.
+        toml::to_string(&toml::Value::try_from(self)?)
+    }
+
     /// Applies one `dotted.key=value` override (the value is TOML: `4`, `true`, `"lifo"`; a bare
     /// word is taken as a string).
     pub fn set(&self, assignment: &str) -> Result<Config, ConfigError> {
