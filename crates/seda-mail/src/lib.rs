@@ -79,6 +79,7 @@ mod server;
 mod service;
 pub mod session;
 pub mod soak;
+mod stats;
 pub mod store;
 pub mod user_model;
 pub mod workload;
@@ -89,6 +90,7 @@ pub use request::{
     Responder, parse_cookies, parse_urlencoded, percent_decode, percent_encode,
 };
 pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hyper};
+pub use stats::{ProcessorStats, ServiceStats};
 pub use service::{
     MAX_QUERY_CHARS, MailService, NEW_SESSION_CLASS, RETRY_AFTER_S, ServiceOptions, admission_class,
 };

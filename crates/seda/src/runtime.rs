@@ -113,6 +113,7 @@ pub struct ShutdownReport {
 
 /// A snapshot of every stage and pool.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct RuntimeSnapshot {
     /// Seconds since the runtime started.
     pub uptime_s: f64,
@@ -136,6 +137,7 @@ impl RuntimeSnapshot {
 
 /// A pool's size and backlog.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct PoolSnapshot {
     /// Pool name.
     pub name: String,

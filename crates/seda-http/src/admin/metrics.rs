@@ -149,13 +149,13 @@ fn encode_runtime(
     )?;
     let by_reason = |pick: &dyn Fn(
         &seda::stats::StageSnapshot,
-    ) -> &std::collections::BTreeMap<&'static str, u64>| {
+    ) -> &std::collections::BTreeMap<std::borrow::Cow<'static, str>, u64>| {
         stages
             .iter()
             .flat_map(|s| {
                 pick(s)
                     .iter()
-                    .map(move |(r, n)| (vec![("stage", s.name.as_str()), ("reason", *r)], *n))
+                    .map(move |(r, n)| (vec![("stage", s.name.as_str()), ("reason", r.as_ref())], *n))
             })
             .collect::<Vec<_>>()
     };
@@ -338,8 +338,8 @@ fn encode_controllers(
         for (key, v) in &c.state {
             let labels = [
                 ("stage", s.name.as_str()),
-                ("controller", c.name),
-                ("key", *key),
+                ("controller", c.name.as_ref()),
+                ("key", key.as_ref()),
             ];
             m.encode_family(&labels)?.encode_gauge(v)?;
         }

@@ -45,6 +45,7 @@ struct Running {
 
 /// The state of a stage's terminator, for snapshots and the dashboard.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct TerminationSnapshot {
     /// The terminator's kind (`sert`, `fixed`, `percentile`).
     pub kind: std::borrow::Cow<'static, str>,

@@ -180,6 +180,7 @@ impl Histogram {
 
 /// Count, mean and percentiles of a histogram, in seconds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct HistogramSummary {
     /// Values recorded.
     pub count: u64,

@@ -287,6 +287,7 @@ impl Counters {
 
 /// Event counts of a stage over some span.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct CounterSnapshot {
     /// Enqueue attempts (admitted + rejected).
     pub arrivals: u64,
@@ -315,6 +316,7 @@ pub struct CounterSnapshot {
 
 /// Counts and latency summaries over one span (a control period, or since start).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct PeriodSnapshot {
     /// Length of the span in seconds (0 for totals since start).
     pub duration_s: f64,
@@ -330,6 +332,7 @@ pub struct PeriodSnapshot {
 
 /// A stage's state and measurements at one moment.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct StageSnapshot {
     /// Stage name.
     pub name: String,
@@ -361,6 +364,7 @@ pub struct StageSnapshot {
 
 /// An admission controller's name and state.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct ControllerSnapshot {
     /// The controller's name.
     pub name: Cow<'static, str>,
