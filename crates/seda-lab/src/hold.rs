@@ -99,9 +99,22 @@ pub fn open_load(
     Ok(cfg)
 }
 
-/// The hold stage's value at `pointer` (e.g. `/totals/counters/terminated`) in each sample.
-pub fn stage_series(samples: &[Sample], pointer: &str) -> Vec<(f64, f64)> {
-    crate::poll::stage_series(samples, STAGE, pointer)
+/// What `pick` reads from the hold stage in each sample.
+pub fn stage_series(
+    samples: &[Sample],
+    pick: impl Fn(&seda::stats::StageSnapshot) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    crate::poll::stage_series(samples, STAGE, pick)
+}
+
+/// The requests the stage's terminator cut, cumulative, in each sample.
+pub fn terminated(stage: &seda::stats::StageSnapshot) -> Option<f64> {
+    Some(stage.totals.counters.terminated as f64)
+}
+
+/// The running time past which the stage's terminator cuts requests, seconds, in each sample.
+pub fn termination_threshold_s(stage: &seda::stats::StageSnapshot) -> Option<f64> {
+    Some(stage.termination.as_ref()?.threshold_s)
 }
 
 /// The increase of a cumulative `series` between `from_s` and `to_s` (the samples nearest

@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use seda_load::{ClientConfig, Closed, LoadConfig, Model, Report, Target};
-use seda_mail::RequestKind;
+use seda_mail::{RequestKind, ServiceStats};
 use seda_mail::store::Audit;
 use seda_mail::workload::MailWorkload;
 use seda_sim::summary::RunSummary;
 use serde_json::{Value, json};
 
+use crate::admin::StatsDocument;
 use crate::child::Child;
 use crate::lab::Lab;
 
@@ -563,22 +564,27 @@ impl TypeWork {
     }
 }
 
-/// Each request type's [`TypeWork`], from a stats snapshot of the mail service.
-fn handler_totals(stats: &Value) -> BTreeMap<String, TypeWork> {
-    let read = |key: &str, k: RequestKind| stats.pointer(&format!("/service/{key}/{}", k.name()));
+/// Each request type's [`TypeWork`], from the mail service's section of a stats snapshot.
+fn handler_totals(stats: &ServiceStats) -> BTreeMap<String, TypeWork> {
     RequestKind::ALL
         .iter()
         .filter_map(|&k| {
+            let name = k.name();
             Some((
-                k.name().to_string(),
+                name.to_string(),
                 TypeWork {
-                    cpu_s: read("handler_cpu_s", k)?.as_f64()?,
-                    answered_cpu_s: read("answered_cpu_s", k)?.as_f64()?,
-                    answered: read("answered", k)?.as_u64()?,
+                    cpu_s: *stats.handler_cpu_s.get(name)?,
+                    answered_cpu_s: *stats.answered_cpu_s.get(name)?,
+                    answered: *stats.answered.get(name)?,
                 },
             ))
         })
         .collect()
+}
+
+/// The mail service's section of a stats document (`None`: the server is another service).
+fn service_stats(stats: &StatsDocument) -> Option<ServiceStats> {
+    stats.service_as().ok().flatten()
 }
 
 /// What each request type cost the mail service between two stats snapshots.
@@ -597,13 +603,16 @@ pub struct Work {
 
 impl Work {
     /// The difference between the snapshots `before` and `after` (`None`: a snapshot failed).
-    pub fn between(before: Option<&Value>, after: Option<&Value>) -> Work {
-        let (Some(before), Some(after)) = (before, after) else {
+    pub fn between(before: Option<&StatsDocument>, after: Option<&StatsDocument>) -> Work {
+        let (Some(before), Some(after)) = (
+            before.and_then(service_stats),
+            after.and_then(service_stats),
+        ) else {
             return Work::default();
         };
-        let busy = |v: &Value| v.pointer("/service/processor/busy_core_s")?.as_f64();
-        let earlier = handler_totals(before);
-        let per_type = handler_totals(after)
+        let busy = |s: &ServiceStats| s.processor.map(|p| p.busy_core_s);
+        let earlier = handler_totals(&before);
+        let per_type = handler_totals(&after)
             .into_iter()
             .map(|(k, w)| {
                 let earlier = earlier.get(&k).copied().unwrap_or_default();
@@ -612,7 +621,7 @@ impl Work {
             .collect();
         Work {
             per_type,
-            busy_core_s: busy(after).zip(busy(before)).map(|(a, b)| a - b),
+            busy_core_s: busy(&after).zip(busy(&before)).map(|(a, b)| a - b),
             ..Work::default()
         }
     }
@@ -644,11 +653,10 @@ pub fn load_with_work(
 ) -> Result<(Report, Work)> {
     let warmup = config.warmup;
     let snapshot = || {
-        (
-            std::time::Instant::now(),
-            server.cpu_seconds(),
-            crate::poll::fetch(server.admin),
-        )
+        let stats = crate::admin::stats(server.admin)
+            .map_err(|e| lab.log(format!("cannot read the server's stats: {e:#}")))
+            .ok();
+        (std::time::Instant::now(), server.cpu_seconds(), stats)
     };
     let (report, before) = std::thread::scope(|s| {
         let before = s.spawn(|| {
@@ -822,12 +830,23 @@ mod tests {
         // A login's handlers ran 1 s more, 0.5 s of it on the 100 logins they answered; the
         // processor did 1.5 core-seconds of work.
         let snap = |cpu: f64, answered_cpu: f64, answered: u64, busy: f64| {
-            json!({"service": {
-                "handler_cpu_s": {"login": cpu},
-                "answered_cpu_s": {"login": answered_cpu},
-                "answered": {"login": answered},
-                "processor": {"cores": 1.0, "busy_core_s": busy},
-            }})
+            let login = |v| BTreeMap::from([("login".to_string(), v)]);
+            let service = ServiceStats {
+                handler_cpu_s: login(cpu),
+                answered_cpu_s: login(answered_cpu),
+                answered: BTreeMap::from([("login".to_string(), answered)]),
+                processor: Some(seda_mail::ProcessorStats {
+                    cores: 1.0,
+                    busy_core_s: busy,
+                    running: 0,
+                }),
+            };
+            StatsDocument {
+                frontend: None,
+                runtime: None,
+                service: Some(serde_json::to_value(service).unwrap()),
+                layers: None,
+            }
         };
         let w = Work::between(
             Some(&snap(1.0, 1.0, 10, 2.0)),

@@ -13,12 +13,11 @@
 //! selective dropper, and a pool moving a bounded step per period (two threads here, on twice
 //! the knee, where the simulator moves one).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use seda_http::bottleneck::STAGE;
 use seda_load::{ClientConfig, Eager, LoadConfig, Model, Report, Target};
 use serde_json::{Map, Value, json};
@@ -79,20 +78,9 @@ fn config() -> String {
 
 /// Posts a new p90 target to the admin address `admin`, as an operator would.
 fn post_target(admin: SocketAddr, target: Duration) -> Result<()> {
-    let mut s = TcpStream::connect_timeout(&admin, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        s,
-        "POST /_seda/target?p90_ms={} HTTP/1.1\r\nHost: lab\r\nContent-Length: 0\r\n\
-         Connection: close\r\n\r\n",
-        target.as_millis()
-    )?;
-    let mut answer = String::new();
-    s.take(64 * 1024).read_to_string(&mut answer)?;
-    if !answer.starts_with("HTTP/1.1 200") {
-        bail!("setting the target to {target:?}: {answer}");
-    }
-    Ok(())
+    let path = format!("/_seda/target?p90_ms={}", target.as_millis());
+    crate::admin::post(admin, &path)
+        .with_context(|| format!("setting the target to {target:?}"))
 }
 
 /// One phase's figures, against its own target.
@@ -206,14 +194,12 @@ impl Scenario for FollowTarget {
             Ok(r) => r?,
             Err(_) => bail!("the thread changing the target panicked"),
         }
-        let threads = pool_series(&polled, STAGE, "/threads");
+        let threads = pool_series(&polled, STAGE, |p| Some(p.threads as f64));
         let server_targets: Vec<(f64, f64)> = polled
             .iter()
             .filter_map(|p| {
-                Some((
-                    p.t_s,
-                    p.stats["runtime"]["global"]["target_p90_s"].as_f64()?,
-                ))
+                let global = p.stats.runtime.as_ref()?.global.as_ref()?;
+                Some((p.t_s, global.target_p90_s))
             })
             .collect();
 

@@ -38,7 +38,7 @@ use seda_mail::store::Audit;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
-use crate::hold::{increase, window_summary};
+use crate::hold::{self, increase, window_summary};
 use crate::long_search::{self, LongSearches, MISSING_PHRASE};
 use crate::mail::{self, CORPUS_USERS, Control, MailServer, ServeOptions};
 use crate::outcome::{Check, Outcome};
@@ -207,11 +207,11 @@ fn run_variant(
     let stage = RequestKind::Search.stage_name();
     let (from, to) = (spike.onset_s(), spike.end_s());
     let terminated = increase(
-        &stage_series(&samples, &stage, "/totals/counters/terminated"),
+        &stage_series(&samples, &stage, hold::terminated),
         from,
         to,
     );
-    let threshold = stage_series(&samples, &stage, "/termination/threshold_s");
+    let threshold = stage_series(&samples, &stage, hold::termination_threshold_s);
     let summary = window_summary(name, &report, from, to, terminated);
     lab.log(format!(
         "{name}: {:.1}/s during the spike, mean {:.3} s, {:.1}% within 1 s, {:.1}% terminated; \

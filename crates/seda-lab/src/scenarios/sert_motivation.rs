@@ -99,7 +99,7 @@ impl Scenario for SertMotivation {
                 server.stop();
                 let report = report?;
                 let terminated = hold::increase(
-                    &hold::stage_series(&samples, "/totals/counters/terminated"),
+                    &hold::stage_series(&samples, hold::terminated),
                     from_s,
                     run_s,
                 );

@@ -205,11 +205,11 @@ fn run_variant(
     let report = report?;
     let (from, to) = (mix.shift_from_s, mix.shift_to_s);
     let terminated = hold::increase(
-        &hold::stage_series(&samples, "/totals/counters/terminated"),
+        &hold::stage_series(&samples, hold::terminated),
         from,
         to,
     );
-    let threshold = hold::stage_series(&samples, "/termination/threshold_s");
+    let threshold = hold::stage_series(&samples, hold::termination_threshold_s);
     let summary = hold::window_summary(name, &report, from, to, terminated);
     lab.log(format!(
         "{name}: {:.1}/s during the shift, mean {:.3} s, {:.1}% within 1 s, {:.1}% terminated",

@@ -163,13 +163,13 @@ pub(super) fn table(r: &Report, target: Duration) -> serde_json::Value {
 /// What a run did over time, to tell why its figures came out as they did: the clients' own
 /// per-interval counts and latencies, and the server's threads, throughput targets and queue.
 pub(super) fn over_time(r: &Report, polled: &[Sample]) -> Value {
-    let pool = |pointer: &str| pool_series(polled, STAGE, pointer);
+    let pool = |pick: fn(&seda::PoolSnapshot) -> Option<f64>| pool_series(polled, STAGE, pick);
     json!({
         "series": r.series,
-        "threads": pool("/threads"),
-        "queue_len": pool("/queue_len"),
-        "throughput_per_s": pool("/sizing/throughput_per_s"),
-        "throughput_target_per_s": pool("/sizing/throughput_target_per_s"),
+        "threads": pool(|p| Some(p.threads as f64)),
+        "queue_len": pool(|p| Some(p.queue_len as f64)),
+        "throughput_per_s": pool(|p| p.sizing.throughput_per_s),
+        "throughput_target_per_s": pool(|p| p.sizing.throughput_target_per_s),
     })
 }
 

@@ -57,6 +57,7 @@ pub struct TerminationSnapshot {
     /// those count as completed).
     pub requested: u64,
     /// The terminator's own state (SERT's loss `p`...).
+    #[serde(deserialize_with = "crate::stats::state_numbers")]
     pub state: std::collections::BTreeMap<std::borrow::Cow<'static, str>, f64>,
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use seda_control::RejectReason;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 pub(crate) use histogram::AtomicHistogram;
 pub use histogram::{Histogram, HistogramSummary};
@@ -369,7 +369,21 @@ pub struct ControllerSnapshot {
     /// The controller's name.
     pub name: Cow<'static, str>,
     /// Its state as named numbers.
+    #[serde(deserialize_with = "state_numbers")]
     pub state: BTreeMap<Cow<'static, str>, f64>,
+}
+
+/// Reads a controller's or terminator's state as JSON writes it: `serde_json` writes a number
+/// that is not finite (a rate not measured yet, an unlimited one) as `null`, which reads back as
+/// NaN, so that one such value does not make the whole snapshot unreadable.
+pub(crate) fn state_numbers<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<Cow<'static, str>, f64>, D::Error> {
+    let numbers = BTreeMap::<Cow<'static, str>, Option<f64>>::deserialize(d)?;
+    Ok(numbers
+        .into_iter()
+        .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+        .collect())
 }
 
 /// A stage's cumulative histograms since start (see [`crate::Runtime::histograms`]).

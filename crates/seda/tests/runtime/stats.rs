@@ -130,3 +130,16 @@ fn snapshots_deserialize_to_the_value_served() {
     assert!(err.to_string().contains("completed"), "{err}");
     rt.shutdown();
 }
+
+#[test]
+fn a_state_number_json_writes_as_null_reads_back_as_nan() {
+    let rt = busy_runtime();
+    let mut snap = rt.stats();
+    rt.shutdown();
+    let controller = snap.stages[0].controller.as_mut().expect("a controller");
+    controller.state.insert("unlimited".into(), f64::INFINITY);
+    let text = serde_json::to_string(&snap).unwrap();
+    let back: RuntimeSnapshot = serde_json::from_str(&text).expect("still readable");
+    let state = &back.stages[0].controller.as_ref().unwrap().state;
+    assert!(state["unlimited"].is_nan());
+}

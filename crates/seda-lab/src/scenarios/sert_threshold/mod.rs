@@ -256,7 +256,7 @@ fn run_point(
     server.stop();
     let report = report?;
     let terminated = increase(
-        &hold::stage_series(&samples, "/totals/counters/terminated"),
+        &hold::stage_series(&samples, hold::terminated),
         warmup_s,
         run_s,
     );
