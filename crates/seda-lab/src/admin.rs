@@ -74,7 +74,9 @@ fn body_of(raw: &[u8]) -> Result<Vec<u8>> {
     let header = |name: &str| {
         head.lines().skip(1).find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
         })
     };
     if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
@@ -127,7 +129,10 @@ mod tests {
         assert!(doc.frontend.is_none() && doc.service.is_none());
         // No global control to retarget: the server refuses, and the client says so.
         let err = post(admin.local_addr(), "/_seda/target?p90_ms=100").unwrap_err();
-        assert!(format!("{err:#}").contains("answered `HTTP/1.1 4"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("answered `HTTP/1.1 4"),
+            "{err:#}"
+        );
         drop(admin);
         rt.shutdown();
     }

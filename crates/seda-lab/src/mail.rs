@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use seda::TerminateConfig;
 use seda_load::{ClientConfig, Closed, LoadConfig, Model, Report, Target};
-use seda_mail::{RequestKind, ServiceStats};
 use seda_mail::store::Audit;
 use seda_mail::workload::MailWorkload;
+use seda_mail::{RequestKind, ServiceStats};
 use seda_sim::summary::RunSummary;
 use serde_json::{Value, json};
 
@@ -104,38 +105,40 @@ const SHARED_DOMAIN: &str = "mail";
 /// The runtime configuration for `control` and `options`: per-stage admission, queues left
 /// unbounded so the controller (or nothing) is what limits them, and the shared pool and the
 /// search stage's terminator if asked for.
-fn stage_config(control: &Control, options: &ServeOptions) -> String {
-    let mut toml = String::new();
+fn stage_config(control: &Control, options: &ServeOptions) -> seda::Config {
+    let mut config = seda::Config::default();
     if let Some(n) = options.shared_pool {
         // A fixed size: the runtime's pool sizer would otherwise grow and shrink it.
-        let _ = writeln!(
-            toml,
-            "[domains.{SHARED_DOMAIN}]\nthreads = {n}\nmin_threads = {n}\nmax_threads = {n}\n"
-        );
+        let pool = seda::PoolSettings {
+            threads: Some(n),
+            min_threads: Some(n),
+            max_threads: Some(n),
+            ..seda::PoolSettings::default()
+        };
+        config.domains.insert(SHARED_DOMAIN.to_string(), pool);
     }
     for kind in RequestKind::ALL {
-        let _ = writeln!(
-            toml,
-            "[stages.\"{}\"]\nthreshold = 1000000",
-            kind.stage_name()
-        );
-        if options.shared_pool.is_some() {
-            let _ = writeln!(toml, "domain = \"{SHARED_DOMAIN}\"");
-        }
-        if let Control::PerStage { kind: k, params } = control {
-            let _ = write!(toml, "admission = {{ kind = \"{k}\"");
-            for (name, v) in params {
-                let _ = write!(toml, ", {name} = {v:?}");
-            }
-            toml += " }\n";
-        }
-        if kind == RequestKind::Search
-            && let Some(t) = &options.terminate_search
-        {
-            let _ = writeln!(toml, "[stages.\"{}\".terminate]\n{t}", kind.stage_name());
-        }
+        let admission = match control {
+            Control::PerStage { kind: k, params } => Some(seda::AdmissionConfig::new(
+                k,
+                params.iter().map(|(name, v)| (name.as_str(), *v)),
+            )),
+            _ => None,
+        };
+        let terminate = options
+            .terminate_search
+            .clone()
+            .filter(|_| kind == RequestKind::Search);
+        let stage = seda::StageConfig {
+            threshold: Some(1_000_000),
+            domain: options.shared_pool.map(|_| SHARED_DOMAIN.to_string()),
+            admission,
+            terminate,
+            ..seda::StageConfig::default()
+        };
+        config.stages.insert(kind.stage_name(), stage);
     }
-    toml
+    config
 }
 
 /// The mail store's table layout the cached corpus was built with; raise it when the layout
@@ -198,9 +201,8 @@ pub struct ServeOptions {
     /// runtime domain) instead of a pool each: a thread-pool server such as SERT06's, where a long
     /// request holds a worker every request type needs.
     pub shared_pool: Option<usize>,
-    /// Make the search stage terminable (SERT06) with this terminator, the body of its
-    /// `[stages."mail.search".terminate]` table (e.g. `kind = "sert"\nlower_s = 0.1\n...`).
-    pub terminate_search: Option<String>,
+    /// Make the search stage terminable (SERT06) with this terminator.
+    pub terminate_search: Option<TerminateConfig>,
 }
 
 impl Default for ServeOptions {
@@ -227,9 +229,9 @@ impl ServeOptions {
     /// was chosen.
     pub fn cutting_searches(target_s: f64) -> ServeOptions {
         ServeOptions {
-            terminate_search: Some(format!(
-                "kind = \"fixed\"\nthreshold_s = {}\n",
-                0.25 * target_s
+            terminate_search: Some(TerminateConfig::new(
+                "fixed",
+                [("threshold_s", 0.25 * target_s)],
             )),
             ..ServeOptions::default()
         }
@@ -260,7 +262,11 @@ impl MailServer {
         options: &ServeOptions,
     ) -> Result<MailServer> {
         let config = lab.file(&format!("{name}.toml"));
-        std::fs::write(&config, stage_config(control, options))?;
+        let text = stage_config(control, options)
+            .to_toml()
+            .with_context(|| format!("{name}: the configuration has no TOML form"))?;
+        std::fs::write(&config, text)
+            .with_context(|| format!("cannot write {}", config.display()))?;
         let (addr, admin) = crate::child::two_free_addrs()?;
         let mut cmd = lab.seda(&[
             "serve",

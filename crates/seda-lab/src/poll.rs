@@ -204,7 +204,11 @@ mod tests {
         let rt = seda::Runtime::start().expect("runtime");
         for name in ["inline", "a", "b"] {
             let stage = seda::Stage::builder(name);
-            let stage = if name == "inline" { stage.inline() } else { stage };
+            let stage = if name == "inline" {
+                stage.inline()
+            } else {
+                stage
+            };
             rt.stage(stage.handler(seda::handler::each(|_: u64, _| {})))
                 .expect("stage");
         }
@@ -237,10 +241,19 @@ mod tests {
 
     #[test]
     fn a_rate_is_the_counters_increase_per_second_of_queued_stages() {
-        let samples = [(0.0, document([(0, 0), (10, 0), (0, 0)])), (2.0, document([(50, 0), (30, 0), (10, 0)]))]
-            .map(|(t_s, stats)| Sample { t_s, stats });
-        assert_eq!(stage_rate(&samples, None, |c| c.admitted), vec![(2.0, 15.0)]);
-        assert_eq!(stage_rate(&samples, Some("b"), |c| c.admitted), vec![(2.0, 5.0)]);
+        let samples = [
+            (0.0, document([(0, 0), (10, 0), (0, 0)])),
+            (2.0, document([(50, 0), (30, 0), (10, 0)])),
+        ]
+        .map(|(t_s, stats)| Sample { t_s, stats });
+        assert_eq!(
+            stage_rate(&samples, None, |c| c.admitted),
+            vec![(2.0, 15.0)]
+        );
+        assert_eq!(
+            stage_rate(&samples, Some("b"), |c| c.admitted),
+            vec![(2.0, 5.0)]
+        );
         let admitted = stage_series(&samples, "a", |s| Some(s.totals.counters.admitted as f64));
         assert_eq!(admitted, vec![(0.0, 10.0), (2.0, 30.0)]);
     }

@@ -90,7 +90,7 @@ pub use request::{
     Responder, parse_cookies, parse_urlencoded, percent_decode, percent_encode,
 };
 pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hyper};
-pub use stats::{ProcessorStats, ServiceStats};
 pub use service::{
     MAX_QUERY_CHARS, MailService, NEW_SESSION_CLASS, RETRY_AFTER_S, ServiceOptions, admission_class,
 };
+pub use stats::{ProcessorStats, ServiceStats};

@@ -127,9 +127,7 @@ impl MailServer {
         };
         let extra: seda_http::ExtraStats = {
             let service = service.clone();
-            Arc::new(move || {
-                serde_json::to_value(ServiceStats::of(&service)).unwrap_or_default()
-            })
+            Arc::new(move || serde_json::to_value(ServiceStats::of(&service)).unwrap_or_default())
         };
         let http =
             match HttpServer::start_with_stats(http, route, Some(runtime.clone()), Some(extra)) {

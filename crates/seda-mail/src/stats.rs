@@ -48,7 +48,10 @@ impl ServiceStats {
                 .iter()
                 .map(|(k, v)| (name(k), *v))
                 .collect(),
-            answered_cpu_s: answered.iter().map(|(k, (cpu, _))| (name(k), *cpu)).collect(),
+            answered_cpu_s: answered
+                .iter()
+                .map(|(k, (cpu, _))| (name(k), *cpu))
+                .collect(),
             answered: answered.iter().map(|(k, (_, n))| (name(k), *n)).collect(),
             processor: service.processor().map(|p| ProcessorStats {
                 cores: p.cores(),
@@ -79,7 +82,10 @@ mod tests {
         let back: ServiceStats = serde_json::from_value(value.clone()).expect("reads back");
         assert_eq!(back, stats);
         let text = serde_json::to_string(&stats).expect("serializes");
-        assert_eq!(serde_json::from_str::<ServiceStats>(&text).expect("parses"), stats);
+        assert_eq!(
+            serde_json::from_str::<ServiceStats>(&text).expect("parses"),
+            stats
+        );
 
         let mut renamed = value;
         let processor = renamed["processor"].as_object_mut().expect("object");

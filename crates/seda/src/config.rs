@@ -343,6 +343,17 @@ pub struct TerminateConfig {
 }
 
 impl TerminateConfig {
+    /// A terminator of `kind` with the parameters `params` (name, value).
+    pub fn new<'a>(kind: &str, params: impl IntoIterator<Item = (&'a str, f64)>) -> Self {
+        TerminateConfig {
+            kind: kind.to_string(),
+            params: params
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }
+    }
+
     /// Builds the terminator, or says what is wrong with the settings.
     pub fn build(
         &self,
@@ -368,6 +379,17 @@ pub struct AdmissionConfig {
 }
 
 impl AdmissionConfig {
+    /// The controller `kind` with the parameters `params` (name, value).
+    pub fn new<'a>(kind: &str, params: impl IntoIterator<Item = (&'a str, f64)>) -> Self {
+        AdmissionConfig {
+            kind: kind.to_string(),
+            params: params
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }
+    }
+
     /// Builds the controller, or says what is wrong with the settings.
     pub fn build(
         &self,

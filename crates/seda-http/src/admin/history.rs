@@ -159,7 +159,12 @@ impl History {
             let rejected_by: BTreeMap<&str, f32> = c
                 .rejected
                 .iter()
-                .map(|(r, n)| (r.as_ref(), rate(*n, *last.rejected_by.get(r).unwrap_or(n), dt)))
+                .map(|(r, n)| {
+                    (
+                        r.as_ref(),
+                        rate(*n, *last.rejected_by.get(r).unwrap_or(n), dt),
+                    )
+                })
                 .filter(|(_, v)| *v > 0.0)
                 .collect();
             let ring = match self.stages.iter().position(|r| r.name == s.name) {

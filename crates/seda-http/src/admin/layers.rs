@@ -81,7 +81,11 @@ fn stage(name: &str, s: &LayerStats) -> StageSnapshot {
         batch_size: 0,
         controller: Some(ControllerSnapshot {
             name: Cow::Borrowed(s.controller),
-            state: s.state.iter().map(|&(k, v)| (Cow::Borrowed(k), v)).collect(),
+            state: s
+                .state
+                .iter()
+                .map(|&(k, v)| (Cow::Borrowed(k), v))
+                .collect(),
         }),
         termination: None,
         totals: PeriodSnapshot {

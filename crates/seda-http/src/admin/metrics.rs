@@ -147,18 +147,20 @@ fn encode_runtime(
         "Events that entered the stage.",
         per_stage(&|s| s.totals.counters.admitted),
     )?;
-    let by_reason = |pick: &dyn Fn(
-        &seda::stats::StageSnapshot,
-    ) -> &std::collections::BTreeMap<std::borrow::Cow<'static, str>, u64>| {
-        stages
-            .iter()
-            .flat_map(|s| {
-                pick(s)
-                    .iter()
-                    .map(move |(r, n)| (vec![("stage", s.name.as_str()), ("reason", r.as_ref())], *n))
-            })
-            .collect::<Vec<_>>()
-    };
+    let by_reason =
+        |pick: &dyn Fn(
+            &seda::stats::StageSnapshot,
+        )
+            -> &std::collections::BTreeMap<std::borrow::Cow<'static, str>, u64>| {
+            stages
+                .iter()
+                .flat_map(|s| {
+                    pick(s).iter().map(move |(r, n)| {
+                        (vec![("stage", s.name.as_str()), ("reason", r.as_ref())], *n)
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
     counter_family(
         enc,
         "seda_stage_rejected",

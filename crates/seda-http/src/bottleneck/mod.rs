@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::request::HttpRequest;
 pub use backend::EmulatedBackend;
@@ -77,7 +77,7 @@ const BASE_CHUNK: usize = 64 * 1024;
 pub const STAGE: &str = "bottleneck";
 
 /// The service's settings (`[bottleneck]` in a configuration file).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BottleneckConfig {
     /// Mean KiB read from the data file per request at quality 1 (each request reads

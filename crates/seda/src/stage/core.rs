@@ -473,7 +473,8 @@ impl<E: Event> StageDyn for StageCore<E> {
         let (totals, period) = self.stats.snapshot();
         let controller = self.admission.controller.as_ref().map(|c| {
             let c = c.lock();
-            let state: BTreeMap<_, f64> = c.state().into_iter().map(|(k, v)| (k.into(), v)).collect();
+            let state: BTreeMap<_, f64> =
+                c.state().into_iter().map(|(k, v)| (k.into(), v)).collect();
             ControllerSnapshot {
                 name: c.name().into(),
                 state,

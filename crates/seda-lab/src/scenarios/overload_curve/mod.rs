@@ -45,6 +45,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
+use seda_http::bottleneck::BottleneckServeConfig;
 use seda_load::{Report, Schedule};
 use seda_sim::summary::{RunSummary, Window, fraction, per_s, settle_time};
 use serde_json::{Map, Value, json};
@@ -97,8 +98,8 @@ struct Variant {
 }
 
 impl Variant {
-    fn toml(&self) -> String {
-        plant::toml(self.admission.as_ref().map(|p| (self.name, p)))
+    fn config(&self) -> BottleneckServeConfig {
+        plant::config(self.admission.as_ref().map(|p| (self.name, p)))
     }
 }
 
@@ -245,7 +246,10 @@ impl Scenario for OverloadCurve {
                 "variants": variants.iter().map(|v| json!({
                     "name": v.name, "what": v.about, "admission": v.admission,
                 })).collect::<Vec<_>>(),
-                "stage_toml_example": variants.iter().find(|v| v.name == OURS).map(Variant::toml),
+                "stage_toml_example": variants
+                    .iter()
+                    .find(|v| v.name == OURS)
+                    .and_then(|v| v.config().to_toml().ok()),
             }),
             summary,
             data: json!({
@@ -262,7 +266,7 @@ impl Scenario for OverloadCurve {
 /// Runs `v` at `load_x` x capacity on a fresh server: `warmup_s`, then `measure_s` measured.
 fn run_point(lab: &Lab, v: &Variant, load_x: f64, warmup_s: f64, measure_s: f64) -> Result<Point> {
     let name = format!("{}_{}x", v.name, load_x);
-    let server = Server::start(lab, &name, &v.toml())?;
+    let server = Server::start(lab, &name, &v.config())?;
     let rate = load_x * capacity_per_s();
     let cfg = plant::open_load(&server, rate, warmup_s + measure_s)?;
     let poller = StatsPoller::start(server.admin, STATE_PERIOD);
@@ -376,7 +380,7 @@ fn controller_state(sample: &Sample) -> Option<&BTreeMap<Cow<'static, str>, f64>
 /// The step from [`STEP_FROM`] to [`STEP_TO`] x capacity after `before_s`, for `after_s`.
 fn run_step(lab: &Lab, v: &Variant, before_s: f64, after_s: f64) -> Result<Step> {
     let name = format!("{}_step", v.name);
-    let server = Server::start(lab, &name, &v.toml())?;
+    let server = Server::start(lab, &name, &v.config())?;
     let cap = capacity_per_s();
     let mut cfg = plant::open_load(&server, STEP_FROM * cap, before_s + after_s)?;
     cfg.interval = WINDOW;
