@@ -119,10 +119,10 @@ fn stage_config(control: &Control, options: &ServeOptions) -> seda::Config {
     }
     for kind in RequestKind::ALL {
         let admission = match control {
-            Control::PerStage { kind: k, params } => Some(seda::AdmissionConfig::new(
-                k,
-                params.iter().map(|(name, v)| (name.as_str(), *v)),
-            )),
+            Control::PerStage { kind: k, params } => Some(seda::AdmissionConfig {
+                kind: k.clone(),
+                params: params.iter().cloned().collect(),
+            }),
             _ => None,
         };
         let terminate = options

@@ -345,12 +345,13 @@ pub struct TerminateConfig {
 impl TerminateConfig {
     /// A terminator of `kind` with the parameters `params` (name, value).
     pub fn new<'a>(kind: &str, params: impl IntoIterator<Item = (&'a str, f64)>) -> Self {
+        let params = params
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         TerminateConfig {
             kind: kind.to_string(),
-            params: params
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            params,
         }
     }
 
@@ -379,17 +380,6 @@ pub struct AdmissionConfig {
 }
 
 impl AdmissionConfig {
-    /// The controller `kind` with the parameters `params` (name, value).
-    pub fn new<'a>(kind: &str, params: impl IntoIterator<Item = (&'a str, f64)>) -> Self {
-        AdmissionConfig {
-            kind: kind.to_string(),
-            params: params
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        }
-    }
-
     /// Builds the controller, or says what is wrong with the settings.
     pub fn build(
         &self,
@@ -550,14 +540,10 @@ impl Config {
         })
     }
 
-    /// The configuration as a TOML document that [`Config::from_toml`] reads back to the same
-    /// value: what a program that starts a server writes to the server's `--config` file,
-    /// instead of formatting TOML by hand (a misspelt key would only show when the server
-    /// refused it).
-    ///
-    /// # Errors
-    ///
-    /// When a value has no TOML form (none of the settings' types lacks one today).
+    /// The TOML document [`Config::from_toml`] reads back to the same value: what a program
+    /// that starts a server writes to its `--config`, instead of TOML formatted by hand, whose
+    /// misspelt key would only show when the server refused it. Errors only on a value with no
+    /// TOML form (none of the settings' types lacks one today).
     pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
         // Through a `toml::Value`, which orders plain values before tables as TOML requires.
         toml::to_string(&toml::Value::try_from(self)?)

@@ -76,10 +76,10 @@ fn variants() -> [(&'static str, StageConfig); 3] {
         min_threads: Some(threads),
         max_threads: Some(threads),
         sizer: Some(SizerConfig::new(SizerKind::Fixed)),
-        admission: Some(AdmissionConfig::new(
-            "response_time",
-            [("target_s", TARGET.as_secs_f64())],
-        )),
+        admission: Some(AdmissionConfig {
+            kind: "response_time".into(),
+            params: [("target_s".into(), TARGET.as_secs_f64())].into(),
+        }),
         ..StageConfig::default()
     };
     [
