@@ -33,7 +33,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// A configuration error: what was wrong and where, with the error that caused it.
 #[derive(Debug)]
@@ -122,7 +122,7 @@ impl std::error::Error for ConfigError {
 }
 
 /// Front-end settings: address, limits, the admin address.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
     /// Where the service listens (port 0: an ephemeral port).
@@ -235,7 +235,7 @@ impl HttpConfig {
 }
 
 /// Eviction policy of the page cache.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// S3-FIFO (Yang et al., SOSP'23): a small probationary FIFO, a main FIFO with
@@ -247,7 +247,7 @@ pub enum Policy {
 }
 
 /// Static-file service settings.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StaticConfig {
     /// The directory served.
@@ -289,7 +289,7 @@ impl Default for StaticConfig {
 }
 
 /// Everything `seda serve static` reads: `[http]`, `[static]`, and seda's own sections.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServeConfig {
     /// Front end.
     pub http: HttpConfig,
@@ -327,6 +327,39 @@ impl ServeConfig {
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         ConfigError::read_file(path, Self::from_toml)
     }
+
+    /// The configuration as the TOML file [`from_toml`](Self::from_toml) reads back to the same
+    /// value (an `http.admin_addr` of `None` excepted: it has no TOML form, and reads back as
+    /// the default).
+    ///
+    /// # Errors
+    ///
+    /// When a value has no TOML form (none of the settings' types lacks one today).
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        sections_to_toml(
+            &self.runtime,
+            [
+                ("http", toml::Value::try_from(&self.http)?),
+                ("static", toml::Value::try_from(&self.statics)?),
+            ],
+        )
+    }
+}
+
+/// A server's TOML file: seda's own sections (`[runtime]`, `[stages.*]`...) from `runtime`,
+/// beside the server's `sections` (`[http]`...), as the servers' `from_toml` split them.
+pub(crate) fn sections_to_toml<const N: usize>(
+    runtime: &seda::Config,
+    sections: [(&str, toml::Value); N],
+) -> Result<String, toml::ser::Error> {
+    let mut doc = match toml::Value::try_from(runtime)? {
+        toml::Value::Table(t) => t,
+        _ => toml::Table::new(),
+    };
+    for (name, value) in sections {
+        doc.insert(name.to_string(), value);
+    }
+    toml::to_string(&doc)
 }
 
 #[cfg(test)]

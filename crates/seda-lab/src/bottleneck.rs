@@ -2,10 +2,11 @@
 //! bottleneck` as a pinned child process with a chosen control, and its users.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use seda_http::bottleneck::{Control, STAGE};
+use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, Control, STAGE};
 use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
 
 use crate::child::Child;
@@ -17,17 +18,16 @@ pub const THINK: Duration = Duration::from_millis(20);
 /// Wait after a 503 before starting over (WC03's e-mail users wait 5 s).
 pub const REJECT_WAIT: Duration = Duration::from_secs(5);
 
-/// Starts `seda serve bottleneck` as `name` with the TOML configuration `toml` (written to
-/// `<name>.toml`), pinned like every lab server; returns its address, its admin address and
-/// the process, once it listens.
+/// Starts `seda serve bottleneck` as `name` with `config` (written to `<name>.toml`; the
+/// addresses come from the command line), pinned like every lab server; returns its address,
+/// its admin address and the process, once it listens.
 pub(crate) fn spawn_configured(
     lab: &Lab,
     name: &str,
-    toml: &str,
+    config: &BottleneckServeConfig,
 ) -> Result<(SocketAddr, SocketAddr, Child)> {
     let (addr, admin) = crate::child::two_free_addrs()?;
-    let path = lab.file(&format!("{name}.toml"));
-    std::fs::write(&path, toml).with_context(|| format!("cannot write {}", path.display()))?;
+    let path = write_config(lab, name, config)?;
     let mut cmd = lab.seda(&[
         "serve",
         "bottleneck",
@@ -43,6 +43,16 @@ pub(crate) fn spawn_configured(
         "{name} serving on http://{addr}/; live dashboard http://{admin}/"
     ));
     Ok((addr, admin, child))
+}
+
+/// Writes `config` to `<name>.toml` in the lab's directory; returns the path.
+fn write_config(lab: &Lab, name: &str, config: &BottleneckServeConfig) -> Result<PathBuf> {
+    let path = lab.file(&format!("{name}.toml"));
+    let text = config
+        .to_toml()
+        .with_context(|| format!("{name}: the configuration has no TOML form"))?;
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
 }
 
 /// Cores of the emulated processor [`BottleneckServer::start`] gives the page.
@@ -95,30 +105,33 @@ impl BottleneckServer {
         // Real work of a few KiB (tens of microseconds), then the stated cost; two threads so
         // that one page's real work overlaps another's hold and the processor stays the
         // bottleneck.
-        let mut toml = format!(
-            "[bottleneck]\ncores = {PAGE_CORES:?}\nwork_kb = 4.0\nbase_kb = 4.0\nthreads = 2\n\n"
-        );
-        if let Some(admission) = control.admission(Duration::from_secs_f64(target_s)) {
-            toml += &format!(
-                "[stages.{STAGE}.admission]\nkind = \"{}\"\n",
-                admission.kind
-            );
+        let mut config = BottleneckServeConfig {
+            bottleneck: BottleneckConfig {
+                cores: PAGE_CORES,
+                work_kb: 4.0,
+                base_kb: 4.0,
+                threads: 2,
+                ..BottleneckConfig::default()
+            },
+            ..BottleneckServeConfig::default()
+        };
+        if let Some(mut admission) = control.admission(Duration::from_secs_f64(target_s)) {
             let window = [
                 ("nreq", (100.0 * time_scale).round().max(10.0)),
                 ("timeout_s", time_scale),
             ];
-            for (k, v) in admission
+            admission
                 .params
-                .iter()
-                .map(|(k, v)| (k.as_str(), *v))
-                .chain(window)
-            {
-                toml += &format!("{k} = {v:?}\n");
-            }
+                .extend(window.map(|(k, v)| (k.to_string(), v)));
+            config.runtime.stages.insert(
+                STAGE.to_string(),
+                seda::StageConfig {
+                    admission: Some(admission),
+                    ..seda::StageConfig::default()
+                },
+            );
         }
-        let path = lab.file(&format!("{name}.toml"));
-        std::fs::write(&path, toml).with_context(|| format!("cannot write {}", path.display()))?;
-        cmd.arg("--config").arg(path);
+        cmd.arg("--config").arg(write_config(lab, name, &config)?);
         let mut child = lab.spawn(name, &cmd)?;
         child.wait_port(addr, Duration::from_secs(30))?;
         lab.log(format!(

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use seda_http::bottleneck::STAGE;
+use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
 use seda_sim::summary::{RunSummary, fraction, per_s};
@@ -25,15 +25,15 @@ use crate::poll::Sample;
 pub const TICK_MS: u64 = 20;
 
 /// How the hold service runs: its workers, its queue bound (admission at the door), and an
-/// optional terminator (`terminate = { ... }` of the stage, as TOML).
+/// optional terminator.
 #[derive(Debug, Clone)]
 pub struct HoldSetup {
     /// Worker threads of the stage.
     pub workers: usize,
     /// The stage's queue threshold.
     pub queue: usize,
-    /// The stage's terminator, e.g. `kind = "sert"\nlower_s = 0.05\n...`.
-    pub terminate: Option<String>,
+    /// The stage's terminator.
+    pub terminate: Option<seda::TerminateConfig>,
 }
 
 /// A running hold service.
@@ -52,15 +52,26 @@ impl HoldServer {
         // Batch 1: each worker takes one request at a time, and a request's running time
         // starts when its worker takes it.
         // A 20 ms control tick: a request is cut within 20 ms of passing the threshold.
-        let mut toml = format!(
-            "[runtime]\ntick_ms = {TICK_MS}\n\n[bottleneck]\nthreads = {}\nwork_kb = 4.0\n\
-             base_kb = 4.0\n\n[stages.{STAGE}]\nbatch = 1\nthreshold = {}\n",
-            setup.workers, setup.queue
+        let mut config = BottleneckServeConfig {
+            bottleneck: BottleneckConfig {
+                threads: setup.workers,
+                work_kb: 4.0,
+                base_kb: 4.0,
+                ..BottleneckConfig::default()
+            },
+            ..BottleneckServeConfig::default()
+        };
+        config.runtime.runtime.tick_ms = TICK_MS;
+        config.runtime.stages.insert(
+            STAGE.to_string(),
+            seda::StageConfig {
+                batch: Some(1),
+                threshold: Some(setup.queue),
+                terminate: setup.terminate.clone(),
+                ..seda::StageConfig::default()
+            },
         );
-        if let Some(t) = &setup.terminate {
-            toml += &format!("\n[stages.{STAGE}.terminate]\n{t}");
-        }
-        let (addr, admin, child) = crate::bottleneck::spawn_configured(lab, name, &toml)?;
+        let (addr, admin, child) = crate::bottleneck::spawn_configured(lab, name, &config)?;
         Ok(HoldServer { addr, admin, child })
     }
 
@@ -99,9 +110,22 @@ pub fn open_load(
     Ok(cfg)
 }
 
-/// The hold stage's value at `pointer` (e.g. `/totals/counters/terminated`) in each sample.
-pub fn stage_series(samples: &[Sample], pointer: &str) -> Vec<(f64, f64)> {
-    crate::poll::stage_series(samples, STAGE, pointer)
+/// What `pick` reads from the hold stage in each sample.
+pub fn stage_series(
+    samples: &[Sample],
+    pick: impl Fn(&seda::stats::StageSnapshot) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    crate::poll::stage_series(samples, STAGE, pick)
+}
+
+/// The requests the stage's terminator cut, cumulative, in each sample.
+pub fn terminated(stage: &seda::stats::StageSnapshot) -> Option<f64> {
+    Some(stage.totals.counters.terminated as f64)
+}
+
+/// The running time past which the stage's terminator cuts requests, seconds, in each sample.
+pub fn termination_threshold_s(stage: &seda::stats::StageSnapshot) -> Option<f64> {
+    Some(stage.termination.as_ref()?.threshold_s)
 }
 
 /// The increase of a cumulative `series` between `from_s` and `to_s` (the samples nearest

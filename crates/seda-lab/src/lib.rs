@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 mod averages;
 pub mod bottleneck;
 mod child;

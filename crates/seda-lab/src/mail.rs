@@ -9,13 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use seda::TerminateConfig;
 use seda_load::{ClientConfig, Closed, LoadConfig, Model, Report, Target};
-use seda_mail::RequestKind;
 use seda_mail::store::Audit;
 use seda_mail::workload::MailWorkload;
+use seda_mail::{RequestKind, ServiceStats};
 use seda_sim::summary::RunSummary;
 use serde_json::{Value, json};
 
+use crate::admin::StatsDocument;
 use crate::child::Child;
 use crate::lab::Lab;
 
@@ -103,38 +105,40 @@ const SHARED_DOMAIN: &str = "mail";
 /// The runtime configuration for `control` and `options`: per-stage admission, queues left
 /// unbounded so the controller (or nothing) is what limits them, and the shared pool and the
 /// search stage's terminator if asked for.
-fn stage_config(control: &Control, options: &ServeOptions) -> String {
-    let mut toml = String::new();
+fn stage_config(control: &Control, options: &ServeOptions) -> seda::Config {
+    let mut config = seda::Config::default();
     if let Some(n) = options.shared_pool {
         // A fixed size: the runtime's pool sizer would otherwise grow and shrink it.
-        let _ = writeln!(
-            toml,
-            "[domains.{SHARED_DOMAIN}]\nthreads = {n}\nmin_threads = {n}\nmax_threads = {n}\n"
-        );
+        let pool = seda::PoolSettings {
+            threads: Some(n),
+            min_threads: Some(n),
+            max_threads: Some(n),
+            ..seda::PoolSettings::default()
+        };
+        config.domains.insert(SHARED_DOMAIN.to_string(), pool);
     }
     for kind in RequestKind::ALL {
-        let _ = writeln!(
-            toml,
-            "[stages.\"{}\"]\nthreshold = 1000000",
-            kind.stage_name()
-        );
-        if options.shared_pool.is_some() {
-            let _ = writeln!(toml, "domain = \"{SHARED_DOMAIN}\"");
-        }
-        if let Control::PerStage { kind: k, params } = control {
-            let _ = write!(toml, "admission = {{ kind = \"{k}\"");
-            for (name, v) in params {
-                let _ = write!(toml, ", {name} = {v:?}");
-            }
-            toml += " }\n";
-        }
-        if kind == RequestKind::Search
-            && let Some(t) = &options.terminate_search
-        {
-            let _ = writeln!(toml, "[stages.\"{}\".terminate]\n{t}", kind.stage_name());
-        }
+        let admission = match control {
+            Control::PerStage { kind: k, params } => Some(seda::AdmissionConfig {
+                kind: k.clone(),
+                params: params.iter().cloned().collect(),
+            }),
+            _ => None,
+        };
+        let terminate = options
+            .terminate_search
+            .clone()
+            .filter(|_| kind == RequestKind::Search);
+        let stage = seda::StageConfig {
+            threshold: Some(1_000_000),
+            domain: options.shared_pool.map(|_| SHARED_DOMAIN.to_string()),
+            admission,
+            terminate,
+            ..seda::StageConfig::default()
+        };
+        config.stages.insert(kind.stage_name(), stage);
     }
-    toml
+    config
 }
 
 /// The mail store's table layout the cached corpus was built with; raise it when the layout
@@ -197,9 +201,8 @@ pub struct ServeOptions {
     /// runtime domain) instead of a pool each: a thread-pool server such as SERT06's, where a long
     /// request holds a worker every request type needs.
     pub shared_pool: Option<usize>,
-    /// Make the search stage terminable (SERT06) with this terminator, the body of its
-    /// `[stages."mail.search".terminate]` table (e.g. `kind = "sert"\nlower_s = 0.1\n...`).
-    pub terminate_search: Option<String>,
+    /// Make the search stage terminable (SERT06) with this terminator.
+    pub terminate_search: Option<TerminateConfig>,
 }
 
 impl Default for ServeOptions {
@@ -226,9 +229,9 @@ impl ServeOptions {
     /// was chosen.
     pub fn cutting_searches(target_s: f64) -> ServeOptions {
         ServeOptions {
-            terminate_search: Some(format!(
-                "kind = \"fixed\"\nthreshold_s = {}\n",
-                0.25 * target_s
+            terminate_search: Some(TerminateConfig::new(
+                "fixed",
+                [("threshold_s", 0.25 * target_s)],
             )),
             ..ServeOptions::default()
         }
@@ -259,7 +262,11 @@ impl MailServer {
         options: &ServeOptions,
     ) -> Result<MailServer> {
         let config = lab.file(&format!("{name}.toml"));
-        std::fs::write(&config, stage_config(control, options))?;
+        let text = stage_config(control, options)
+            .to_toml()
+            .with_context(|| format!("{name}: the configuration has no TOML form"))?;
+        std::fs::write(&config, text)
+            .with_context(|| format!("cannot write {}", config.display()))?;
         let (addr, admin) = crate::child::two_free_addrs()?;
         let mut cmd = lab.seda(&[
             "serve",
@@ -563,22 +570,27 @@ impl TypeWork {
     }
 }
 
-/// Each request type's [`TypeWork`], from a stats snapshot of the mail service.
-fn handler_totals(stats: &Value) -> BTreeMap<String, TypeWork> {
-    let read = |key: &str, k: RequestKind| stats.pointer(&format!("/service/{key}/{}", k.name()));
+/// Each request type's [`TypeWork`], from the mail service's section of a stats snapshot.
+fn handler_totals(stats: &ServiceStats) -> BTreeMap<String, TypeWork> {
     RequestKind::ALL
         .iter()
         .filter_map(|&k| {
+            let name = k.name();
             Some((
-                k.name().to_string(),
+                name.to_string(),
                 TypeWork {
-                    cpu_s: read("handler_cpu_s", k)?.as_f64()?,
-                    answered_cpu_s: read("answered_cpu_s", k)?.as_f64()?,
-                    answered: read("answered", k)?.as_u64()?,
+                    cpu_s: *stats.handler_cpu_s.get(name)?,
+                    answered_cpu_s: *stats.answered_cpu_s.get(name)?,
+                    answered: *stats.answered.get(name)?,
                 },
             ))
         })
         .collect()
+}
+
+/// The mail service's section of a stats document (`None`: the server is another service).
+fn service_stats(stats: &StatsDocument) -> Option<ServiceStats> {
+    stats.service_as().ok().flatten()
 }
 
 /// What each request type cost the mail service between two stats snapshots.
@@ -597,13 +609,16 @@ pub struct Work {
 
 impl Work {
     /// The difference between the snapshots `before` and `after` (`None`: a snapshot failed).
-    pub fn between(before: Option<&Value>, after: Option<&Value>) -> Work {
-        let (Some(before), Some(after)) = (before, after) else {
+    pub fn between(before: Option<&StatsDocument>, after: Option<&StatsDocument>) -> Work {
+        let (Some(before), Some(after)) = (
+            before.and_then(service_stats),
+            after.and_then(service_stats),
+        ) else {
             return Work::default();
         };
-        let busy = |v: &Value| v.pointer("/service/processor/busy_core_s")?.as_f64();
-        let earlier = handler_totals(before);
-        let per_type = handler_totals(after)
+        let busy = |s: &ServiceStats| s.processor.map(|p| p.busy_core_s);
+        let earlier = handler_totals(&before);
+        let per_type = handler_totals(&after)
             .into_iter()
             .map(|(k, w)| {
                 let earlier = earlier.get(&k).copied().unwrap_or_default();
@@ -612,7 +627,7 @@ impl Work {
             .collect();
         Work {
             per_type,
-            busy_core_s: busy(after).zip(busy(before)).map(|(a, b)| a - b),
+            busy_core_s: busy(&after).zip(busy(&before)).map(|(a, b)| a - b),
             ..Work::default()
         }
     }
@@ -644,11 +659,10 @@ pub fn load_with_work(
 ) -> Result<(Report, Work)> {
     let warmup = config.warmup;
     let snapshot = || {
-        (
-            std::time::Instant::now(),
-            server.cpu_seconds(),
-            crate::poll::fetch(server.admin),
-        )
+        let stats = crate::admin::stats(server.admin)
+            .map_err(|e| lab.log(format!("cannot read the server's stats: {e:#}")))
+            .ok();
+        (std::time::Instant::now(), server.cpu_seconds(), stats)
     };
     let (report, before) = std::thread::scope(|s| {
         let before = s.spawn(|| {
@@ -822,12 +836,23 @@ mod tests {
         // A login's handlers ran 1 s more, 0.5 s of it on the 100 logins they answered; the
         // processor did 1.5 core-seconds of work.
         let snap = |cpu: f64, answered_cpu: f64, answered: u64, busy: f64| {
-            json!({"service": {
-                "handler_cpu_s": {"login": cpu},
-                "answered_cpu_s": {"login": answered_cpu},
-                "answered": {"login": answered},
-                "processor": {"cores": 1.0, "busy_core_s": busy},
-            }})
+            let login = |v| BTreeMap::from([("login".to_string(), v)]);
+            let service = ServiceStats {
+                handler_cpu_s: login(cpu),
+                answered_cpu_s: login(answered_cpu),
+                answered: BTreeMap::from([("login".to_string(), answered)]),
+                processor: Some(seda_mail::ProcessorStats {
+                    cores: 1.0,
+                    busy_core_s: busy,
+                    running: 0,
+                }),
+            };
+            StatsDocument {
+                frontend: None,
+                runtime: None,
+                service: Some(serde_json::to_value(service).unwrap()),
+                layers: None,
+            }
         };
         let w = Work::between(
             Some(&snap(1.0, 1.0, 10, 2.0)),

@@ -79,6 +79,7 @@ mod server;
 mod service;
 pub mod session;
 pub mod soak;
+mod stats;
 pub mod store;
 pub mod user_model;
 pub mod workload;
@@ -92,3 +93,4 @@ pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hy
 pub use service::{
     MAX_QUERY_CHARS, MailService, NEW_SESSION_CLASS, RETRY_AFTER_S, ServiceOptions, admission_class,
 };
+pub use stats::{ProcessorStats, ServiceStats};

@@ -7,7 +7,6 @@
 //! request type's stage ([`MailService::dispatch`]); that stage's worker runs the handler
 //! (`service.rs`) and answers through the callback, which [`to_hyper`] turns into the reply.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +18,7 @@ use seda_http::{HttpConfig, HttpRequest, HttpServer, ServerShutdown};
 
 use crate::request::{MAX_FORM_BYTES, MailEvent, MailRequest, MailResponse};
 use crate::service::{MailService, RETRY_AFTER_S, ServiceOptions};
+use crate::stats::ServiceStats;
 use crate::store::Store;
 
 /// How the server runs.
@@ -127,26 +127,7 @@ impl MailServer {
         };
         let extra: seda_http::ExtraStats = {
             let service = service.clone();
-            Arc::new(move || {
-                let answered = service.answered_cpu_s();
-                let cpu: BTreeMap<_, _> = answered.iter().map(|(k, (cpu, _))| (*k, *cpu)).collect();
-                let count: BTreeMap<_, _> = answered.iter().map(|(k, (_, n))| (*k, *n)).collect();
-                // The emulated processor's core-seconds of work, beside its cores: a run's
-                // utilisation of a capacity stated before it.
-                let processor = service.processor().map(|p| {
-                    serde_json::json!({
-                        "cores": p.cores(),
-                        "busy_core_s": p.busy_core_s(),
-                        "running": p.running(),
-                    })
-                });
-                serde_json::json!({
-                    "handler_cpu_s": service.handler_cpu_s(),
-                    "answered_cpu_s": cpu,
-                    "answered": count,
-                    "processor": processor,
-                })
-            })
+            Arc::new(move || serde_json::to_value(ServiceStats::of(&service)).unwrap_or_default())
         };
         let http =
             match HttpServer::start_with_stats(http, route, Some(runtime.clone()), Some(extra)) {

@@ -349,6 +349,18 @@ pub struct TerminateConfig {
 }
 
 impl TerminateConfig {
+    /// A terminator of `kind` with the parameters `params` (name, value).
+    pub fn new<'a>(kind: &str, params: impl IntoIterator<Item = (&'a str, f64)>) -> Self {
+        let params = params
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        TerminateConfig {
+            kind: kind.to_string(),
+            params,
+        }
+    }
+
     /// Builds the terminator, or says what is wrong with the settings.
     pub fn build(
         &self,
@@ -532,6 +544,15 @@ impl Config {
             path: Some(path.to_path_buf()),
             source: Box::new(source),
         })
+    }
+
+    /// The TOML document [`Config::from_toml`] reads back to the same value: what a program
+    /// that starts a server writes to its `--config`, instead of TOML formatted by hand, whose
+    /// misspelt key would only show when the server refused it. Errors only on a value with no
+    /// TOML form (none of the settings' types lacks one today).
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        // Through a `toml::Value`, which orders plain values before tables as TOML requires.
+        toml::to_string(&toml::Value::try_from(self)?)
     }
 
     /// Applies one `dotted.key=value` override (the value is TOML: `4`, `true`, `"lifo"`; a bare

@@ -107,7 +107,8 @@ impl GlobalControlConfig {
 }
 
 /// Global control's state, in snapshots.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GlobalSnapshot {
     /// The p90 target, s.
     pub target_p90_s: f64,
@@ -116,7 +117,7 @@ pub struct GlobalSnapshot {
     /// The percentile-to-mean scale (`alpha`).
     pub alpha: Option<f64>,
     /// What chose the target: `littles_law` or `arrival_peak` (the fast path).
-    pub source: &'static str,
+    pub source: std::borrow::Cow<'static, str>,
     /// The exit stage's p90 in the last period, s.
     pub p90_s: Option<f64>,
 }
@@ -141,7 +142,7 @@ impl GlobalControl {
         GlobalControl {
             snapshot: GlobalSnapshot {
                 target_p90_s: config.target().as_secs_f64(),
-                source: "littles_law",
+                source: "littles_law".into(),
                 ..Default::default()
             },
             targets: GlobalTargets::new(g),
@@ -183,8 +184,8 @@ impl GlobalControl {
         self.snapshot.alpha = self.targets.alpha();
         self.snapshot.p90_s = xp.response.p90_s;
         self.snapshot.source = match self.targets.source() {
-            TargetSource::LittlesLaw => "littles_law",
-            TargetSource::ArrivalPeak => "arrival_peak",
+            TargetSource::LittlesLaw => "littles_law".into(),
+            TargetSource::ArrivalPeak => "arrival_peak".into(),
         };
         let Some(target) = target else {
             return BTreeMap::new();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use seda_control::{BatchController, TokenBucket};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Event;
 use crate::config::{Config, ConfigError, PoolSettings};
@@ -41,7 +41,8 @@ pub struct ShutdownReport {
 }
 
 /// A snapshot of every stage and pool.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct RuntimeSnapshot {
     /// Seconds since the runtime started.
     pub uptime_s: f64,
@@ -64,7 +65,8 @@ impl RuntimeSnapshot {
 }
 
 /// A pool's size and backlog.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct PoolSnapshot {
     /// Pool name.
     pub name: String,
@@ -73,7 +75,7 @@ pub struct PoolSnapshot {
     /// Events waiting in its stages.
     pub queue_len: usize,
     /// Its sizer: `seda`, `fixed`, `self_tuning` or `hill_climbing`.
-    pub sizer: &'static str,
+    pub sizer: std::borrow::Cow<'static, str>,
     /// What the sizer asks for and measured.
     pub sizing: SizerState,
 }
@@ -581,7 +583,7 @@ impl Runtime {
                         name: p.name.clone(),
                         threads: p.threads(),
                         queue_len: p.queue_len(),
-                        sizer: kind.name(),
+                        sizer: kind.name().into(),
                         sizing,
                     }
                 })

@@ -203,7 +203,8 @@ pub(crate) struct OutsideTargets {
 }
 
 /// What a model-driven sizer shows in snapshots.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SizerState {
     /// The thread count the sizer asks for (`None` under SEDA's heuristic).
     pub threads_target: Option<usize>,

@@ -5,6 +5,7 @@
 //! [`seda::Runtime::stats`] and the graph's edge counts once a second (the same snapshot
 //! `/_seda/stats` serves) and turns counter differences into rates.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
@@ -56,7 +57,7 @@ pub struct Point {
 #[derive(Debug)]
 struct StageRing {
     name: String,
-    controller_keys: Vec<&'static str>,
+    controller_keys: Vec<Cow<'static, str>>,
     points: VecDeque<Point>,
 }
 
@@ -69,7 +70,7 @@ struct Last {
     dropped: u64,
     completed: u64,
     terminated: u64,
-    rejected_by: BTreeMap<&'static str, u64>,
+    rejected_by: BTreeMap<Cow<'static, str>, u64>,
 }
 
 impl Last {
@@ -130,10 +131,10 @@ impl History {
                 .unwrap_or_else(|| Last::of(t_s, c));
             let dt = t_s - last.t_s;
             let period = s.period.as_ref();
-            let (keys, values): (Vec<&'static str>, Vec<f64>) = s
+            let (keys, values): (Vec<Cow<'static, str>>, Vec<f64>) = s
                 .controller
                 .as_ref()
-                .map(|c| c.state.iter().map(|(k, v)| (*k, *v)).unzip())
+                .map(|c| c.state.iter().map(|(k, v)| (k.clone(), *v)).unzip())
                 .unwrap_or_default();
             let mut ctrl = [f32::NAN; CONTROLLER_VALUES];
             for (slot, v) in ctrl.iter_mut().zip(&values) {
@@ -158,7 +159,12 @@ impl History {
             let rejected_by: BTreeMap<&str, f32> = c
                 .rejected
                 .iter()
-                .map(|(r, n)| (*r, rate(*n, *last.rejected_by.get(r).unwrap_or(n), dt)))
+                .map(|(r, n)| {
+                    (
+                        r.as_ref(),
+                        rate(*n, *last.rejected_by.get(r).unwrap_or(n), dt),
+                    )
+                })
                 .filter(|(_, v)| *v > 0.0)
                 .collect();
             let ring = match self.stages.iter().position(|r| r.name == s.name) {

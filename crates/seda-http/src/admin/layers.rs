@@ -3,6 +3,7 @@
 //! requests in flight as the queue, and its controller's state. The layers keep no latency
 //! histograms, so their cards show no percentiles.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use seda::stats::{
@@ -54,8 +55,11 @@ fn in_flight(s: &LayerStats) -> u64 {
 }
 
 fn stage(name: &str, s: &LayerStats) -> StageSnapshot {
-    let rejected: BTreeMap<&'static str, u64> =
-        s.rejected.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+    let rejected: BTreeMap<Cow<'static, str>, u64> = s
+        .rejected
+        .iter()
+        .map(|(r, n)| (Cow::Borrowed(r.as_str()), *n))
+        .collect();
     let rejected_total = rejected.values().sum();
     let empty = HistogramSummary {
         count: 0,
@@ -67,7 +71,7 @@ fn stage(name: &str, s: &LayerStats) -> StageSnapshot {
     };
     StageSnapshot {
         name: name.to_string(),
-        mode: MODE,
+        mode: Cow::Borrowed(MODE),
         pool: None,
         queue_len: in_flight(s) as usize,
         threshold: None,
@@ -76,8 +80,12 @@ fn stage(name: &str, s: &LayerStats) -> StageSnapshot {
         threads_target: None,
         batch_size: 0,
         controller: Some(ControllerSnapshot {
-            name: s.controller,
-            state: s.state.iter().copied().collect(),
+            name: Cow::Borrowed(s.controller),
+            state: s
+                .state
+                .iter()
+                .map(|&(k, v)| (Cow::Borrowed(k), v))
+                .collect(),
         }),
         termination: None,
         totals: PeriodSnapshot {
@@ -88,7 +96,7 @@ fn stage(name: &str, s: &LayerStats) -> StageSnapshot {
                 rejected_total,
                 rejected,
                 dropped_total: s.dropped,
-                dropped: BTreeMap::from([("failed_or_abandoned", s.dropped)]),
+                dropped: BTreeMap::from([(Cow::Borrowed("failed_or_abandoned"), s.dropped)]),
                 completed: s.completed,
                 terminated: 0,
                 batches: s.completed,

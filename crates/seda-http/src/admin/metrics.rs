@@ -147,18 +147,20 @@ fn encode_runtime(
         "Events that entered the stage.",
         per_stage(&|s| s.totals.counters.admitted),
     )?;
-    let by_reason = |pick: &dyn Fn(
-        &seda::stats::StageSnapshot,
-    ) -> &std::collections::BTreeMap<&'static str, u64>| {
-        stages
-            .iter()
-            .flat_map(|s| {
-                pick(s)
-                    .iter()
-                    .map(move |(r, n)| (vec![("stage", s.name.as_str()), ("reason", *r)], *n))
-            })
-            .collect::<Vec<_>>()
-    };
+    let by_reason =
+        |pick: &dyn Fn(
+            &seda::stats::StageSnapshot,
+        )
+            -> &std::collections::BTreeMap<std::borrow::Cow<'static, str>, u64>| {
+            stages
+                .iter()
+                .flat_map(|s| {
+                    pick(s).iter().map(move |(r, n)| {
+                        (vec![("stage", s.name.as_str()), ("reason", r.as_ref())], *n)
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
     counter_family(
         enc,
         "seda_stage_rejected",
@@ -338,8 +340,8 @@ fn encode_controllers(
         for (key, v) in &c.state {
             let labels = [
                 ("stage", s.name.as_str()),
-                ("controller", c.name),
-                ("key", *key),
+                ("controller", c.name.as_ref()),
+                ("key", key.as_ref()),
             ];
             m.encode_family(&labels)?.encode_gauge(v)?;
         }

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `/` | the live dashboard (HTML, CSS and a small script built into the binary) |
 //! | `/metrics` | Prometheus text format 0.0.4 ([`metrics`]) |
-//! | `/_seda/stats` | the front end's, the runtime's and the service's figures (JSON) |
+//! | `/_seda/stats` | the front end's, the runtime's and the service's figures (JSON, a [`StatsDocument`]) |
 //! | `/_seda/graph` | the stage graph (DOT); `/_seda/graph.json` as JSON |
 //! | `/_seda/live?since=T` | the dashboard's feed: the newest view and the history after `T` |
 //! | `POST /_seda/target?p90_ms=N` | changes global control's p90 target ([`target`]) |
@@ -22,6 +22,7 @@ pub mod history;
 mod layers;
 pub mod metrics;
 pub mod process;
+mod stats;
 mod target;
 
 use std::convert::Infallible;
@@ -46,6 +47,7 @@ use tokio::sync::watch;
 use crate::request::Body;
 use crate::server::{ExtraStats, FrontendStats};
 use history::History;
+pub use stats::StatsDocument;
 
 /// Connections the admin address serves at once; more wait in the backlog.
 const MAX_CONNECTIONS: usize = 64;
@@ -346,16 +348,12 @@ fn route<B>(state: &State, req: &hyper::Request<B>) -> Response<Body> {
             metrics::render(&state.registry),
         ),
         "/_seda/stats" => {
-            let runtime = src
-                .runtime
-                .as_ref()
-                .map(|rt| serde_json::to_value(rt.stats()).unwrap_or_default());
-            let doc = serde_json::json!({
-                "frontend": src.frontend.as_ref().map(|f| f()),
-                "runtime": runtime,
-                "service": src.extra.as_ref().map(|f| f()),
-                "layers": src.layers.as_ref().map(|f| layers_json(&f())),
-            });
+            let doc = StatsDocument {
+                frontend: src.frontend.as_ref().map(|f| f()),
+                runtime: src.runtime.as_ref().map(seda::Runtime::stats),
+                service: src.extra.as_ref().map(|f| f()),
+                layers: src.layers.as_ref().map(|f| layers_json(&f())),
+            };
             // Pretty: people read this one with curl.
             respond(
                 StatusCode::OK,

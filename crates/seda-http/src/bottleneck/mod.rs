@@ -48,6 +48,7 @@ mod backend;
 pub mod hold;
 mod page;
 mod server;
+mod stats;
 mod work;
 
 use std::cell::RefCell;
@@ -58,12 +59,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::request::HttpRequest;
 pub use backend::EmulatedBackend;
 pub use page::{QUALITY_HEADER, SIZE_RANGE};
 pub use server::{BottleneckServeConfig, BottleneckServer};
+pub use stats::{BottleneckSection, BottleneckStats, ProcessorStats};
 use work::DataFile;
 pub use work::Plan;
 
@@ -75,7 +77,7 @@ const BASE_CHUNK: usize = 64 * 1024;
 pub const STAGE: &str = "bottleneck";
 
 /// The service's settings (`[bottleneck]` in a configuration file).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BottleneckConfig {
     /// Mean KiB read from the data file per request at quality 1 (each request reads
@@ -378,20 +380,20 @@ impl Service {
         })
     }
 
-    fn stats(&self) -> serde_json::Value {
+    fn stats(&self) -> BottleneckStats {
         let pages = self.pages.load(Ordering::Relaxed);
         let q = self.quality_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        serde_json::json!({
-            "requests": self.requests.load(Ordering::Relaxed),
-            "pages": pages,
-            "bytes_read": self.bytes_read.load(Ordering::Relaxed),
-            "mean_quality": if pages == 0 { None } else { Some(q / pages as f64) },
-            "compute_cpu_s": self.compute_nanos.load(Ordering::Relaxed) as f64 / 1e9,
-            "processor": self.processor.as_ref().map(|p| serde_json::json!({
-                "cores": p.cores(),
-                "busy_core_s": p.busy_core_s(),
-            })),
-        })
+        BottleneckStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            pages,
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            mean_quality: (pages > 0).then(|| q / pages as f64),
+            compute_cpu_s: self.compute_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            processor: self.processor.as_ref().map(|p| ProcessorStats {
+                cores: p.cores(),
+                busy_core_s: p.busy_core_s(),
+            }),
+        }
     }
 }
 
@@ -490,7 +492,12 @@ pub fn build(
             })),
         )
         .map_err(BottleneckError::Stage)?;
-    let stats: crate::ExtraStats = Arc::new(move || serde_json::json!({ STAGE: service.stats() }));
+    let stats: crate::ExtraStats = Arc::new(move || {
+        let section = BottleneckSection {
+            bottleneck: service.stats(),
+        };
+        serde_json::to_value(section).unwrap_or_default()
+    });
     Ok((sink, stats))
 }
 

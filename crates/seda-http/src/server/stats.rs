@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Live counters of the front end.
 #[derive(Debug, Default)]
@@ -49,7 +49,8 @@ impl Counters {
 }
 
 /// A snapshot of the front end's counters.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct FrontendStats {
     /// The `Retry-After` a refusal gets now, seconds, at least: the configured base while
     /// refusals are few, up to 24 x it while they outnumber admissions; each refusal is told

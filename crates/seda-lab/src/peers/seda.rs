@@ -5,8 +5,11 @@
 //! nginx's one worker: the server is pinned to one core, and a second thread there would only
 //! add switches. Its listen backlog is its default, 4096.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
+
+use seda_http::ServeConfig;
 
 use super::{PeerError, config_path, write_config};
 
@@ -29,13 +32,13 @@ impl Default for SedaSettings {
     }
 }
 
-/// The TOML file `seda serve static` is given.
-pub fn config(port: u16, settings: &SedaSettings) -> String {
-    format!(
-        "# Written by seda-lab.\n[http]\naddr = \"127.0.0.1:{port}\"\nthreads = {}\n\n\
-         [static]\ncache_bytes = {}\n",
-        settings.threads, settings.cache_bytes
-    )
+/// The configuration `seda serve static` is given.
+pub fn config(port: u16, settings: &SedaSettings) -> ServeConfig {
+    let mut config = ServeConfig::default();
+    config.http.addr = SocketAddr::from(([127, 0, 0, 1], port));
+    config.http.threads = settings.threads;
+    config.statics.cache_bytes = settings.cache_bytes;
+    config
 }
 
 /// Writes `work_dir/seda.toml` and returns the command that runs `seda_bin serve static` with it.
@@ -53,7 +56,13 @@ pub fn command(
         });
     }
     let root = config_path(root)?;
-    let conf = write_config(work_dir, "seda.toml", &config(port, settings))?;
+    let text = config(port, settings)
+        .to_toml()
+        .map_err(|e| PeerError::Io {
+            what: "write seda's configuration as TOML".into(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
+    let conf = write_config(work_dir, "seda.toml", &text)?;
     let mut cmd = Command::new(seda_bin);
     cmd.args(["serve", "static", "--root", &root])
         .arg("--addr")
@@ -69,11 +78,11 @@ mod tests {
 
     #[test]
     fn the_config_is_one_thread_on_loopback() {
-        let c = config(8126, &SedaSettings::default());
-        assert!(c.contains("addr = \"127.0.0.1:8126\""));
-        assert!(c.contains("threads = 1\n"));
-        assert!(c.contains("cache_bytes = 209715200\n"));
+        let c = config(8126, &SedaSettings::default())
+            .to_toml()
+            .expect("a TOML form");
         let parsed = seda_http::ServeConfig::from_toml(&c).expect("seda serve static accepts it");
+        assert_eq!(parsed.http.addr, SocketAddr::from(([127, 0, 0, 1], 8126)));
         assert_eq!(parsed.http.threads, 1);
         assert_eq!(parsed.statics.cache_bytes, 204_800 * 1024);
     }

@@ -119,7 +119,11 @@ fn run_variant(lab: &Lab, name: &str, control: &Control, plan: &Plan) -> Result<
         plan.both().0,
         plan.both().1
     ));
-    let stats = || crate::poll::fetch(server.admin);
+    let stats = || {
+        crate::admin::stats(server.admin)
+            .map_err(|e| lab.log(format!("{name}: cannot read the server's stats: {e:#}")))
+            .ok()
+    };
     let result = match (low_cfg, high_cfg) {
         (Ok(low_cfg), Ok(high_cfg)) => std::thread::scope(|s| {
             let start = stats();

@@ -13,13 +13,14 @@
 //! selective dropper, and a pool moving a bounded step per period (two threads here, on twice
 //! the knee, where the simulator moves one).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
-use seda_http::bottleneck::STAGE;
+use anyhow::{Context, Result, bail};
+use seda::sizer::LawName;
+use seda::{GlobalControlConfig, SizerConfig, SizerKind, StageConfig};
+use seda_http::bottleneck::{BottleneckServeConfig, STAGE};
 use seda_load::{ClientConfig, Eager, LoadConfig, Model, Report, Target};
 use serde_json::{Map, Value, json};
 
@@ -64,35 +65,32 @@ const TOLERANCE: f64 = 1.5;
 /// `thesis-open`'s knee, crossed between the targets in twice the periods, and 0.683 of all
 /// requests were answered within the target over the run (0.803 before the knee was doubled,
 /// 0.781 with two).
-fn config() -> String {
-    thesis_open::plant(KNEE)
-        + &format!(
-            "\n[runtime]\ntick_ms = 20\nstats_period_ms = {PERIOD_MS}\n\
-         [runtime.global]\ntarget_p90_ms = {}\nentry = \"{STAGE}\"\ndropper_fraction = 0.0\n\
-         arrival_floor = false\n\n\
-         [stages.{STAGE}]\nbatch = 1\nthreads = {}\nmin_threads = 1\nmax_threads = 48\n\
-         sizer = {{ kind = \"self_tuning\", law = \"p\", period_ms = {PERIOD_MS}, max_step = 2 }}\n",
-            TARGETS[0].as_millis(),
-            KNEE / 2
-        )
+fn config() -> BottleneckServeConfig {
+    let stage = StageConfig {
+        threads: Some(KNEE / 2),
+        min_threads: Some(1),
+        max_threads: Some(48),
+        sizer: Some(SizerConfig {
+            law: Some(LawName::P),
+            period_ms: Some(PERIOD_MS),
+            max_step: Some(2),
+            ..SizerConfig::new(SizerKind::SelfTuning)
+        }),
+        ..StageConfig::default()
+    };
+    let mut config = thesis_open::plant(KNEE, PERIOD_MS, stage);
+    config.runtime.runtime.global = Some(GlobalControlConfig {
+        dropper_fraction: Some(0.0),
+        arrival_floor: Some(false),
+        ..GlobalControlConfig::new(TARGETS[0], STAGE)
+    });
+    config
 }
 
 /// Posts a new p90 target to the admin address `admin`, as an operator would.
 fn post_target(admin: SocketAddr, target: Duration) -> Result<()> {
-    let mut s = TcpStream::connect_timeout(&admin, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        s,
-        "POST /_seda/target?p90_ms={} HTTP/1.1\r\nHost: lab\r\nContent-Length: 0\r\n\
-         Connection: close\r\n\r\n",
-        target.as_millis()
-    )?;
-    let mut answer = String::new();
-    s.take(64 * 1024).read_to_string(&mut answer)?;
-    if !answer.starts_with("HTTP/1.1 200") {
-        bail!("setting the target to {target:?}: {answer}");
-    }
-    Ok(())
+    let path = format!("/_seda/target?p90_ms={}", target.as_millis());
+    crate::admin::post(admin, &path).with_context(|| format!("setting the target to {target:?}"))
 }
 
 /// One phase's figures, against its own target.
@@ -206,14 +204,12 @@ impl Scenario for FollowTarget {
             Ok(r) => r?,
             Err(_) => bail!("the thread changing the target panicked"),
         }
-        let threads = pool_series(&polled, STAGE, "/threads");
+        let threads = pool_series(&polled, STAGE, |p| Some(p.threads as f64));
         let server_targets: Vec<(f64, f64)> = polled
             .iter()
             .filter_map(|p| {
-                Some((
-                    p.t_s,
-                    p.stats["runtime"]["global"]["target_p90_s"].as_f64()?,
-                ))
+                let global = p.stats.runtime.as_ref()?.global.as_ref()?;
+                Some((p.t_s, global.target_p90_s))
             })
             .collect();
 

@@ -32,13 +32,14 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use seda::TerminateConfig;
 use seda_load::Report;
 use seda_mail::RequestKind;
 use seda_mail::store::Audit;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
-use crate::hold::{increase, window_summary};
+use crate::hold::{self, increase, window_summary};
 use crate::long_search::{self, LongSearches, MISSING_PHRASE};
 use crate::mail::{self, CORPUS_USERS, Control, MailServer, ServeOptions};
 use crate::outcome::{Check, Outcome};
@@ -63,10 +64,17 @@ const VARIANTS: [(&str, bool); 2] = [("admission", false), ("admission+terminati
 /// SERT's settings for searches (SERT06's threshold `LB + F(p) (UB - LB)`): never below
 /// 0.25 s, where a search of the headers under a busy shared pool may still be running, and up
 /// to 3 s when nothing is lost; loss counted over `window` stats periods of 1 s.
-fn sert_toml(window: usize) -> String {
-    format!(
-        "kind = \"sert\"\nlower_s = 0.25\nupper_s = 3.0\nlow_water = 0.02\nhigh_water = 0.12\n\
-         alpha = 2.0\nwindow = {window}\n"
+fn sert_terminator(window: usize) -> TerminateConfig {
+    TerminateConfig::new(
+        "sert",
+        [
+            ("lower_s", 0.25),
+            ("upper_s", 3.0),
+            ("low_water", 0.02),
+            ("high_water", 0.12),
+            ("alpha", 2.0),
+            ("window", window as f64),
+        ],
     )
 }
 
@@ -127,7 +135,7 @@ impl Scenario for MailSearch {
         for (name, terminate) in VARIANTS {
             let options = ServeOptions {
                 shared_pool: Some(WORKERS),
-                terminate_search: terminate.then(|| sert_toml(window)),
+                terminate_search: terminate.then(|| sert_terminator(window)),
                 ..ServeOptions::default()
             };
             runs.push(run_variant(lab, name, &options, &spike, &accounts)?);
@@ -150,7 +158,7 @@ impl Scenario for MailSearch {
                 "spike": spike.describe(),
                 "accounts": accounts.iter().map(|(u, n)| json!({"user": u, "messages": n})).collect::<Vec<_>>(),
                 "long_search": format!("GET /search?q={MISSING_PHRASE}&in=body during the spike, in place of the model's searches"),
-                "sert": sert_toml(window),
+                "sert": sert_terminator(window),
                 "corpus_users": CORPUS_USERS,
             }),
             summary,
@@ -206,12 +214,8 @@ fn run_variant(
     let audit = audit?;
     let stage = RequestKind::Search.stage_name();
     let (from, to) = (spike.onset_s(), spike.end_s());
-    let terminated = increase(
-        &stage_series(&samples, &stage, "/totals/counters/terminated"),
-        from,
-        to,
-    );
-    let threshold = stage_series(&samples, &stage, "/termination/threshold_s");
+    let terminated = increase(&stage_series(&samples, &stage, hold::terminated), from, to);
+    let threshold = stage_series(&samples, &stage, hold::termination_threshold_s);
     let summary = window_summary(name, &report, from, to, terminated);
     lab.log(format!(
         "{name}: {:.1}/s during the spike, mean {:.3} s, {:.1}% within 1 s, {:.1}% terminated; \

@@ -9,6 +9,7 @@
 //! server for 30 s, measured from 5 s (quick form: 7 s from 2 s, three shares).
 
 use anyhow::Result;
+use seda::TerminateConfig;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, json};
 
@@ -27,10 +28,17 @@ const RATE_PER_S: f64 = 400.0;
 const VARIANTS: [(&str, bool); 2] = [("admission", false), ("admission+sert", true)];
 
 /// SERT as in `sert-shift`.
-fn sert_toml(window: usize) -> String {
-    format!(
-        "kind = \"sert\"\nlower_s = 0.05\nupper_s = 1.0\nlow_water = 0.02\nhigh_water = 0.12\n\
-         alpha = 2.0\nwindow = {window}\n"
+fn sert_terminator(window: usize) -> TerminateConfig {
+    TerminateConfig::new(
+        "sert",
+        [
+            ("lower_s", 0.05),
+            ("upper_s", 1.0),
+            ("low_water", 0.02),
+            ("high_water", 0.12),
+            ("alpha", 2.0),
+            ("window", window as f64),
+        ],
     )
 }
 
@@ -80,7 +88,7 @@ impl Scenario for SertMotivation {
                 let setup = HoldSetup {
                     workers: WORKERS,
                     queue: QUEUE,
-                    terminate: sert.then(|| sert_toml(window)),
+                    terminate: sert.then(|| sert_terminator(window)),
                 };
                 let mix = ShiftMix {
                     short: std::time::Duration::from_millis(5),
@@ -99,7 +107,7 @@ impl Scenario for SertMotivation {
                 server.stop();
                 let report = report?;
                 let terminated = hold::increase(
-                    &hold::stage_series(&samples, "/totals/counters/terminated"),
+                    &hold::stage_series(&samples, hold::terminated),
                     from_s,
                     run_s,
                 );
@@ -226,7 +234,7 @@ impl Scenario for SertMotivation {
                 "workers": WORKERS, "queue_threshold": QUEUE, "rate_per_s": RATE_PER_S,
                 "short_ms": 5, "long_ms": 500, "long_shares": shares,
                 "run_s": run_s, "measured_from_s": from_s,
-                "sert": sert_toml(window),
+                "sert": sert_terminator(window),
                 "scaling": "the slides' 50/s scaled to 400/s for 8 workers; times as in the slides",
             }),
             summary,

@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use seda::TerminateConfig;
 use seda_load::Report;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
@@ -47,10 +48,17 @@ const GOAL_THROUGHPUT_X: f64 = 2.0;
 const GOAL_WITHIN_1S: f64 = 0.85;
 const GOAL_RESPONSE_CUT: f64 = 0.55;
 
-fn sert_toml(window: usize) -> String {
-    format!(
-        "kind = \"sert\"\nlower_s = 0.05\nupper_s = 1.0\nlow_water = 0.02\nhigh_water = 0.12\n\
-         alpha = 2.0\nwindow = {window}\n"
+fn sert_terminator(window: usize) -> TerminateConfig {
+    TerminateConfig::new(
+        "sert",
+        [
+            ("lower_s", 0.05),
+            ("upper_s", 1.0),
+            ("low_water", 0.02),
+            ("high_water", 0.12),
+            ("alpha", 2.0),
+            ("window", window as f64),
+        ],
     )
 }
 
@@ -99,7 +107,7 @@ impl Scenario for SertShift {
             let setup = HoldSetup {
                 workers: WORKERS,
                 queue: QUEUE,
-                terminate: sert.then(|| sert_toml(window)),
+                terminate: sert.then(|| sert_terminator(window)),
             };
             runs.push(run_variant(lab, name, &setup, &mix, run_s)?);
         }
@@ -166,7 +174,7 @@ impl Scenario for SertShift {
                     "before": WORKERS as f64 / mix.mean_s(BASE_LONG),
                     "shift": WORKERS as f64 / mix.mean_s(SHIFT_LONG),
                 },
-                "sert": sert_toml(window),
+                "sert": sert_terminator(window),
                 "scaling": "times as in the slides; the slides' 50/s scaled to 400/s for 8 workers so the shift overloads as theirs did",
             }),
             summary,
@@ -204,12 +212,8 @@ fn run_variant(
     server.stop();
     let report = report?;
     let (from, to) = (mix.shift_from_s, mix.shift_to_s);
-    let terminated = hold::increase(
-        &hold::stage_series(&samples, "/totals/counters/terminated"),
-        from,
-        to,
-    );
-    let threshold = hold::stage_series(&samples, "/termination/threshold_s");
+    let terminated = hold::increase(&hold::stage_series(&samples, hold::terminated), from, to);
+    let threshold = hold::stage_series(&samples, hold::termination_threshold_s);
     let summary = hold::window_summary(name, &report, from, to, terminated);
     lab.log(format!(
         "{name}: {:.1}/s during the shift, mean {:.3} s, {:.1}% within 1 s, {:.1}% terminated",

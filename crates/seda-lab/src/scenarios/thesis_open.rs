@@ -14,7 +14,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
-use seda_http::bottleneck::STAGE;
+use seda::sizer::LawName;
+use seda::{AdmissionConfig, GlobalControlConfig, SizerConfig, SizerKind, StageConfig};
+use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Schedule, Target};
 use serde_json::{Map, Value, json};
 
@@ -53,21 +55,32 @@ const TARGET: Duration = Duration::from_millis(200);
 pub(super) const POLL: Duration = Duration::from_millis(250);
 
 /// The self-tuning design's `[stages.bottleneck]` settings.
-pub(super) fn self_tuning_stage() -> String {
-    "threads = 4\nmin_threads = 1\nmax_threads = 48\n\
-     sizer = { kind = \"self_tuning\", law = \"p\", period_ms = 500 }\n"
-        .to_string()
+pub(super) fn self_tuning_stage() -> StageConfig {
+    StageConfig {
+        threads: Some(4),
+        min_threads: Some(1),
+        max_threads: Some(48),
+        sizer: Some(SizerConfig {
+            law: Some(LawName::P),
+            period_ms: Some(500),
+            ..SizerConfig::new(SizerKind::SelfTuning)
+        }),
+        ..StageConfig::default()
+    }
 }
 
 /// The variants, by the names the summary uses, and their `[stages.bottleneck]` settings.
-fn variants() -> [(&'static str, String); 3] {
-    let seda = |threads: usize| {
-        format!(
-            "threads = {threads}\nmin_threads = {threads}\nmax_threads = {threads}\n\
-             sizer = {{ kind = \"fixed\" }}\n\
-             admission = {{ kind = \"response_time\", target_s = {} }}\n",
-            TARGET.as_secs_f64()
-        )
+fn variants() -> [(&'static str, StageConfig); 3] {
+    let seda = |threads: usize| StageConfig {
+        threads: Some(threads),
+        min_threads: Some(threads),
+        max_threads: Some(threads),
+        sizer: Some(SizerConfig::new(SizerKind::Fixed)),
+        admission: Some(AdmissionConfig {
+            kind: "response_time".into(),
+            params: [("target_s".into(), TARGET.as_secs_f64())].into(),
+        }),
+        ..StageConfig::default()
     };
     [
         ("self_tuning", self_tuning_stage()),
@@ -76,36 +89,55 @@ fn variants() -> [(&'static str, String); 3] {
     ]
 }
 
-/// The plant's `[bottleneck]` settings (the module docs) with its knee at `knee` requests,
-/// shared with `follow-target`.
-pub(super) fn plant(knee: usize) -> String {
-    format!(
-        "[bottleneck]\nwork_kb = 1.0\nrounds = 1\nbase_kb = 0.0\nbackend_ms = {BACKEND_MS}.0\n\
-         backend_knee = {knee}\nbackend_spread = {BACKEND_SPREAD:?}\n"
-    )
+/// The plant (the module docs) with its knee at `knee` requests, shared with `follow-target`;
+/// a 20 ms control tick, and `stage` as its stage's settings, one request per batch: with the
+/// default batch one worker takes dozens of requests at once, the others idle, and requests
+/// wait inside the batch where the dropper cannot see them.
+pub(super) fn plant(
+    knee: usize,
+    stats_period_ms: u64,
+    stage: StageConfig,
+) -> BottleneckServeConfig {
+    let mut config = BottleneckServeConfig {
+        bottleneck: BottleneckConfig {
+            work_kb: 1.0,
+            rounds: 1,
+            base_kb: 0.0,
+            backend_ms: BACKEND_MS as f64,
+            backend_knee: knee,
+            backend_spread: BACKEND_SPREAD,
+            ..BottleneckConfig::default()
+        },
+        ..BottleneckServeConfig::default()
+    };
+    config.runtime.runtime.tick_ms = 20;
+    config.runtime.runtime.stats_period_ms = stats_period_ms;
+    let stage = StageConfig {
+        batch: Some(1),
+        ..stage
+    };
+    config.runtime.stages.insert(STAGE.to_string(), stage);
+    config
 }
 
-/// Starts the plant as `name` with `stage` as its `[stages.bottleneck]`; global control toward
-/// `target` when `stage` names the self-tuning sizer. Returns its address, its admin address and
+/// Starts the plant as `name` with `stage` as its stage's settings; global control toward
+/// `target` when `stage` runs the self-tuning sizer. Returns its address, its admin address and
 /// the process.
 pub(super) fn start(
     lab: &Lab,
     name: &str,
-    stage: &str,
+    stage: &StageConfig,
     target: Duration,
 ) -> Result<(SocketAddr, SocketAddr, Child)> {
-    let global = stage.contains("self_tuning");
-    let mut toml = plant(KNEE) + "\n[runtime]\ntick_ms = 20\nstats_period_ms = 500\n";
+    let global = stage
+        .sizer
+        .as_ref()
+        .is_some_and(|s| s.kind == SizerKind::SelfTuning);
+    let mut config = plant(KNEE, 500, stage.clone());
     if global {
-        toml += &format!(
-            "[runtime.global]\ntarget_p90_ms = {}\nentry = \"{STAGE}\"\n",
-            target.as_millis()
-        );
+        config.runtime.runtime.global = Some(GlobalControlConfig::new(target, STAGE));
     }
-    // One request per batch: with the default batch one worker takes dozens of requests at once,
-    // the others idle, and requests wait inside the batch where the dropper cannot see them.
-    toml += &format!("\n[stages.{STAGE}]\nbatch = 1\n{stage}");
-    crate::bottleneck::spawn_configured(lab, name, &toml)
+    crate::bottleneck::spawn_configured(lab, name, &config)
 }
 
 fn load(addr: SocketAddr, phases: [Duration; 2]) -> Result<LoadConfig> {
@@ -163,13 +195,13 @@ pub(super) fn table(r: &Report, target: Duration) -> serde_json::Value {
 /// What a run did over time, to tell why its figures came out as they did: the clients' own
 /// per-interval counts and latencies, and the server's threads, throughput targets and queue.
 pub(super) fn over_time(r: &Report, polled: &[Sample]) -> Value {
-    let pool = |pointer: &str| pool_series(polled, STAGE, pointer);
+    let pool = |pick: fn(&seda::PoolSnapshot) -> Option<f64>| pool_series(polled, STAGE, pick);
     json!({
         "series": r.series,
-        "threads": pool("/threads"),
-        "queue_len": pool("/queue_len"),
-        "throughput_per_s": pool("/sizing/throughput_per_s"),
-        "throughput_target_per_s": pool("/sizing/throughput_target_per_s"),
+        "threads": pool(|p| Some(p.threads as f64)),
+        "queue_len": pool(|p| Some(p.queue_len as f64)),
+        "throughput_per_s": pool(|p| p.sizing.throughput_per_s),
+        "throughput_target_per_s": pool(|p| p.sizing.throughput_target_per_s),
     })
 }
 

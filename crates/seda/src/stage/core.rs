@@ -475,15 +475,16 @@ impl<E: Event> StageDyn for StageCore<E> {
         let (totals, period) = self.stats.snapshot();
         let controller = self.admission.controller.as_ref().map(|c| {
             let c = c.lock();
-            let state: BTreeMap<&'static str, f64> = c.state().into_iter().collect();
+            let state: BTreeMap<_, f64> =
+                c.state().into_iter().map(|(k, v)| (k.into(), v)).collect();
             ControllerSnapshot {
-                name: c.name(),
+                name: c.name().into(),
                 state,
             }
         });
         StageSnapshot {
             name: self.name.clone(),
-            mode: self.mode_name(),
+            mode: self.mode_name().into(),
             pool: self.pool.as_ref().map(|p| p.name.clone()),
             queue_len: self.queue_len(),
             threshold: self.queue.threshold(),

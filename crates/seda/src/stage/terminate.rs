@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use seda_control::terminate::{PeriodCounts, Terminator};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats::Counters;
 use crate::{CancelToken, Meta};
@@ -44,10 +44,11 @@ struct Running {
 }
 
 /// The state of a stage's terminator, for snapshots and the dashboard.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct TerminationSnapshot {
     /// The terminator's kind (`sert`, `fixed`, `percentile`).
-    pub kind: &'static str,
+    pub kind: std::borrow::Cow<'static, str>,
     /// The running time past which requests are cut now, seconds.
     pub threshold_s: f64,
     /// Requests running in the stage now.
@@ -56,7 +57,8 @@ pub struct TerminationSnapshot {
     /// those count as completed).
     pub requested: u64,
     /// The terminator's own state (SERT's loss `p`...).
-    pub state: std::collections::BTreeMap<&'static str, f64>,
+    #[serde(deserialize_with = "crate::stats::state_numbers")]
+    pub state: std::collections::BTreeMap<std::borrow::Cow<'static, str>, f64>,
 }
 
 impl Termination {
@@ -164,11 +166,11 @@ impl Termination {
     pub(crate) fn snapshot(&self) -> TerminationSnapshot {
         let t = self.terminator.lock();
         TerminationSnapshot {
-            kind: t.name(),
+            kind: t.name().into(),
             threshold_s: self.threshold_us.load(Ordering::Relaxed) as f64 / 1e6,
             running: self.running.lock().len(),
             requested: self.requested.load(Ordering::Relaxed),
-            state: t.state().into_iter().collect(),
+            state: t.state().into_iter().map(|(k, v)| (k.into(), v)).collect(),
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const SUB_BITS: u32 = 5;
 const SUB: usize = 1 << SUB_BITS;
@@ -179,7 +179,8 @@ impl Histogram {
 }
 
 /// Count, mean and percentiles of a histogram, in seconds.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct HistogramSummary {
     /// Values recorded.
     pub count: u64,

@@ -2,13 +2,14 @@
 
 mod histogram;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use seda_control::RejectReason;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 pub(crate) use histogram::AtomicHistogram;
 pub use histogram::{Histogram, HistogramSummary};
@@ -261,10 +262,10 @@ impl Counters {
     }
 
     fn to_view(&self) -> CounterSnapshot {
-        let by_reason = |a: &[u64; REASONS]| -> BTreeMap<&'static str, u64> {
+        let by_reason = |a: &[u64; REASONS]| -> BTreeMap<Cow<'static, str>, u64> {
             RejectReason::ALL
                 .iter()
-                .map(|r| (r.as_str(), a[r.index()]))
+                .map(|r| (Cow::Borrowed(r.as_str()), a[r.index()]))
                 .collect()
         };
         let rejected_total: u64 = self.rejected.iter().sum();
@@ -285,7 +286,8 @@ impl Counters {
 }
 
 /// Event counts of a stage over some span.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct CounterSnapshot {
     /// Enqueue attempts (admitted + rejected).
     pub arrivals: u64,
@@ -294,11 +296,11 @@ pub struct CounterSnapshot {
     /// Events turned away at enqueue, in total.
     pub rejected_total: u64,
     /// Events turned away at enqueue, by reason.
-    pub rejected: BTreeMap<&'static str, u64>,
+    pub rejected: BTreeMap<Cow<'static, str>, u64>,
     /// Admitted events dropped before handling (expired, cancelled, left at shutdown), in total.
     pub dropped_total: u64,
     /// Admitted events dropped before handling, by reason.
-    pub dropped: BTreeMap<&'static str, u64>,
+    pub dropped: BTreeMap<Cow<'static, str>, u64>,
     /// Events handled.
     pub completed: u64,
     /// Events whose handler gave them up after the stage's terminator cut them (SERT06): a
@@ -313,7 +315,8 @@ pub struct CounterSnapshot {
 }
 
 /// Counts and latency summaries over one span (a control period, or since start).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct PeriodSnapshot {
     /// Length of the span in seconds (0 for totals since start).
     pub duration_s: f64,
@@ -328,12 +331,13 @@ pub struct PeriodSnapshot {
 }
 
 /// A stage's state and measurements at one moment.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct StageSnapshot {
     /// Stage name.
     pub name: String,
     /// "queued", "inline", or "domain".
-    pub mode: &'static str,
+    pub mode: Cow<'static, str>,
     /// The pool that runs it (its own name for a queued stage; none when inline).
     pub pool: Option<String>,
     /// Events waiting (including reserved by prepared enqueues).
@@ -359,12 +363,27 @@ pub struct StageSnapshot {
 }
 
 /// An admission controller's name and state.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct ControllerSnapshot {
     /// The controller's name.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Its state as named numbers.
-    pub state: BTreeMap<&'static str, f64>,
+    #[serde(deserialize_with = "state_numbers")]
+    pub state: BTreeMap<Cow<'static, str>, f64>,
+}
+
+/// Reads a controller's or terminator's state as JSON writes it: `serde_json` writes a number
+/// that is not finite (a rate not measured yet, an unlimited one) as `null`, which reads back as
+/// NaN, so that one such value does not make the whole snapshot unreadable.
+pub(crate) fn state_numbers<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<Cow<'static, str>, f64>, D::Error> {
+    let numbers = BTreeMap::<Cow<'static, str>, Option<f64>>::deserialize(d)?;
+    Ok(numbers
+        .into_iter()
+        .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+        .collect())
 }
 
 /// A stage's cumulative histograms since start (see [`crate::Runtime::histograms`]).

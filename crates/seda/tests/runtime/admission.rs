@@ -472,7 +472,7 @@ fn an_admission_controller_sees_each_admitted_event_once_and_the_handler_reads_i
     assert_eq!(*quality.lock().unwrap(), Some(0.25));
     let snap = &rt.stats().stages[0];
     let c = snap.controller.as_ref().unwrap();
-    assert_eq!((c.name, c.state["quality"]), ("recorder", 0.25));
+    assert_eq!((c.name.as_ref(), c.state["quality"]), ("recorder", 0.25));
 }
 
 #[test]

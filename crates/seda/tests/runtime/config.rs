@@ -38,12 +38,12 @@ fn file_settings_override_code_settings() {
     let stats = rt.stats();
     let a_snap = &stats.stages[0];
     assert_eq!(
-        (a_snap.batch_size, a_snap.threads, a_snap.mode),
+        (a_snap.batch_size, a_snap.threads, a_snap.mode.as_ref()),
         (8, 3, "queued")
     );
     let b_snap = &stats.stages[1];
     assert_eq!(
-        (b_snap.mode, b_snap.pool.as_deref(), b_snap.threads),
+        (b_snap.mode.as_ref(), b_snap.pool.as_deref(), b_snap.threads),
         ("domain", Some("io"), 2)
     );
     rt.shutdown();
@@ -143,4 +143,28 @@ fn an_adaptive_controller_is_chosen_in_the_file() {
         "{text}"
     );
     rt.shutdown();
+}
+
+#[test]
+fn a_configuration_written_as_toml_reads_back_the_same() {
+    let mut config = Config::from_toml(FILE).unwrap();
+    let extra = Config::from_toml(
+        r#"
+        [runtime.global]
+        target_p90_ms = 100
+        entry = "a"
+        [stages."mail.search"]
+        threshold = 1000000
+        admission = { kind = "response_time", target_s = 0.5, nreq = 50.0 }
+        terminate = { kind = "sert", lower_s = 0.1, upper_s = 2.0 }
+        sizer = { kind = "self_tuning", law = "pi", period_ms = 500 }
+        "#,
+    )
+    .unwrap();
+    config.runtime.global = extra.runtime.global.clone();
+    config.stages.extend(extra.stages);
+    let text = config.to_toml().unwrap();
+    assert_eq!(Config::from_toml(&text).unwrap(), config, "{text}");
+    // A quoted stage name stays one key, not a nested table.
+    assert!(text.contains("[stages.\"mail.search\"]"), "{text}");
 }

@@ -31,7 +31,7 @@ fn inline_stage_runs_on_the_callers_thread_with_admission_and_stats() {
     let s = &rt.stats().stages[0];
     assert_eq!(
         (
-            s.mode,
+            s.mode.as_ref(),
             s.totals.counters.completed,
             s.totals.counters.rejected_total
         ),

@@ -62,7 +62,7 @@ fn long_requests_are_terminated_short_ones_complete() {
     // Only completed requests are response-time samples.
     assert_eq!(s.totals.response.count, shorts);
     let t = s.termination.as_ref().expect("terminable");
-    assert_eq!((t.kind, t.running), ("fixed", 0));
+    assert_eq!((t.kind.as_ref(), t.running), ("fixed", 0));
     assert!(t.requested >= longs);
 }
 

@@ -367,10 +367,10 @@ fn run_variant(
     let rate = |stage| -> Vec<Vec<(f64, f64)>> {
         polled
             .iter()
-            .map(|s| stage_rate(s, stage, "arrivals"))
+            .map(|s| stage_rate(s, stage, |c| c.arrivals))
             .collect()
     };
-    let completed = stage_rate(&polled[0], None, "completed");
+    let completed = stage_rate(&polled[0], None, |c| c.completed);
     let mut run = measure(
         balance,
         &report,

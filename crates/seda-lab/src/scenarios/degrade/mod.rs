@@ -14,12 +14,13 @@ mod report;
 use std::time::Duration;
 
 use anyhow::Result;
-use seda_http::bottleneck::{BottleneckConfig, Control, STAGE};
+use seda_http::bottleneck::{BottleneckConfig, BottleneckSection, Control, STAGE};
 use seda_load::Report;
 use seda_sim::summary::{RunSummary, within_target_share};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::admin::StatsDocument;
 use crate::bottleneck::{self, BottleneckServer};
 use crate::outcome::Outcome;
 use crate::poll::{Sample, StatsPoller, controller_series};
@@ -297,10 +298,12 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     Ok(run)
 }
 
-/// The service's cumulative pages and their computation's CPU seconds in a stats document.
-fn page_counters(stats: &Value) -> Option<(f64, f64)> {
-    let b = &stats["service"][STAGE];
-    Some((b["pages"].as_f64()?, b["compute_cpu_s"].as_f64()?))
+/// The service's cumulative pages and their computation's CPU seconds in a stats document
+/// (`None`: the document has no bottleneck service's section).
+fn page_counters(stats: &StatsDocument) -> Option<(f64, f64)> {
+    let section: BottleneckSection = stats.service_as().ok()??;
+    let b = section.bottleneck;
+    Some((b.pages as f64, b.compute_cpu_s))
 }
 
 /// CPU seconds per page computed between two readings of [`page_counters`]; `None` where no

@@ -194,20 +194,14 @@ fn measure(
     }
 }
 
-fn login_stage(stats: &Value) -> Option<&Value> {
-    stats
-        .pointer("/runtime/stages")?
-        .as_array()?
-        .iter()
-        .find(|x| x.get("name").and_then(Value::as_str) == Some("mail.login"))
-}
+const LOGIN_STAGE: &str = "mail.login";
 
 /// The fraction of stats samples (one a second, warm-up included) that found requests waiting
 /// in the login stage's queue: near 1, the server never ran out of work.
 fn queue_nonempty(samples: &[Sample]) -> Option<f64> {
     let lens: Vec<u64> = samples
         .iter()
-        .filter_map(|s| login_stage(&s.stats)?.get("queue_len")?.as_u64())
+        .filter_map(|s| Some(s.stage(LOGIN_STAGE)?.queue_len as u64))
         .collect();
     (!lens.is_empty()).then(|| lens.iter().filter(|&&n| n > 0).count() as f64 / lens.len() as f64)
 }
@@ -218,13 +212,13 @@ fn server_totals(samples: &[Sample]) -> Value {
     let Some(last) = samples.last() else {
         return Value::Null;
     };
-    let login = login_stage(&last.stats);
-    let get = |v: Option<&Value>, p: &str| v.and_then(|v| v.pointer(p)).cloned();
+    let login = last.stage(LOGIN_STAGE).map(|s| &s.totals.counters);
+    let front_end = last.stats.frontend.as_ref();
     json!({
         "at_s": last.t_s,
-        "login_completed": get(login, "/totals/counters/completed"),
-        "login_dropped_expired_or_cancelled": get(login, "/totals/counters/dropped/expired"),
-        "front_end_requests": get(Some(&last.stats), "/frontend/requests"),
-        "front_end_cancelled": get(Some(&last.stats), "/frontend/cancelled_requests"),
+        "login_completed": login.map(|c| c.completed),
+        "login_dropped_expired_or_cancelled": login.and_then(|c| c.dropped.get("expired")),
+        "front_end_requests": front_end.map(|f| f.requests),
+        "front_end_cancelled": front_end.map(|f| f.cancelled_requests),
     })
 }

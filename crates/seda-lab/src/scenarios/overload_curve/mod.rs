@@ -32,16 +32,18 @@ mod checks;
 mod plant;
 mod report;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
+use seda_http::bottleneck::BottleneckServeConfig;
 use seda_load::{Report, Schedule};
 use seda_sim::summary::{RunSummary, Window, fraction, per_s, settle_time};
 use serde_json::{Map, Value, json};
 
 use crate::outcome::Outcome;
-use crate::poll::StatsPoller;
+use crate::poll::{Sample, StatsPoller};
 use crate::{Lab, Scenario};
 use plant::{CAPACITY_NOTE, Server, TARGET, capacity_per_s};
 
@@ -88,8 +90,8 @@ struct Variant {
 }
 
 impl Variant {
-    fn toml(&self) -> String {
-        plant::toml(self.admission.as_ref().map(|p| (self.name, p)))
+    fn config(&self) -> BottleneckServeConfig {
+        plant::config(self.admission.as_ref().map(|p| (self.name, p)))
     }
 }
 
@@ -236,7 +238,10 @@ impl Scenario for OverloadCurve {
                 "variants": variants.iter().map(|v| json!({
                     "name": v.name, "what": v.about, "admission": v.admission,
                 })).collect::<Vec<_>>(),
-                "stage_toml_example": variants.iter().find(|v| v.name == OURS).map(Variant::toml),
+                "stage_toml_example": variants
+                    .iter()
+                    .find(|v| v.name == OURS)
+                    .and_then(|v| v.config().to_toml().ok()),
             }),
             summary,
             data: json!({
@@ -253,7 +258,7 @@ impl Scenario for OverloadCurve {
 /// Runs `v` at `load_x` x capacity on a fresh server: `warmup_s`, then `measure_s` measured.
 fn run_point(lab: &Lab, v: &Variant, load_x: f64, warmup_s: f64, measure_s: f64) -> Result<Point> {
     let name = format!("{}_{}x", v.name, load_x);
-    let server = Server::start(lab, &name, &v.toml())?;
+    let server = Server::start(lab, &name, &v.config())?;
     let rate = load_x * capacity_per_s();
     let cfg = plant::open_load(&server, rate, warmup_s + measure_s)?;
     let poller = StatsPoller::start(server.admin, STATE_PERIOD);
@@ -269,9 +274,9 @@ fn run_point(lab: &Lab, v: &Variant, load_x: f64, warmup_s: f64, measure_s: f64)
         .iter()
         .rev()
         .find(|s| s.t_s <= end_s)
-        .and_then(|s| controller_state(&s.stats))
+        .and_then(controller_state)
     {
-        summary.insert("controller_state", state);
+        summary.insert("controller_state", json!(state));
     }
     if let Some(h) = lab.health().last() {
         summary.insert("server_cpu_share", h.server_cpu_share);
@@ -359,19 +364,15 @@ fn point_summary(name: &str, load_x: f64, report: &Report, from_s: f64) -> RunSu
 }
 
 /// The controller's state in a `/_seda/stats` document (`None` without a controller).
-fn controller_state(stats: &Value) -> Option<Value> {
-    let stage = stats
-        .pointer("/runtime/stages")?
-        .as_array()?
-        .iter()
-        .find(|s| s["name"] == seda_http::bottleneck::STAGE)?;
-    stage.pointer("/controller/state").cloned()
+fn controller_state(sample: &Sample) -> Option<&BTreeMap<Cow<'static, str>, f64>> {
+    let stage = sample.stage(seda_http::bottleneck::STAGE)?;
+    Some(&stage.controller.as_ref()?.state)
 }
 
 /// The step from [`STEP_FROM`] to [`STEP_TO`] x capacity after `before_s`, for `after_s`.
 fn run_step(lab: &Lab, v: &Variant, before_s: f64, after_s: f64) -> Result<Step> {
     let name = format!("{}_step", v.name);
-    let server = Server::start(lab, &name, &v.toml())?;
+    let server = Server::start(lab, &name, &v.config())?;
     let cap = capacity_per_s();
     let mut cfg = plant::open_load(&server, STEP_FROM * cap, before_s + after_s)?;
     cfg.interval = WINDOW;
@@ -448,12 +449,12 @@ fn run_step(lab: &Lab, v: &Variant, before_s: f64, after_s: f64) -> Result<Step>
     summary.insert("window_s", WINDOW.as_secs_f64());
     let mut state: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for sample in &samples {
-        if let Some(Value::Object(m)) = controller_state(&sample.stats) {
-            for (k, val) in m {
-                if let Some(x) = val.as_f64() {
-                    state.entry(k).or_default().push((sample.t_s, x));
-                }
-            }
+        let finite = controller_state(sample).into_iter().flatten();
+        for (k, &x) in finite.filter(|(_, x)| x.is_finite()) {
+            state
+                .entry(k.to_string())
+                .or_default()
+                .push((sample.t_s, x));
         }
     }
     lab.log(format!(

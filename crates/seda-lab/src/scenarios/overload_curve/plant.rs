@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use seda_http::bottleneck::STAGE;
+use seda::{AdmissionConfig, StageConfig};
+use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Target};
 
@@ -114,22 +115,32 @@ impl Session for MixSession {
     }
 }
 
-/// The stage's TOML: the plant, unbounded queue, and `admission` (a catalogue name and its
-/// parameters) if any.
-pub(super) fn toml(admission: Option<(&str, &BTreeMap<String, f64>)>) -> String {
+/// The server's configuration: the plant, unbounded queue, and `admission` (a catalogue name
+/// and its parameters) if any.
+pub(super) fn config(admission: Option<(&str, &BTreeMap<String, f64>)>) -> BottleneckServeConfig {
+    let mut config = BottleneckServeConfig {
+        bottleneck: BottleneckConfig {
+            threads: WORKERS,
+            work_kb: 4.0,
+            base_kb: 4.0,
+            ..BottleneckConfig::default()
+        },
+        ..BottleneckServeConfig::default()
+    };
+    config.runtime.runtime.tick_ms = TICK_MS;
     // Batch 1: a worker takes one request at a time. No queue bound (`threshold = 0`): what
     // turns requests away is the controller, or nothing.
-    let mut t = format!(
-        "[runtime]\ntick_ms = {TICK_MS}\n\n[bottleneck]\nthreads = {WORKERS}\nwork_kb = 4.0\n\
-         base_kb = 4.0\n\n[stages.{STAGE}]\nbatch = 1\nthreshold = 0\n"
-    );
-    if let Some((kind, params)) = admission {
-        t += &format!("\n[stages.{STAGE}.admission]\nkind = \"{kind}\"\n");
-        for (k, v) in params {
-            t += &format!("{k} = {v:?}\n");
-        }
-    }
-    t
+    let stage = StageConfig {
+        batch: Some(1),
+        threshold: Some(0),
+        admission: admission.map(|(kind, params)| AdmissionConfig {
+            kind: kind.to_string(),
+            params: params.clone(),
+        }),
+        ..StageConfig::default()
+    };
+    config.runtime.stages.insert(STAGE.to_string(), stage);
+    config
 }
 
 /// A running hold service.
@@ -143,9 +154,9 @@ pub(super) struct Server {
 }
 
 impl Server {
-    /// Starts `seda serve bottleneck` as `name` with the configuration `toml`.
-    pub fn start(lab: &Lab, name: &str, toml: &str) -> Result<Server> {
-        let (addr, admin, child) = crate::bottleneck::spawn_configured(lab, name, toml)?;
+    /// Starts `seda serve bottleneck` as `name` with `config`.
+    pub fn start(lab: &Lab, name: &str, config: &BottleneckServeConfig) -> Result<Server> {
+        let (addr, admin, child) = crate::bottleneck::spawn_configured(lab, name, config)?;
         Ok(Server { addr, admin, child })
     }
 
@@ -219,12 +230,15 @@ mod tests {
     #[test]
     fn the_configuration_names_the_controller_and_no_queue_bound() {
         let p = BTreeMap::from([("target_s".to_string(), 0.25)]);
-        let t = toml(Some(("response_time_tuned", &p)));
-        assert!(t.contains("threshold = 0\n"), "{t}");
-        assert!(
-            t.contains("kind = \"response_time_tuned\"\ntarget_s = 0.25\n"),
-            "{t}"
-        );
-        assert!(!toml(None).contains("admission"));
+        let c = config(Some(("response_time_tuned", &p)));
+        let text = c.to_toml().expect("a TOML form");
+        let read = BottleneckServeConfig::from_toml(&text).expect("the server reads it");
+        let stage = &read.runtime.stages[STAGE];
+        assert_eq!(stage.threshold, Some(0), "{text}");
+        let admission = stage.admission.as_ref().expect("a controller");
+        assert_eq!(admission.kind, "response_time_tuned");
+        assert_eq!(admission.params, p);
+        assert_eq!(read.bottleneck.threads, WORKERS);
+        assert!(config(None).runtime.stages[STAGE].admission.is_none());
     }
 }

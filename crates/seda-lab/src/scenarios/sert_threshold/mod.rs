@@ -36,6 +36,7 @@ mod workload;
 use std::time::Duration;
 
 use anyhow::Result;
+use seda::TerminateConfig;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
@@ -88,25 +89,30 @@ fn services() -> [Service; 2] {
     ]
 }
 
-/// A variant: its name and its terminator's TOML.
-fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, String)> {
+/// A variant: its name and its terminator.
+fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateConfig)> {
     let k = TIME_SCALE;
     let mut v = vec![
         (
             "adaptive".to_string(),
-            format!(
-                "kind = \"sert\"\nlower_s = {}\nupper_s = {}\nlate_s = {}\nwindow = {window}\n",
-                ADAPTIVE_RANGE_S.0 * k,
-                ADAPTIVE_RANGE_S.1 * k,
-                LATE_S * k
+            TerminateConfig::new(
+                "sert",
+                [
+                    ("lower_s", ADAPTIVE_RANGE_S.0 * k),
+                    ("upper_s", ADAPTIVE_RANGE_S.1 * k),
+                    ("late_s", LATE_S * k),
+                    ("window", window as f64),
+                ],
             ),
         ),
         (
             "percentile".to_string(),
-            format!(
-                "kind = \"percentile\"\nmin_s = {}\nmax_s = {}\n",
-                PERCENTILE_RANGE_S.0 * k,
-                PERCENTILE_RANGE_S.1 * k
+            TerminateConfig::new(
+                "percentile",
+                [
+                    ("min_s", PERCENTILE_RANGE_S.0 * k),
+                    ("max_s", PERCENTILE_RANGE_S.1 * k),
+                ],
             ),
         ),
     ];
@@ -118,7 +124,7 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, String)> {
     for f in fixed {
         v.push((
             format!("fixed_{f}s"),
-            format!("kind = \"fixed\"\nthreshold_s = {}\n", f * k),
+            TerminateConfig::new("fixed", [("threshold_s", f * k)]),
         ));
     }
     v
@@ -174,13 +180,13 @@ impl Scenario for SertThreshold {
         for s in &chosen {
             let size = s.size.scaled(TIME_SCALE);
             let capacity = CORES / size.mean_s();
-            for (variant, toml) in variants(s, window, lab.quick) {
+            for (variant, terminate) in variants(s, window, lab.quick) {
                 for &load in &loads {
                     let name = format!("{}_{variant}_{:.0}", s.name, load * 100.0);
                     let mut summary = run_point(
                         lab,
                         &name,
-                        &toml,
+                        &terminate,
                         Sizes { size, cores: CORES },
                         load * capacity,
                         warmup_s,
@@ -235,7 +241,7 @@ impl Scenario for SertThreshold {
 fn run_point(
     lab: &Lab,
     name: &str,
-    terminate: &str,
+    terminate: &TerminateConfig,
     sizes: Sizes,
     rate_per_s: f64,
     warmup_s: f64,
@@ -244,7 +250,7 @@ fn run_point(
     let setup = HoldSetup {
         workers: WORKERS,
         queue: QUEUE,
-        terminate: Some(terminate.to_string()),
+        terminate: Some(terminate.clone()),
     };
     let server = HoldServer::start(lab, name, &setup)?;
     let run_s = warmup_s + measure_s;
@@ -256,7 +262,7 @@ fn run_point(
     server.stop();
     let report = report?;
     let terminated = increase(
-        &hold::stage_series(&samples, "/totals/counters/terminated"),
+        &hold::stage_series(&samples, hold::terminated),
         warmup_s,
         run_s,
     );
