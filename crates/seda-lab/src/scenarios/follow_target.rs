@@ -79,11 +79,10 @@ fn config() -> BottleneckServeConfig {
         ..StageConfig::default()
     };
     let mut config = thesis_open::plant(KNEE, PERIOD_MS, stage);
-    config.runtime.runtime.global = Some(GlobalControlConfig {
-        dropper_fraction: Some(0.0),
-        arrival_floor: Some(false),
-        ..GlobalControlConfig::new(TARGETS[0], STAGE)
-    });
+    let mut global = GlobalControlConfig::new(TARGETS[0], STAGE);
+    global.dropper_fraction = Some(0.0);
+    global.arrival_floor = Some(false);
+    config.runtime.runtime.global = Some(global);
     config
 }
 

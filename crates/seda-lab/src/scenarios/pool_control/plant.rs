@@ -329,14 +329,10 @@ fn run_here(
     phases: &[(Duration, Option<f64>)],
     period: Duration,
 ) -> Result<Run> {
-    let config = Config {
-        runtime: seda::RuntimeConfig {
-            tick_ms: 10,
-            stats_period_ms: 1000,
-            global: None,
-        },
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.runtime.tick_ms = 10;
+    config.runtime.stats_period_ms = 1000;
+    config.runtime.global = None;
     let rt = Runtime::builder().config(config).start()?;
     let failure = Arc::new(Mutex::new(None));
     // SEDA's heuristic at one thread per control period when the queue is long (Sandstorm's
