@@ -34,6 +34,9 @@ pub struct HoldSetup {
     pub queue: usize,
     /// The stage's terminator, e.g. `kind = "sert"\nlower_s = 0.05\n...`.
     pub terminate: Option<String>,
+    /// The runtime's stats period, ms, the period a terminator is fed at (`None`: the
+    /// runtime's 1 s). A scenario that scales its times scales this with them.
+    pub stats_period_ms: Option<u64>,
 }
 
 /// A running hold service.
@@ -52,8 +55,11 @@ impl HoldServer {
         // Batch 1: each worker takes one request at a time, and a request's running time
         // starts when its worker takes it.
         // A 20 ms control tick: a request is cut within 20 ms of passing the threshold.
+        let period = setup
+            .stats_period_ms
+            .map_or(String::new(), |ms| format!("stats_period_ms = {ms}\n"));
         let mut toml = format!(
-            "[runtime]\ntick_ms = {TICK_MS}\n\n[bottleneck]\nthreads = {}\nwork_kb = 4.0\n\
+            "[runtime]\ntick_ms = {TICK_MS}\n{period}\n[bottleneck]\nthreads = {}\nwork_kb = 4.0\n\
              base_kb = 4.0\n\n[stages.{STAGE}]\nbatch = 1\nthreshold = {}\n",
             setup.workers, setup.queue
         );

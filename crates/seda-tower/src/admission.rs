@@ -86,10 +86,9 @@ impl Admission {
             if let Some(t) = self.termination.get() {
                 let rejected = self.rejected_total();
                 let arrived = self.admitted.load(Ordering::Relaxed) + rejected;
-                let lost = rejected
-                    + self.dropped.load(Ordering::Relaxed)
-                    + t.terminated.load(Ordering::Relaxed);
-                t.maybe_period(now, arrived, lost);
+                let terminated = t.terminated.load(Ordering::Relaxed);
+                let lost = rejected + self.dropped.load(Ordering::Relaxed) + terminated;
+                t.maybe_period(now, arrived, lost, terminated);
             }
         }
     }

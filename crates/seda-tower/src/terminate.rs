@@ -41,8 +41,8 @@ pub(crate) struct Termination {
     late: AtomicU64,
     /// When the last period closed, in nanoseconds since the layer's epoch.
     last_period_ns: AtomicU64,
-    /// Cumulative (arrivals, lost) at the last period, to make per-period counts.
-    last: Mutex<(u64, u64)>,
+    /// Cumulative (arrivals, lost, terminated) at the last period, to make per-period counts.
+    last: Mutex<(u64, u64, u64)>,
 }
 
 /// The state of a layer's terminator, for metrics.
@@ -65,7 +65,7 @@ impl Termination {
             terminated: AtomicU64::new(0),
             late: AtomicU64::new(0),
             last_period_ns: AtomicU64::new(0),
-            last: Mutex::new((0, 0)),
+            last: Mutex::new((0, 0, 0)),
         }
     }
 
@@ -82,9 +82,9 @@ impl Termination {
         self.terminator.lock().on_complete(running);
     }
 
-    /// Closes a period if one has passed at `now`; `arrived` and `lost` are the layer's
-    /// cumulative counts without the late completions (added here).
-    pub(crate) fn maybe_period(&self, now: Duration, arrived: u64, lost: u64) {
+    /// Closes a period if one has passed at `now`; `arrived`, `lost` and `terminated` are the
+    /// layer's cumulative counts, `lost` without the late completions (added here).
+    pub(crate) fn maybe_period(&self, now: Duration, arrived: u64, lost: u64, terminated: u64) {
         let now_ns = now.as_nanos().min(u64::MAX as u128) as u64;
         let last_ns = self.last_period_ns.load(Ordering::Relaxed);
         let period_ns = TERMINATION_PERIOD.as_nanos() as u64;
@@ -102,8 +102,9 @@ impl Termination {
             let counts = PeriodCounts {
                 arrived: arrived.saturating_sub(last.0),
                 lost: lost.saturating_sub(last.1),
+                terminated: terminated.saturating_sub(last.2),
             };
-            *last = (arrived, lost);
+            *last = (arrived, lost, terminated);
             counts
         };
         let mut t = self.terminator.lock();
@@ -142,13 +143,13 @@ mod tests {
         let t = sert();
         assert_eq!(t.threshold(), Duration::from_secs(2));
         // Less than a period: nothing reported.
-        t.maybe_period(Duration::from_millis(500), 100, 50);
+        t.maybe_period(Duration::from_millis(500), 100, 50, 0);
         assert_eq!(t.threshold(), Duration::from_secs(2));
         // 30 of 100 late: a loss of 0.3, past the high-water mark.
         for _ in 0..30 {
             t.on_complete(Duration::from_millis(1500), Duration::from_millis(1500));
         }
-        t.maybe_period(Duration::from_secs(1), 100, 0);
+        t.maybe_period(Duration::from_secs(1), 100, 0, 0);
         assert_eq!(t.threshold(), Duration::from_millis(100));
         assert_eq!(t.stats().kind, "sert");
     }

@@ -81,6 +81,7 @@ impl Scenario for SertMotivation {
                     workers: WORKERS,
                     queue: QUEUE,
                     terminate: sert.then(|| sert_toml(window)),
+                    stats_period_ms: None,
                 };
                 let mix = ShiftMix {
                     short: std::time::Duration::from_millis(5),

@@ -102,6 +102,7 @@ impl Scenario for SertShift {
                 workers: WORKERS,
                 queue: QUEUE,
                 terminate: sert.then(|| sert_toml(window)),
+                stats_period_ms: None,
             };
             runs.push(run_variant(lab, name, &setup, &mix, run_s)?);
         }
