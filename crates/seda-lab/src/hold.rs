@@ -34,6 +34,9 @@ pub struct HoldSetup {
     pub queue: usize,
     /// The stage's terminator.
     pub terminate: Option<seda::TerminateConfig>,
+    /// The runtime's stats period, ms, the period a terminator is fed at (`None`: the
+    /// runtime's 1 s). A scenario that scales its times scales this with them.
+    pub stats_period_ms: Option<u64>,
 }
 
 /// A running hold service.
@@ -62,6 +65,9 @@ impl HoldServer {
             ..BottleneckServeConfig::default()
         };
         config.runtime.runtime.tick_ms = TICK_MS;
+        if let Some(ms) = setup.stats_period_ms {
+            config.runtime.runtime.stats_period_ms = ms;
+        }
         config.runtime.stages.insert(
             STAGE.to_string(),
             seda::StageConfig {

@@ -79,7 +79,9 @@ mod tests {
                 rejected: vec![(RejectReason::Limit, 2)],
                 completed: 9,
                 dropped: 1,
+                terminated: 0,
                 state: limit.map(|l| vec![("limit", l)]).unwrap_or_default(),
+                termination: None,
             }),
         }
     }

@@ -2,13 +2,14 @@
 //! fed, and counters for metrics.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use seda_control::{AdmissionController, RejectReason, SharedController};
 
 use crate::ArrivalLag;
+use crate::terminate::{Termination, TerminationStats};
 
 /// How often the controller's periodic `tick` runs (the runtime's default control tick).
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
@@ -41,6 +42,8 @@ pub(crate) struct Admission {
     dropped: AtomicU64,
     /// Added to each response time the controller learns.
     pub(crate) lag: ArrivalLag,
+    /// Set once, by [`SedaLayer::terminate`](crate::SedaLayer::terminate); none by default.
+    pub(crate) termination: OnceLock<Termination>,
 }
 
 impl Admission {
@@ -60,6 +63,7 @@ impl Admission {
             completed: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             lag: ArrivalLag::default(),
+            termination: OnceLock::new(),
         }
     }
 
@@ -79,7 +83,21 @@ impl Admission {
                 .is_ok()
         {
             self.controller.clone().tick(now);
+            if let Some(t) = self.termination.get() {
+                let rejected = self.rejected_total();
+                let arrived = self.admitted.load(Ordering::Relaxed) + rejected;
+                let terminated = t.terminated.load(Ordering::Relaxed);
+                let lost = rejected + self.dropped.load(Ordering::Relaxed) + terminated;
+                t.maybe_period(now, arrived, lost, terminated);
+            }
         }
+    }
+
+    fn rejected_total(&self) -> u64 {
+        self.rejected
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Asks the controller to admit one request of `class`. The ticket reports the request's
@@ -134,14 +152,19 @@ impl Admission {
                 .collect(),
             completed: self.completed.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
+            terminated: self
+                .termination
+                .get()
+                .map_or(0, |t| t.terminated.load(Ordering::Relaxed)),
             state: self.controller.state(),
+            termination: self.termination.get().map(Termination::stats),
         }
     }
 }
 
-/// One admitted request. Exactly one of `complete` or drop reports it to the controller: a
-/// response is a latency sample; an error, or a future dropped before it finished (the client
-/// went away, a timeout fired), is only a congestion signal.
+/// One admitted request. Exactly one of `complete`, `terminate` or drop reports it to the
+/// controller: a response is a latency sample; a termination, an error, or a future dropped
+/// before it finished (the client went away, a timeout fired), is only a congestion signal.
 pub(crate) struct Ticket {
     admission: Arc<Admission>,
     class: u8,
@@ -155,9 +178,36 @@ impl Ticket {
         let now = a.now();
         let took = now.saturating_sub(self.start);
         let mut c = a.leave_queue(now, took);
-        c.on_complete(now, self.class, took + a.lag.get(), took);
+        let response = took + a.lag.get();
+        c.on_complete(now, self.class, response, took);
+        if let Some(t) = a.termination.get() {
+            t.on_complete(took, response);
+        }
         a.completed.fetch_add(1, Ordering::Relaxed);
         self.done = true;
+    }
+
+    /// The request ran past the termination threshold and its future was dropped: lost, a
+    /// congestion signal to the controller, counted as terminated (not dropped).
+    pub(crate) fn terminate(mut self) {
+        let a = &self.admission;
+        let now = a.now();
+        a.leave_queue(now, now.saturating_sub(self.start))
+            .on_drop(now, self.class);
+        if let Some(t) = a.termination.get() {
+            t.terminated.fetch_add(1, Ordering::Relaxed);
+        }
+        self.done = true;
+    }
+
+    /// The layer's terminator, if it has one.
+    pub(crate) fn termination(&self) -> Option<&Termination> {
+        self.admission.termination.get()
+    }
+
+    /// How long the request has run in the inner service.
+    pub(crate) fn running(&self) -> Duration {
+        self.admission.now().saturating_sub(self.start)
     }
 }
 
@@ -184,10 +234,16 @@ pub struct LayerStats {
     pub rejected: Vec<(RejectReason, u64)>,
     /// Admitted requests that produced a response.
     pub completed: u64,
-    /// Admitted requests that failed or whose future was dropped before it finished.
+    /// Admitted requests that failed or whose future was dropped before it finished (not
+    /// counting those the layer terminated).
     pub dropped: u64,
+    /// Admitted requests the layer terminated: they ran past the termination threshold, their
+    /// future was dropped and they were answered as terminated.
+    pub terminated: u64,
     /// The controller's state as named numbers (rate, limit...).
     pub state: Vec<(&'static str, f64)>,
+    /// The terminator's state, when the layer terminates.
+    pub termination: Option<TerminationStats>,
 }
 
 /// A handle on a layer's state, to read [`LayerStats`] from anywhere (a metrics endpoint).

@@ -6,16 +6,21 @@ use std::task::{Context, Poll, ready};
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use pin_project_lite::pin_project;
-use seda_control::{RejectReason, SharedRetryAfter};
+use seda_control::SharedRetryAfter;
 use tower_service::Service;
 
 use crate::admission::Ticket;
 use crate::classify::Classify;
+use crate::deadline::Deadline;
 use crate::service::Seda;
 
 /// The header naming why a request was turned away (`queue_full`, `rate`, `class`, `limit`,
-/// `expired`), for clients and logs.
+/// `expired`) or cut ([`TERMINATED`]), for clients and logs.
 pub const REJECT_HEADER: &str = "x-seda-reject";
+
+/// The [`REJECT_HEADER`] value of a request the layer terminated (see
+/// [`SedaLayer::terminate`](crate::SedaLayer::terminate)).
+pub const TERMINATED: &str = "terminated";
 
 /// An HTTP service behind admission control (made by [`HttpSedaLayer`](crate::HttpSedaLayer)).
 #[derive(Clone)]
@@ -53,12 +58,14 @@ where
                     state: HttpState::Admitted {
                         inner: self.seda.inner.call(request),
                         ticket: Some(ticket),
+                        deadline: Deadline::new(),
+                        retry_after_s: self.retry.seconds(),
                     },
                 }
             }
             Err(reason) => HttpResponseFuture {
                 state: HttpState::Rejected {
-                    response: Some(unavailable(reason, self.retry.refused())),
+                    response: Some(unavailable(reason.as_str(), self.retry.refused())),
                 },
             },
         }
@@ -67,12 +74,12 @@ where
 
 /// `503 Service Unavailable` with `Retry-After` and the reason; the body is the response
 /// type's default (empty for axum's and hyper's bodies).
-fn unavailable<RB: Default>(reason: RejectReason, retry_after_s: u32) -> Response<RB> {
+fn unavailable<RB: Default>(reason: &'static str, retry_after_s: u32) -> Response<RB> {
     let mut response = Response::new(RB::default());
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     let headers = response.headers_mut();
     headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
-    headers.insert(REJECT_HEADER, HeaderValue::from_static(reason.as_str()));
+    headers.insert(REJECT_HEADER, HeaderValue::from_static(reason));
     response
 }
 
@@ -87,26 +94,52 @@ pin_project! {
 pin_project! {
     #[project = HttpStateProj]
     enum HttpState<F, RB> {
-        Admitted { #[pin] inner: F, ticket: Option<Ticket> },
+        Admitted {
+            #[pin] inner: F,
+            ticket: Option<Ticket>,
+            #[pin] deadline: Deadline,
+            retry_after_s: u32,
+        },
         Rejected { response: Option<Response<RB>> },
+        Terminated,
     }
 }
 
 impl<F, RB, E> Future for HttpResponseFuture<F, RB>
 where
     F: Future<Output = Result<Response<RB>, E>>,
+    RB: Default,
 {
     type Output = Result<Response<RB>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
-            HttpStateProj::Admitted { inner, ticket } => {
-                let out = ready!(inner.poll(cx));
-                if let (Some(t), true) = (ticket.take(), out.is_ok()) {
-                    t.complete();
+        let mut state = self.project().state;
+        match state.as_mut().project() {
+            HttpStateProj::Admitted {
+                inner,
+                ticket,
+                deadline,
+                retry_after_s,
+            } => {
+                if let Poll::Ready(out) = inner.poll(cx) {
+                    if let (Some(t), true) = (ticket.take(), out.is_ok()) {
+                        t.complete();
+                    }
+                    return Poll::Ready(out);
                 }
-                Poll::Ready(out)
+                let Some(t) = ticket.as_ref() else {
+                    return Poll::Pending;
+                };
+                ready!(deadline.poll_expired(t, cx));
+                let (t, retry_after_s) = (ticket.take(), *retry_after_s);
+                // Dropping the inner future is the termination: it releases what it held.
+                state.set(HttpState::Terminated);
+                if let Some(t) = t {
+                    t.terminate();
+                }
+                Poll::Ready(Ok(unavailable(TERMINATED, retry_after_s)))
             }
+            HttpStateProj::Terminated => Poll::Pending,
             HttpStateProj::Rejected { response } => match response.take() {
                 Some(r) => Poll::Ready(Ok(r)),
                 None => panic!("HttpResponseFuture polled after completion"),

@@ -12,6 +12,7 @@ use crate::admission::{Admission, DEFAULT_TICK, QueueModel, StatsHandle};
 use crate::classify::SingleClass;
 use crate::http::HttpSeda;
 use crate::service::Seda;
+use crate::terminate::Termination;
 use seda_control::SharedRetryAfter;
 
 /// Default `Retry-After` of a 503, in seconds.
@@ -81,6 +82,51 @@ impl SedaLayer<SingleClass> {
 }
 
 impl<C> SedaLayer<C> {
+    /// Terminates admitted requests that run past `terminator`'s threshold: their inner
+    /// future is dropped (which releases what it held: a pooled connection goes back, an
+    /// uncommitted transaction rolls back, a lock guard unlocks) and they are answered as
+    /// terminated, `503` with `x-seda-reject: terminated` under [`http`](Self::http), a
+    /// [`Terminated`](crate::Terminated) error otherwise. Off unless asked: a layer without a
+    /// terminator never cuts a request.
+    ///
+    /// The terminator is one of `seda_control::terminate`'s (SERT06's adaptive threshold,
+    /// a fixed statement timeout, a percentile timeout; `seda_control::terminate::build`
+    /// makes one by name). It learns as a terminable stage's does: each completion's running
+    /// time, and every [`TERMINATION_PERIOD`](crate::TERMINATION_PERIOD) the arrivals and the
+    /// loss (rejected, dropped, terminated, or answered later than its `late_after`). A
+    /// running request re-reads the threshold at least every 100 ms, so a falling threshold
+    /// reaches requests already running.
+    ///
+    /// Terminating needs a tokio runtime with its timer (axum's and tonic's servers run in
+    /// one); a request polled outside one is never terminated.
+    ///
+    /// # Errors
+    /// The layer (or a clone of it, which shares its state) already has a terminator.
+    pub fn terminate(
+        self,
+        terminator: impl seda_control::terminate::Terminator + 'static,
+    ) -> Result<Self, InvalidConfig> {
+        self.terminate_box(Box::new(terminator))
+    }
+
+    /// [`terminate`](Self::terminate) with an already boxed terminator (one built by name).
+    ///
+    /// # Errors
+    /// The layer already has a terminator.
+    pub fn terminate_box(
+        self,
+        terminator: Box<dyn seda_control::terminate::Terminator>,
+    ) -> Result<Self, InvalidConfig> {
+        let kind = terminator.name();
+        match self.admission.termination.set(Termination::new(terminator)) {
+            Ok(()) => Ok(self),
+            Err(_) => Err(InvalidConfig::new(
+                "terminate",
+                format!("the layer already terminates; `{kind}` would be a second terminator"),
+            )),
+        }
+    }
+
     /// Derives each request's class with `classify` (a closure `Fn(&Request) -> u8` or a
     /// [`Classify`](crate::Classify) implementation).
     pub fn classify<C2>(self, classify: C2) -> SedaLayer<C2> {

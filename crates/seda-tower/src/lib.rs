@@ -39,23 +39,49 @@
 //! service as its queue and bounds them by Little's law ([`QueueModel::InFlight`]); any other
 //! controller ([`SedaLayer::new`]) sees each request dequeued as it is admitted.
 //!
+//! # Termination
+//!
+//! Admission decides at the door, before anyone knows how long a request will take.
+//! [`SedaLayer::terminate`] adds the other lever of SERT06: an admitted request still running
+//! past a terminator's threshold has its inner future dropped and is answered `503` with
+//! `x-seda-reject: terminated` (a [`Terminated`] error for non-HTTP services), counted in
+//! [`LayerStats::terminated`]. Dropping the future is the safe release: what it held (a pooled
+//! connection, a lock guard, an uncommitted transaction) is released by its `Drop`. The
+//! threshold is SERT's adaptive one, a fixed statement timeout or a percentile of running times
+//! (`seda_control::terminate`). It is off unless asked.
+//!
+//! ```
+//! use std::time::Duration;
+//! use seda_control::terminate::{SertConfig, SertThreshold};
+//! use seda_tower::SedaLayer;
+//!
+//! // Let requests run up to 10 s at light load, cut them from 0.2 s as the loss grows.
+//! let sert = SertThreshold::new(SertConfig::new(Duration::from_millis(200), Duration::from_secs(10)));
+//! let layer = SedaLayer::response_time(Duration::from_millis(500))?.terminate(sert)?.http();
+//! # let _ = layer;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! [tower]: https://docs.rs/tower
 
 #![warn(missing_docs)]
 
 mod admission;
 mod classify;
+mod deadline;
 mod error;
 mod http;
 mod lag;
 mod layer;
 mod service;
+mod terminate;
 
 pub use admission::{DEFAULT_TICK, LayerStats, QueueModel, StatsHandle};
 pub use classify::{Classify, SingleClass};
-pub use error::Overloaded;
-pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER};
+pub use error::{Overloaded, Terminated};
+pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER, TERMINATED};
 pub use lag::ArrivalLag;
 pub use layer::{DEFAULT_RETRY_AFTER_S, HttpSedaLayer, SedaLayer};
 pub use seda_control::RejectReason;
 pub use service::{BoxError, ResponseFuture, Seda};
+pub use terminate::{TERMINATION_PERIOD, TerminationStats};

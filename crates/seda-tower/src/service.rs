@@ -11,7 +11,8 @@ use tower_service::Service;
 
 use crate::admission::{Admission, Ticket};
 use crate::classify::Classify;
-use crate::error::Overloaded;
+use crate::deadline::Deadline;
+use crate::error::{Overloaded, Terminated};
 
 /// A boxed error, as tower's middleware returns.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -56,7 +57,8 @@ where
 
 pin_project! {
     /// The response future of [`Seda`]: the inner future, reporting its outcome to the
-    /// controller, or an immediate [`Overloaded`] error.
+    /// controller, or an immediate [`Overloaded`] error; under a terminating layer, a
+    /// [`Terminated`] error once the inner future ran past the threshold (it is dropped then).
     pub struct ResponseFuture<F> {
         #[pin]
         state: State<F>,
@@ -66,8 +68,9 @@ pin_project! {
 pin_project! {
     #[project = StateProj]
     enum State<F> {
-        Admitted { #[pin] inner: F, ticket: Option<Ticket> },
+        Admitted { #[pin] inner: F, ticket: Option<Ticket>, #[pin] deadline: Deadline },
         Rejected { reason: RejectReason },
+        Terminated,
     }
 }
 
@@ -77,6 +80,7 @@ impl<F> ResponseFuture<F> {
             state: State::Admitted {
                 inner,
                 ticket: Some(ticket),
+                deadline: Deadline::new(),
             },
         }
     }
@@ -96,16 +100,35 @@ where
     type Output = Result<T, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
-            StateProj::Admitted { inner, ticket } => {
-                let out = ready!(inner.poll(cx));
-                if let (Some(t), true) = (ticket.take(), out.is_ok()) {
-                    t.complete();
+        let mut state = self.project().state;
+        match state.as_mut().project() {
+            StateProj::Admitted {
+                inner,
+                ticket,
+                deadline,
+            } => {
+                if let Poll::Ready(out) = inner.poll(cx) {
+                    if let (Some(t), true) = (ticket.take(), out.is_ok()) {
+                        t.complete();
+                    }
+                    // An error drops the ticket unused: a congestion signal, not a latency sample.
+                    return Poll::Ready(out.map_err(Into::into));
                 }
-                // An error drops the ticket unused: a congestion signal, not a latency sample.
-                Poll::Ready(out.map_err(Into::into))
+                let Some(t) = ticket.as_ref() else {
+                    return Poll::Pending;
+                };
+                ready!(deadline.poll_expired(t, cx));
+                let threshold = t.termination().map(|x| x.threshold()).unwrap_or_default();
+                let t = ticket.take();
+                // Dropping the inner future is the termination: it releases what it held.
+                state.set(State::Terminated);
+                if let Some(t) = t {
+                    t.terminate();
+                }
+                Poll::Ready(Err(Box::new(Terminated::new(threshold))))
             }
             StateProj::Rejected { reason } => Poll::Ready(Err(Box::new(Overloaded::new(*reason)))),
+            StateProj::Terminated => Poll::Pending,
         }
     }
 }

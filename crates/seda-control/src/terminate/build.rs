@@ -6,16 +6,22 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::Terminator;
+use super::{CongestionConfig, CongestionThreshold};
 use super::{FixedThreshold, PercentileConfig, PercentileTimeout, SertConfig, SertThreshold};
 use crate::catalogue::Params;
 use crate::{CatalogueError, InvalidConfig};
 
 /// The kinds a configuration can name, with what each takes.
-pub const KINDS: [(&str, &str); 3] = [
+pub const KINDS: [(&str, &str); 4] = [
     (
         "sert",
         "SERT06's adaptive threshold LB + F(p)(UB - LB): lower_s, upper_s, low_water, \
          high_water, alpha, window, late_s (0: late replies are not lost)",
+    ),
+    (
+        "congestion",
+        "ours: halves the threshold while rejected, dropped and late replies pass target, \
+         raises it slowly below half of it: lower_s, upper_s, target, decrease, increase, late_s",
     ),
     ("fixed", "a statement timeout: threshold_s"),
     (
@@ -72,6 +78,30 @@ fn read(kind: &str, p: &mut Params<'_>) -> Result<Box<dyn Terminator>, InvalidCo
         "fixed" => {
             let t = p.secs("threshold_s", Duration::from_secs(1));
             Ok(Box::new(FixedThreshold(t)))
+        }
+        "congestion" => {
+            let (lower, upper) = bounds(p, "lower_s", "upper_s")?;
+            let mut c = CongestionConfig::new(lower, upper);
+            c.target = p.f64("target", c.target);
+            c.decrease = p.f64("decrease", c.decrease);
+            c.increase = p.f64("increase", c.increase);
+            c.late_after = p.secs("late_s", c.late_after);
+            let bad = |name: &'static str, v: f64, want: &str| {
+                Err(InvalidConfig::new(
+                    name,
+                    format!("{name} must be {want}, got {v}"),
+                ))
+            };
+            if !(c.target > 0.0 && c.target < 1.0) {
+                return bad("target", c.target, "in (0, 1)");
+            }
+            if !(c.decrease > 0.0 && c.decrease < 1.0) {
+                return bad("decrease", c.decrease, "in (0, 1)");
+            }
+            if !(c.increase > 1.0 && c.increase.is_finite()) {
+                return bad("increase", c.increase, "above 1");
+            }
+            Ok(Box::new(CongestionThreshold::new(c)))
         }
         "percentile" => {
             let d = PercentileConfig::new(Duration::ZERO, Duration::ZERO);
@@ -150,6 +180,8 @@ mod tests {
         assert!(bad("sert", "high_water", 0.01));
         assert!(bad("sert", "alpha", 0.0));
         assert!(bad("percentile", "quantile", 1.5));
+        assert!(bad("congestion", "decrease", 1.5));
+        assert!(bad("congestion", "increase", 0.9));
         assert!(bad("fixed", "threshold_s", -1.0));
         assert!(bad("fixed", "lower_s", 1.0));
         assert!(build("timeout", &BTreeMap::new()).is_err());

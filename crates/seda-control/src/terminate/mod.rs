@@ -6,6 +6,8 @@
 //! choose the threshold; the runtime does the cancelling.
 //!
 //! - [`SertThreshold`]: SERT's adaptive threshold `LB + F(p)(UB - LB)` from the throughput loss.
+//! - [`CongestionThreshold`]: ours, a feedback loop on the congestion (rejected, dropped and late
+//!   replies, not its own cuts) that halves the threshold while congested and raises it slowly.
 //! - [`FixedThreshold`]: a statement timeout (the baseline).
 //! - [`PercentileTimeout`]: a high percentile of recent running times (as Finagle's backup
 //!   requests and Restate's adaptive timeouts pick theirs).
@@ -13,10 +15,12 @@
 use std::time::Duration;
 
 mod build;
+mod congestion;
 mod percentile;
 mod sert;
 
 pub use build::{KINDS, build};
+pub use congestion::{CongestionConfig, CongestionThreshold};
 pub use percentile::{PercentileConfig, PercentileTimeout};
 pub use sert::{SertConfig, SertThreshold};
 
@@ -28,6 +32,9 @@ pub struct PeriodCounts {
     /// Of those (or of earlier ones), requests not completed: rejected, dropped or terminated,
     /// and those completed later than the terminator's [`Terminator::late_after`].
     pub lost: u64,
+    /// Of `lost`, the requests terminated (SERT's loss counts them; ours does not, since
+    /// they are the threshold's own doing).
+    pub terminated: u64,
 }
 
 /// What every threshold controller offers the runtime.

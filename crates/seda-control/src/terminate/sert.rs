@@ -192,6 +192,7 @@ mod tests {
         s.on_period(PeriodCounts {
             arrived: 100,
             lost: 2,
+            terminated: 0,
         });
         assert_eq!(s.threshold(), Duration::from_secs(2));
     }
@@ -202,6 +203,7 @@ mod tests {
         s.on_period(PeriodCounts {
             arrived: 100,
             lost: 25,
+            terminated: 0,
         });
         assert_eq!(s.threshold(), Duration::from_millis(100));
     }
@@ -211,7 +213,11 @@ mod tests {
         let mut last = Duration::MAX;
         for lost in 0..=100 {
             let mut s = sert();
-            s.on_period(PeriodCounts { arrived: 100, lost });
+            s.on_period(PeriodCounts {
+                arrived: 100,
+                lost,
+                terminated: 0,
+            });
             assert!(s.threshold() <= last, "lost {lost}");
             last = s.threshold();
         }
@@ -226,11 +232,13 @@ mod tests {
         s.on_period(PeriodCounts {
             arrived: 100,
             lost: 100,
+            terminated: 0,
         });
         for _ in 0..SertConfig::DEFAULT_WINDOW {
             s.on_period(PeriodCounts {
                 arrived: 100,
                 lost: 0,
+                terminated: 0,
             });
         }
         assert_eq!(s.loss(), 0.0);
@@ -246,6 +254,7 @@ mod tests {
         s.on_period(PeriodCounts {
             arrived: 0,
             lost: 5,
+            terminated: 0,
         });
         assert_eq!(s.threshold(), Duration::from_secs(2));
     }

@@ -21,8 +21,9 @@
 //! processor's handler would have been cut at the same moment).
 //!
 //! Checked: the terminator cut searches, the store's audit is clean after each variant, and
-//! more requests complete within 1 s with termination (SERT06's benefit). Throughput and mean
-//! response time are observed: they follow how many users wait out a rejection.
+//! more requests complete within 1 s with termination (SERT06's benefit), at SERT's goal of
+//! 85% within 1 s (DESIGN's, shared with `sert-shift`). Throughput and mean response time are
+//! observed: they follow how many users wait out a rejection.
 //! Since the service refuses, before it runs, a search it predicts the terminator would cut
 //! (the same words in a mailbox of the same size cost the same: `seda-mail`'s
 //! `search_cost.rs`), termination came out ahead in each of four quick runs on 2026-12-03:
@@ -45,6 +46,7 @@ use crate::mail::{self, CORPUS_USERS, Control, MailServer, ServeOptions};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
 use crate::poll::{StatsPoller, stage_series};
+use crate::scenarios::sert_shift::{GOAL_WITHIN_1S, PAPER_WITHIN_1S};
 use crate::spike::Spike;
 use crate::{Lab, Scenario};
 
@@ -254,17 +256,40 @@ fn audit_clean(a: &Audit, before: &Audit) -> bool {
 fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
     let (ac, term) = (&runs[0], &runs[1]);
     let mut out = vec![
-        // SERT06's benefit, the claim issue 55 asks to enforce.
+        // SERT06's benefit, the claim issue 55 asks to enforce at its goal: ahead of admission
+        // alone, and at SERT's share within 1 s.
         Check::new(
             "with termination of searches, more requests complete within 1 s during the spike \
              than with admission control alone",
             g(term, "within_1s_fraction") > g(ac, "within_1s_fraction"),
             format!(
-                "{:.1}% vs {:.1}% (SERT06 slides, synthetic service: 81.7% vs 45.3%)",
+                "{:.1}% vs {:.1}%",
                 g(term, "within_1s_fraction") * 100.0,
                 g(ac, "within_1s_fraction") * 100.0
             ),
-        ),
+        )
+        .paper(format!(
+            "SERT06 slides, synthetic service: {:.1}% vs {:.1}%",
+            PAPER_WITHIN_1S.1 * 100.0,
+            PAPER_WITHIN_1S.0 * 100.0
+        )),
+        Check::new(
+            format!(
+                "with termination of searches >= {:.0}% of requests complete within 1 s during \
+                 the spike",
+                GOAL_WITHIN_1S * 100.0
+            ),
+            g(term, "within_1s_fraction") >= GOAL_WITHIN_1S,
+            format!(
+                "{:.1}% (admission alone {:.1}%)",
+                g(term, "within_1s_fraction") * 100.0,
+                g(ac, "within_1s_fraction") * 100.0
+            ),
+        )
+        .paper(format!(
+            "SERT06 slides: {:.1}% with SERT",
+            PAPER_WITHIN_1S.1 * 100.0
+        )),
         Check::new(
             "the terminator cuts searches during the spike",
             g(term, "terminated_fraction") > 0.0,

@@ -89,6 +89,7 @@ impl Scenario for SertMotivation {
                     workers: WORKERS,
                     queue: QUEUE,
                     terminate: sert.then(|| sert_terminator(window)),
+                    stats_period_ms: None,
                 };
                 let mix = ShiftMix {
                     short: std::time::Duration::from_millis(5),

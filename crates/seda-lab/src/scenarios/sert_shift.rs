@@ -38,14 +38,16 @@ const SHIFT_LONG: f64 = 0.10;
 /// The variants: their names and whether SERT terminates.
 const VARIANTS: [(&str, bool); 2] = [("admission", false), ("admission+sert", true)];
 
-/// The slides' figures during the shift.
-const PAPER_WITHIN_1S: (f64, f64) = (0.453, 0.817);
+/// The slides' figures during the shift: within 1 s, admission alone and with SERT (also
+/// `mail-search`'s reference).
+pub(crate) const PAPER_WITHIN_1S: (f64, f64) = (0.453, 0.817);
 const PAPER_THROUGHPUT_GAIN: f64 = 3.091;
 const PAPER_RESPONSE_CUT: f64 = 0.547;
 
 /// The goals for SERT during the shift.
 const GOAL_THROUGHPUT_X: f64 = 2.0;
-const GOAL_WITHIN_1S: f64 = 0.85;
+/// With SERT, the share within 1 s (DESIGN's goal for SERT; `mail-search` is held to it too).
+pub(crate) const GOAL_WITHIN_1S: f64 = 0.85;
 const GOAL_RESPONSE_CUT: f64 = 0.55;
 
 fn sert_terminator(window: usize) -> TerminateConfig {
@@ -108,6 +110,7 @@ impl Scenario for SertShift {
                 workers: WORKERS,
                 queue: QUEUE,
                 terminate: sert.then(|| sert_terminator(window)),
+                stats_period_ms: None,
             };
             runs.push(run_variant(lab, name, &setup, &mix, run_s)?);
         }

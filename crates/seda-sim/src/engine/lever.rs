@@ -128,6 +128,7 @@ impl Sim {
             t.terminator.on_period(PeriodCounts {
                 arrived,
                 lost: l.lost,
+                terminated: l.terminated,
             });
             let d = t.terminator.threshold();
             l.threshold_ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);

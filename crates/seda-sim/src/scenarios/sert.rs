@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use seda_control::terminate::{
-    FixedThreshold, PercentileConfig, PercentileTimeout, SertConfig, SertThreshold, Terminator,
+    CongestionConfig, CongestionThreshold, FixedThreshold, PercentileConfig, PercentileTimeout,
+    SertConfig, SertThreshold, Terminator,
 };
 use serde_json::json;
 
@@ -249,9 +250,17 @@ pub fn workloads() -> [(&'static str, Dist, [f64; 3]); 2] {
     ]
 }
 
+/// Our threshold's range: SERT's upper bound, and a lower bound it may use since its own cuts
+/// do not push it down (see `seda_control::terminate::CongestionThreshold`).
+pub const OURS_RANGE_S: (f64, f64) = (0.1, 15.0);
+
 fn terminator(kind: &str, fixed: f64) -> Box<dyn Terminator> {
     match kind {
-        "adaptive" => Box::new(SertThreshold::new(SertConfig::new(
+        "ours" => Box::new(CongestionThreshold::new(CongestionConfig::new(
+            Duration::from_secs_f64(OURS_RANGE_S.0),
+            Duration::from_secs_f64(OURS_RANGE_S.1),
+        ))),
+        "sert" => Box::new(SertThreshold::new(SertConfig::new(
             Duration::from_secs_f64(ADAPTIVE_RANGE_S.0),
             Duration::from_secs_f64(ADAPTIVE_RANGE_S.1),
         ))),
@@ -325,7 +334,8 @@ fn run_threshold(args: &Options) -> Result<Output> {
         // Capacity of 2 cores: the stage's service rate with the cores busy.
         let capacity = 2.0 / service.mean_s();
         let mut kinds: Vec<(String, &str, f64)> = vec![
-            ("adaptive".into(), "adaptive", 0.0),
+            ("ours".into(), "ours", 0.0),
+            ("sert".into(), "sert", 0.0),
             ("percentile".into(), "percentile", 0.0),
         ];
         for f in fixed {
@@ -334,7 +344,7 @@ fn run_threshold(args: &Options) -> Result<Output> {
         if let Some(c) = &args.controller {
             kinds.retain(|k| &k.0 == c);
             if kinds.is_empty() {
-                bail!("sert-threshold compares: adaptive, percentile, fixed_<s>s");
+                bail!("sert-threshold compares: ours, sert, percentile, fixed_<s>s");
             }
         }
         text += &format!("\n{wname} (capacity {capacity:.1}/s)\n{:>12}", "variant");

@@ -33,8 +33,8 @@ pub(crate) struct Termination {
     late: AtomicU64,
     /// The terminator's `late_after`, read without its lock.
     late_after: Option<Duration>,
-    /// Cumulative (arrivals, lost) at the last tick, to make per-tick counts.
-    last: Mutex<(u64, u64)>,
+    /// Cumulative (arrivals, lost, terminated) at the last period, to make per-period counts.
+    last: Mutex<(u64, u64, u64)>,
 }
 
 struct Running {
@@ -73,7 +73,7 @@ impl Termination {
             next_key: AtomicU64::new(0),
             threshold_us: AtomicU64::new(micros(threshold)),
             requested: AtomicU64::new(0),
-            last: Mutex::new((0, 0)),
+            last: Mutex::new((0, 0, 0)),
         }
     }
 
@@ -135,12 +135,14 @@ impl Termination {
     pub(crate) fn on_period(&self, totals: &Counters) {
         let late = self.late.load(Ordering::Relaxed);
         let (arrived, lost) = (totals.arrivals(), totals.lost() + late);
+        let terminated = totals.terminated();
         let mut last = self.last.lock();
         let counts = PeriodCounts {
             arrived: arrived.saturating_sub(last.0),
             lost: lost.saturating_sub(last.1),
+            terminated: terminated.saturating_sub(last.2),
         };
-        *last = (arrived, lost);
+        *last = (arrived, lost, terminated);
         let mut t = self.terminator.lock();
         t.on_period(counts);
         self.threshold_us

@@ -239,6 +239,11 @@ impl Counters {
         self.admitted + self.rejected.iter().sum::<u64>()
     }
 
+    /// Admitted events terminated.
+    pub(crate) fn terminated(&self) -> u64 {
+        self.terminated
+    }
+
     /// Arrivals not completed: rejected, dropped or terminated (SERT06's throughput loss
     /// counts these; failures are bugs, not load).
     pub(crate) fn lost(&self) -> u64 {

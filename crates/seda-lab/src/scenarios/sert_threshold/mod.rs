@@ -1,5 +1,5 @@
-//! `sert-threshold` (SERT06, slides on the threshold's choice): SERT's adaptive threshold
-//! against fixed thresholds (the slides': ranking 0.5 s, 3 s, 15 s; index matching 1.5 s, 3 s,
+//! `sert-threshold` (SERT06, slides on the threshold's choice): our adaptive threshold and
+//! SERT's against fixed thresholds (the slides': ranking 0.5 s, 3 s, 15 s; index matching 1.5 s, 3 s,
 //! 8 s) and a percentile timeout, at loads from 80% to 200% of capacity, in the real runtime
 //! on the synthetic hold service; `seda sim sert-threshold` is the same experiment in virtual
 //! time.
@@ -14,23 +14,28 @@
 //! So `within_1s_fraction` here is the share answered within a quarter second, the slides' 1 s
 //! scaled.
 //!
-//! The quick form runs the ranking service at 80% and 200% with the adaptive threshold, the
-//! percentile timeout and the smallest and largest fixed thresholds (points of 1 s warm-up and
-//! 3.5 s measured); the full form both services, five loads and every variant (10 s and 30 s).
-//! Claims checked in the quick form: at 200% the adaptive threshold's mean response time is
-//! below the largest fixed threshold's (the slides' point: a long threshold lets long
-//! requests hold the workers under overload); the rest is observed: within 5% of the best
-//! fixed threshold on both axes at each load, each fixed threshold worst somewhere.
+//! The periods the terminators are fed at are scaled too (250 ms, the runtime's
+//! `stats_period_ms`), so a window of periods means the same share of a run as in the
+//! simulator.
 //!
-//! A first quick run (a machine so loaded that other processes took 80-97% of the server's
-//! core; the holds are sleeps, so the plant kept its shape): at 80% the adaptive threshold
-//! lost nothing and cut nothing, as the largest fixed threshold (15 s), while 0.5 s lost 4.9%
-//! (4.5% terminated) and the percentile timeout 6.1%; at 200% every variant lost 52-53%, and
-//! the mean response time was 0.58 s adaptive, 0.23 s with 0.5 s, 1.56 s with 15 s and the
-//! percentile timeout (scaled times). So the adaptive threshold matched the best fixed one on
-//! loss at both loads, but not on mean response time (0.5 s wins at both loads, by cutting
-//! more): said plainly, a peer won there.
+//! The variants: ours (`congestion`: a feedback loop on the rejected and late replies, not its
+//! own cuts; `seda_control::terminate::CongestionThreshold` says why SERT's map loses), SERT's
+//! formula (`sert`, the baseline), a percentile timeout (full form only) and the slides' fixed
+//! thresholds. The quick form runs both services at 80% and 200% with ours, SERT's and the
+//! smallest and largest fixed thresholds (16 points of 1 s warm-up and 3.5 s measured); the
+//! full form five loads and every variant (10 s and 30 s).
+//!
+//! Checked: at 200% both adaptive thresholds' mean response time is below the largest fixed
+//! threshold's (the slides' point); ours within 5% of the best fixed threshold on throughput
+//! loss and on mean response time at every load (the issue's goal), enforced, except for
+//! ranking below 150% (the best fixed threshold on each axis sits at an end of a trade-off)
+//! and ranking's loss at 200% in the quick form (a start transient), known shortfalls
+//! (`checks.rs` gives the figures); SERT's formula against the same goal, observed.
+//!
+//! Before ours (SERT's formula only, a quick run on a loaded machine): at 200% the mean
+//! response time was 0.58 s adaptive, 0.23 s with 0.5 s, 1.56 s with 15 s (scaled times).
 
+mod checks;
 mod workload;
 
 use std::time::Duration;
@@ -41,9 +46,10 @@ use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
 use crate::hold::{self, HoldServer, HoldSetup, increase, window_summary};
-use crate::outcome::{Check, Outcome};
+use crate::outcome::Outcome;
 use crate::poll::StatsPoller;
 use crate::{Lab, Scenario};
+use checks::{checks, find};
 use workload::{Size, Sizes};
 
 /// The scenario.
@@ -54,9 +60,14 @@ pub const TIME_SCALE: f64 = 0.25;
 const WORKERS: usize = 16;
 const CORES: f64 = 2.0;
 const QUEUE: usize = 200;
-/// The adaptive threshold's range (the slides' smallest and largest ranking thresholds, as in
+/// SERT's threshold's range (the slides' smallest and largest ranking thresholds, as in
 /// `seda sim sert-threshold`) and the percentile timeout's bounds, unscaled.
 const ADAPTIVE_RANGE_S: (f64, f64) = (0.5, 15.0);
+/// Our threshold's range, unscaled (`seda_sim::scenarios::sert::OURS_RANGE_S`): its own cuts
+/// do not push it down, so it may go below the slides' smallest threshold.
+const OURS_RANGE_S: (f64, f64) = (0.1, 15.0);
+/// The runtime's stats period (the period the terminators are fed at), unscaled.
+const PERIOD_S: f64 = 1.0;
 const PERCENTILE_RANGE_S: (f64, f64) = (0.1, 15.0);
 /// The slides' service-level limit, unscaled: later replies are lost for SERT's loss.
 const LATE_S: f64 = 1.0;
@@ -94,7 +105,18 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateCo
     let k = TIME_SCALE;
     let mut v = vec![
         (
-            "adaptive".to_string(),
+            "ours".to_string(),
+            TerminateConfig::new(
+                "congestion",
+                [
+                    ("lower_s", OURS_RANGE_S.0 * k),
+                    ("upper_s", OURS_RANGE_S.1 * k),
+                    ("late_s", LATE_S * k),
+                ],
+            ),
+        ),
+        (
+            "sert".to_string(),
             TerminateConfig::new(
                 "sert",
                 [
@@ -105,7 +127,9 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateCo
                 ],
             ),
         ),
-        (
+    ];
+    if !quick {
+        v.push((
             "percentile".to_string(),
             TerminateConfig::new(
                 "percentile",
@@ -114,8 +138,8 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateCo
                     ("max_s", PERCENTILE_RANGE_S.1 * k),
                 ],
             ),
-        ),
-    ];
+        ));
+    }
     let fixed: Vec<f64> = if quick {
         vec![s.fixed_s[0], s.fixed_s[2]]
     } else {
@@ -154,15 +178,17 @@ impl Scenario for SertThreshold {
     }
 
     fn about(&self) -> &'static str {
-        "SERT's adaptive threshold vs fixed thresholds and a percentile timeout, loads 80%-200%, \
-         ranking and index matching on the hold service with 2 emulated cores (SERT06)"
+        "our adaptive threshold and SERT's vs fixed thresholds and a percentile timeout, loads \
+         80%-200%, ranking and index matching on the hold service with 2 emulated cores (SERT06)"
     }
 
     fn headline(&self) -> &'static [&'static str] {
         &[
-            "ranking/adaptive/80%/mean_response_s",
-            "ranking/adaptive/200%/mean_response_s",
+            "ranking/ours/200%/mean_response_s",
+            "ranking/sert/200%/mean_response_s",
             "ranking/fixed_0.5s/200%/mean_response_s",
+            "index_matching/ours/200%/mean_response_s",
+            "index_matching/fixed_1.5s/200%/mean_response_s",
         ]
     }
 
@@ -171,11 +197,7 @@ impl Scenario for SertThreshold {
         let (warmup_s, measure_s) = lab.pick((1.0, 3.5), (10.0, 30.0));
         let window = lab.pick(3, 10);
         let all = services();
-        let chosen: Vec<&Service> = if lab.quick {
-            all.iter().take(1).collect()
-        } else {
-            all.iter().collect()
-        };
+        let chosen: Vec<&Service> = all.iter().collect();
         let mut points = Vec::new();
         for s in &chosen {
             let size = s.size.scaled(TIME_SCALE);
@@ -205,7 +227,7 @@ impl Scenario for SertThreshold {
                 }
             }
         }
-        let checks = checks(&points, &chosen, &loads);
+        let checks = checks(&points, &chosen, &loads, lab.quick);
         let mut summary = Map::new();
         for p in &points {
             summary.insert(
@@ -251,6 +273,7 @@ fn run_point(
         workers: WORKERS,
         queue: QUEUE,
         terminate: Some(terminate.clone()),
+        stats_period_ms: Some((PERIOD_S * TIME_SCALE * 1000.0).round() as u64),
     };
     let server = HoldServer::start(lab, name, &setup)?;
     let run_s = warmup_s + measure_s;
@@ -274,107 +297,6 @@ fn run_point(
         s.extra_f64("terminated_fraction").unwrap_or(f64::NAN) * 100.0
     ));
     Ok(s)
-}
-
-fn find<'a>(points: &'a [Point], service: &str, variant: &str, load: f64) -> Option<&'a Point> {
-    points
-        .iter()
-        .find(|p| p.service == service && p.variant == variant && p.load == load)
-}
-
-/// The fixed variants of `service` measured.
-fn fixed_names(points: &[Point], service: &str) -> Vec<String> {
-    let mut v: Vec<String> = points
-        .iter()
-        .filter(|p| p.service == service && p.variant.starts_with("fixed_"))
-        .map(|p| p.variant.clone())
-        .collect();
-    v.dedup();
-    v
-}
-
-/// Whether `x` is within [`WITHIN`] of `best` (lower is better), with a small absolute slack
-/// for figures near zero (a loss of 0.1% against 0.0% is a match).
-fn matches(x: f64, best: f64, slack: f64) -> bool {
-    x <= best * (1.0 + WITHIN) + slack
-}
-
-fn checks(points: &[Point], services: &[&Service], loads: &[f64]) -> Vec<Check> {
-    let mut out = Vec::new();
-    let top = loads.iter().copied().fold(f64::NAN, f64::max);
-    for s in services {
-        let fixed = fixed_names(points, s.name);
-        let largest = fixed.last().cloned().unwrap_or_default();
-        let (a, l) = (
-            find(points, s.name, "adaptive", top),
-            find(points, s.name, &largest, top),
-        );
-        if let (Some(a), Some(l)) = (a, l) {
-            let (ma, ml) = (a.get("mean_response_s"), l.get("mean_response_s"));
-            out.push(Check::new(
-                format!(
-                    "{}: at {:.0}% load the adaptive threshold's mean response time is below the \
-                     largest fixed threshold's ({largest})",
-                    s.name,
-                    top * 100.0
-                ),
-                ma < ml,
-                format!("{ma:.3} s vs {ml:.3} s (scaled times)"),
-            ));
-        }
-        for &load in loads {
-            let Some(a) = find(points, s.name, "adaptive", load) else {
-                continue;
-            };
-            for (key, slack) in [("throughput_loss", 0.01), ("mean_response_s", 0.005)] {
-                let best = fixed
-                    .iter()
-                    .filter_map(|f| find(points, s.name, f, load))
-                    .min_by(|x, y| x.get(key).total_cmp(&y.get(key)));
-                if let Some(b) = best {
-                    out.push(Check::observed(
-                        format!(
-                            "{}: at {:.0}% load the adaptive threshold's {key} is within 5% of \
-                             the best fixed threshold's",
-                            s.name,
-                            load * 100.0
-                        ),
-                        matches(a.get(key), b.get(key), slack),
-                        format!(
-                            "adaptive {:.3}, best fixed {} {:.3}; percentile {}",
-                            a.get(key),
-                            b.variant,
-                            b.get(key),
-                            find(points, s.name, "percentile", load)
-                                .map_or("-".into(), |p| format!("{:.3}", p.get(key)))
-                        ),
-                    ));
-                }
-            }
-        }
-        // Each fixed threshold is worst (on loss or mean response) at some load.
-        let worst_somewhere = fixed.iter().all(|f| {
-            loads.iter().any(|&load| {
-                ["throughput_loss", "mean_response_s"].iter().any(|key| {
-                    let here: Vec<&Point> = fixed
-                        .iter()
-                        .filter_map(|g| find(points, s.name, g, load))
-                        .collect();
-                    let worst = here.iter().max_by(|x, y| x.get(key).total_cmp(&y.get(key)));
-                    worst.is_some_and(|w| &w.variant == f)
-                })
-            })
-        });
-        out.push(Check::observed(
-            format!(
-                "{}: each fixed threshold is the worst of the fixed ones at some load",
-                s.name
-            ),
-            worst_somewhere,
-            fixed.join(", "),
-        ));
-    }
-    out
 }
 
 fn markdown(points: &[Point], services: &[&Service], loads: &[f64]) -> String {

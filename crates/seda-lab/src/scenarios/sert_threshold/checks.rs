@@ -1,0 +1,155 @@
+//! What `sert-threshold` checks: the issue's goal for our threshold (within 5% of the best
+//! fixed threshold at every load, on throughput loss and mean response time), enforced where
+//! a threshold can meet it; SERT's formula beside it as the baseline, observed.
+
+use super::{Point, Service, WITHIN};
+use crate::outcome::Check;
+
+/// The axes, each with the absolute slack that makes a figure near zero a match (a loss of
+/// 0.1% against 0.0%, a mean of 4 ms against 3 ms).
+const AXES: [(&str, f64); 2] = [("throughput_loss", 0.01), ("mean_response_s", 0.005)];
+
+/// Below this load the ranking service's goal is a known shortfall: there the best fixed
+/// threshold on loss (15 s: nothing cut) and on mean response (0.5 s: 7.5% cut in `seda sim
+/// sert-threshold` at 80%) are the two ends of a trade-off, and a threshold that cuts under
+/// 1% of the requests (the loss goal) cannot bring the mean within 5% of one that cuts 7.5%.
+/// Index matching's heavy tail has no such trade-off: cutting its few giants costs almost no
+/// loss and frees the cores.
+const RANKING_TRADE_OFF_BELOW: f64 = 1.5;
+
+/// Whether ours' goal for `service` at `load` on `key` is a known shortfall: ranking below
+/// [`RANKING_TRADE_OFF_BELOW`], and ranking's loss at 200% in the quick form, whose 3.5 s
+/// measure a start transient dominates: the queue built while the threshold falls from its
+/// upper bound is drained by cutting deep (a first quick run: 0.569 lost, 63% terminated,
+/// against 0.519 with 15 s; the simulator's steady state, seeds 1-3: 0.506 against 0.497 for
+/// the best fixed threshold).
+fn known_shortfall(service: &str, load: f64, key: &str, quick: bool) -> bool {
+    service == "ranking" && (load < RANKING_TRADE_OFF_BELOW || (quick && key == "throughput_loss"))
+}
+
+pub(super) fn find<'a>(
+    points: &'a [Point],
+    service: &str,
+    variant: &str,
+    load: f64,
+) -> Option<&'a Point> {
+    points
+        .iter()
+        .find(|p| p.service == service && p.variant == variant && p.load == load)
+}
+
+/// The fixed variants of `service` measured.
+fn fixed_names(points: &[Point], service: &str) -> Vec<String> {
+    let mut v: Vec<String> = points
+        .iter()
+        .filter(|p| p.service == service && p.variant.starts_with("fixed_"))
+        .map(|p| p.variant.clone())
+        .collect();
+    v.dedup();
+    v
+}
+
+/// Whether `x` is within [`WITHIN`] of `best` (lower is better), with `slack` for figures
+/// near zero.
+fn matches(x: f64, best: f64, slack: f64) -> bool {
+    x <= best * (1.0 + WITHIN) + slack
+}
+
+pub(super) fn checks(
+    points: &[Point],
+    services: &[&Service],
+    loads: &[f64],
+    quick: bool,
+) -> Vec<Check> {
+    let mut out = Vec::new();
+    let top = loads.iter().copied().fold(f64::NAN, f64::max);
+    for s in services {
+        let fixed = fixed_names(points, s.name);
+        let largest = fixed.last().cloned().unwrap_or_default();
+        // The slides' point, for both adaptive thresholds: a long threshold lets long
+        // requests hold the workers under overload.
+        for adaptive in ["ours", "sert"] {
+            let (a, l) = (
+                find(points, s.name, adaptive, top),
+                find(points, s.name, &largest, top),
+            );
+            if let (Some(a), Some(l)) = (a, l) {
+                let (ma, ml) = (a.get("mean_response_s"), l.get("mean_response_s"));
+                out.push(Check::new(
+                    format!(
+                        "{}: at {:.0}% load the {adaptive} threshold's mean response time is \
+                         below the largest fixed threshold's ({largest})",
+                        s.name,
+                        top * 100.0
+                    ),
+                    ma < ml,
+                    format!("{ma:.3} s vs {ml:.3} s (scaled times)"),
+                ));
+            }
+        }
+        for &load in loads {
+            for (key, slack) in AXES {
+                let best = fixed
+                    .iter()
+                    .filter_map(|f| find(points, s.name, f, load))
+                    .min_by(|x, y| x.get(key).total_cmp(&y.get(key)));
+                let Some(b) = best else { continue };
+                let other = |v: &str| {
+                    find(points, s.name, v, load)
+                        .map_or("-".into(), |p| format!("{:.3}", p.get(key)))
+                };
+                for adaptive in ["ours", "sert"] {
+                    let Some(a) = find(points, s.name, adaptive, load) else {
+                        continue;
+                    };
+                    let claim = format!(
+                        "{}: at {:.0}% load the {adaptive} threshold's {key} is within 5% of the \
+                         best fixed threshold's",
+                        s.name,
+                        load * 100.0
+                    );
+                    let passed = matches(a.get(key), b.get(key), slack);
+                    let detail = format!(
+                        "{adaptive} {:.3}, best fixed {} {:.3}; {} {}, percentile {}",
+                        a.get(key),
+                        b.variant,
+                        b.get(key),
+                        if adaptive == "ours" { "sert" } else { "ours" },
+                        other(if adaptive == "ours" { "sert" } else { "ours" }),
+                        other("percentile"),
+                    );
+                    out.push(if adaptive == "sert" {
+                        // The baseline: reported beside ours, not a goal of this code.
+                        Check::observed(claim, passed, detail)
+                    } else if known_shortfall(s.name, load, key, quick) {
+                        Check::shortfall(claim, passed, detail)
+                    } else {
+                        Check::new(claim, passed, detail)
+                    });
+                }
+            }
+        }
+        // Each fixed threshold is worst (on loss or mean response) at some load.
+        let worst_somewhere = fixed.iter().all(|f| {
+            loads.iter().any(|&load| {
+                AXES.iter().any(|(key, _)| {
+                    let here: Vec<&Point> = fixed
+                        .iter()
+                        .filter_map(|g| find(points, s.name, g, load))
+                        .collect();
+                    let worst = here.iter().max_by(|x, y| x.get(key).total_cmp(&y.get(key)));
+                    worst.is_some_and(|w| &w.variant == f)
+                })
+            })
+        });
+        out.push(Check::observed(
+            format!(
+                "{}: each fixed threshold is the worst of the fixed ones at some load",
+                s.name
+            ),
+            worst_somewhere,
+            fixed.join(", "),
+        ));
+    }
+    out
+}
