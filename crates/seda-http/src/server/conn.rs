@@ -189,9 +189,28 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         state.unpark();
         // Bytes hyper read but did not parse yet are read again first.
         io.set_prefix(parts.read_buf);
-        if !io.has_prefix() && !wait_parked(&shared, &state, &io).await {
-            return;
+        if !io.has_prefix() {
+            let _parked = ParkedGuard::count(&shared);
+            if !wait_parked(&shared, &state, &io).await {
+                return;
+            }
         }
+    }
+}
+
+/// Counts a connection as parked while it lives.
+struct ParkedGuard<'a>(&'a Shared);
+
+impl<'a> ParkedGuard<'a> {
+    fn count(shared: &'a Shared) -> Self {
+        shared.counters.parked.fetch_add(1, Ordering::Relaxed);
+        ParkedGuard(shared)
+    }
+}
+
+impl Drop for ParkedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.counters.parked.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
