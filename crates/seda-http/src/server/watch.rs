@@ -32,6 +32,9 @@ pub(crate) struct ConnState {
     since_us: AtomicU64,
     in_flight: AtomicU32,
     park: AtomicU8,
+    /// How long the connection was idle before its current (or last) request, µs; `u64::MAX`
+    /// before a second request.
+    gap_us: AtomicU64,
 }
 
 /// The verdict of a connection's timer.
@@ -53,6 +56,7 @@ impl ConnState {
             since_us: AtomicU64::new(0),
             in_flight: AtomicU32::new(0),
             park: AtomicU8::new(PARK_NO),
+            gap_us: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -69,7 +73,12 @@ impl ConnState {
     fn on_bytes(&self) {
         self.park.store(PARK_NO, Ordering::Relaxed);
         if self.phase.load(Ordering::Relaxed) == IDLE {
-            self.set(HEAD);
+            let now = self.now_us();
+            let idle_since = self.since_us.load(Ordering::Relaxed);
+            self.gap_us
+                .store(now.saturating_sub(idle_since), Ordering::Relaxed);
+            self.since_us.store(now, Ordering::Relaxed);
+            self.phase.store(HEAD, Ordering::Relaxed);
         }
     }
 
@@ -111,6 +120,22 @@ impl ConnState {
     /// Back from parking: a new hyper connection reads the next request.
     pub(crate) fn unpark(&self) {
         self.park.store(PARK_NO, Ordering::Relaxed);
+    }
+
+    /// Whether the current (or last) request came less than `window` after the one before:
+    /// the connection is in use, and parking it after every answer would rebuild hyper's
+    /// connection for every request.
+    pub(crate) fn busy_within(&self, window: Duration) -> bool {
+        u128::from(self.gap_us.load(Ordering::Relaxed)) < window.as_micros()
+    }
+
+    /// How long the connection has been idle between requests at `now` (zero if it is not).
+    pub(crate) fn idle_for(&self, now: Instant) -> Duration {
+        if self.phase.load(Ordering::Relaxed) != IDLE {
+            return Duration::ZERO;
+        }
+        let since = self.epoch + Duration::from_micros(self.since_us.load(Ordering::Relaxed));
+        now.saturating_duration_since(since)
     }
 
     /// Checks the timeouts at `now`.

@@ -230,11 +230,12 @@ fn an_idle_keep_alive_connection_is_parked_until_its_next_request() {
 
 #[test]
 fn a_keep_alive_connection_idle_between_requests_serves_what_comes_next() {
-    // Between requests the server drops hyper's connection and keeps only the socket; the
-    // next request, however it arrives, is read whole and answered in order.
+    // Between requests the server drops hyper's connection and keeps only the socket (here at
+    // once after every answer); the next request, however it arrives, is read whole and
+    // answered in order.
     let dir = root_with_file();
     fs::write(dir.path().join("g"), "second").expect("write");
-    let server = static_server(dir.path(), |_| {});
+    let server = static_server(dir.path(), |c| c.http.park_after_ms = 0);
     let mut conn = Conn::open(server.local_addr());
     for _ in 0..3 {
         assert_eq!(conn.get("/f", "").text(), "payload");
