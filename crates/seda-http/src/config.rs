@@ -12,6 +12,7 @@
 //! max_headers = 100          # hyper keeps 100 on the stack; another count allocates
 //! header_timeout_ms = 10000    # time to read a request head (slowloris)
 //! idle_timeout_ms = 60000      # keep-alive idle time
+//! park_after_ms = 250          # requests closer than this keep hyper's buffers (0: never)
 //! max_body_bytes = 1048576
 //! retry_after_s = 1            # Retry-After of a 503 while refusals are few (up to 24 x more)
 //! admin_addr = "127.0.0.1:9090" # stats, graph, /metrics, dashboard; never the service
@@ -150,6 +151,12 @@ pub struct HttpConfig {
     pub header_timeout_ms: u64,
     /// Time a keep-alive connection may stay idle between requests, ms.
     pub idle_timeout_ms: u64,
+    /// After an answer an HTTP/1 connection is parked (hyper's connection and its buffers are
+    /// freed until the next bytes arrive, as nginx frees an idle connection's buffers) at
+    /// once, unless its request came within this many ms of the one before: such a busy
+    /// connection keeps them, and is parked once idle this long. 0 parks at once after every
+    /// answer, which rebuilds hyper's connection for every request of a busy connection.
+    pub park_after_ms: u64,
     /// Largest request body, bytes (larger: 413).
     pub max_body_bytes: usize,
     /// Seconds in the `Retry-After` header of a 503 while refusals are few; while the front
@@ -177,6 +184,7 @@ impl Default for HttpConfig {
             max_headers: 100,
             header_timeout_ms: 10_000,
             idle_timeout_ms: 60_000,
+            park_after_ms: 250,
             max_body_bytes: 1 << 20,
             retry_after_s: 1,
             admin_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
@@ -226,6 +234,11 @@ impl HttpConfig {
     /// The keep-alive idle timeout.
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_millis(self.idle_timeout_ms)
+    }
+
+    /// How long an idle HTTP/1 connection keeps hyper's connection before it is parked.
+    pub fn park_after(&self) -> Duration {
+        Duration::from_millis(self.park_after_ms)
     }
 
     /// The bounded wait of a graceful shutdown.

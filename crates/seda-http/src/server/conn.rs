@@ -163,8 +163,8 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         // hyper keeps up to 100 header slots on the stack; another count costs an allocation.
         builder.max_headers(cfg.max_headers);
     }
-    // Between requests the connection is parked: hyper's connection (its 8 KB read buffer,
-    // 8 KB write buffer and cached header map, about 15 KB resident) is taken apart and
+    // Idle between requests (for `park_after`), the connection is parked: hyper's connection
+    // (its 8 KB read buffer, 8 KB write buffer and cached header map) is taken apart and
     // dropped, and only the socket waits for the next bytes; then a new hyper connection is
     // built on the same socket and service. An idle keep-alive connection then costs the
     // socket, its state and this task.
@@ -189,9 +189,28 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         state.unpark();
         // Bytes hyper read but did not parse yet are read again first.
         io.set_prefix(parts.read_buf);
-        if !io.has_prefix() && !wait_parked(&shared, &state, &io).await {
-            return;
+        if !io.has_prefix() {
+            let _parked = ParkedGuard::count(&shared);
+            if !wait_parked(&shared, &state, &io).await {
+                return;
+            }
         }
+    }
+}
+
+/// Counts a connection as parked while it lives.
+struct ParkedGuard<'a>(&'a Shared);
+
+impl<'a> ParkedGuard<'a> {
+    fn count(shared: &'a Shared) -> Self {
+        shared.counters.parked.fetch_add(1, Ordering::Relaxed);
+        ParkedGuard(shared)
+    }
+}
+
+impl Drop for ParkedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.counters.parked.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -285,14 +304,25 @@ where
         graceful(conn.as_mut());
     }
     let (head_limit, idle_limit) = (cfg.header_timeout(), cfg.idle_timeout());
+    // A connection is parked at once after an answer unless it is busy: its request came
+    // within `park_after` of the one before. A busy connection keeps hyper's connection and
+    // its buffers (rebuilding them costs about a quarter of a small request's instructions);
+    // the timer then looks every `park_after` whether it has gone idle, for half of that at
+    // least, and parks it.
+    let park_after = cfg.park_after();
     // Phases change without re-arming the timer; it fires at least this often to look.
-    let period = head_limit.min(idle_limit);
+    let mut period = head_limit.min(idle_limit);
+    if park && !park_after.is_zero() {
+        period = period.min(park_after);
+    }
     let mut until = Instant::now() + period;
     loop {
         let can_park = park && !draining;
         let step = std::future::poll_fn(|cx| match conn.as_mut().poll(cx) {
             std::task::Poll::Ready(r) => std::task::Poll::Ready(Some(r)),
-            std::task::Poll::Pending if can_park && state.parkable() => {
+            std::task::Poll::Pending
+                if can_park && state.parkable() && !state.busy_within(park_after) =>
+            {
                 std::task::Poll::Ready(None)
             }
             std::task::Poll::Pending => std::task::Poll::Pending,
@@ -307,6 +337,9 @@ where
                 return Ended::Done;
             }
             _ = tokio::time::sleep_until(until.into()) => {
+                if can_park && state.parkable() && state.idle_for(Instant::now()) >= park_after / 2 {
+                    return Ended::Parked;
+                }
                 match state.verdict(Instant::now(), head_limit, idle_limit) {
                     Verdict::Until(t) => until = t.min(Instant::now() + period),
                     Verdict::HeadTimeout => {

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) open: AtomicUsize,
+    /// Connections parked between requests (no hyper connection, no buffers).
+    pub(crate) parked: AtomicUsize,
     pub(crate) accepted: AtomicU64,
     pub(crate) refused_connections: AtomicU64,
     pub(crate) requests: AtomicU64,
@@ -34,6 +36,7 @@ impl Counters {
         FrontendStats {
             retry_after_s,
             open_connections: self.open.load(Ordering::Relaxed),
+            parked_connections: self.parked.load(Ordering::Relaxed),
             accepted_connections: get(&self.accepted),
             refused_connections: get(&self.refused_connections),
             requests: get(&self.requests),
@@ -59,6 +62,9 @@ pub struct FrontendStats {
     pub retry_after_s: u32,
     /// Connections open now.
     pub open_connections: usize,
+    /// Open HTTP/1 connections parked between requests: idle keep-alive connections that hold
+    /// only their socket and task (hyper's buffers are freed until the next bytes arrive).
+    pub parked_connections: usize,
     /// Connections accepted and served since start.
     pub accepted_connections: u64,
     /// Connections answered 503 and closed because `max_connections` were open.

@@ -32,6 +32,9 @@ pub(crate) struct ConnState {
     since_us: AtomicU64,
     in_flight: AtomicU32,
     park: AtomicU8,
+    /// How long the connection was idle before its current (or last) request, µs; `u64::MAX`
+    /// before a second request.
+    gap_us: AtomicU64,
 }
 
 /// The verdict of a connection's timer.
@@ -53,6 +56,7 @@ impl ConnState {
             since_us: AtomicU64::new(0),
             in_flight: AtomicU32::new(0),
             park: AtomicU8::new(PARK_NO),
+            gap_us: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -69,7 +73,12 @@ impl ConnState {
     fn on_bytes(&self) {
         self.park.store(PARK_NO, Ordering::Relaxed);
         if self.phase.load(Ordering::Relaxed) == IDLE {
-            self.set(HEAD);
+            let now = self.now_us();
+            let idle_since = self.since_us.load(Ordering::Relaxed);
+            self.gap_us
+                .store(now.saturating_sub(idle_since), Ordering::Relaxed);
+            self.since_us.store(now, Ordering::Relaxed);
+            self.phase.store(HEAD, Ordering::Relaxed);
         }
     }
 
@@ -113,6 +122,22 @@ impl ConnState {
         self.park.store(PARK_NO, Ordering::Relaxed);
     }
 
+    /// Whether the current (or last) request came less than `window` after the one before:
+    /// the connection is in use, and parking it after every answer would rebuild hyper's
+    /// connection for every request.
+    pub(crate) fn busy_within(&self, window: Duration) -> bool {
+        u128::from(self.gap_us.load(Ordering::Relaxed)) < window.as_micros()
+    }
+
+    /// How long the connection has been idle between requests at `now` (zero if it is not).
+    pub(crate) fn idle_for(&self, now: Instant) -> Duration {
+        if self.phase.load(Ordering::Relaxed) != IDLE {
+            return Duration::ZERO;
+        }
+        let since = self.epoch + Duration::from_micros(self.since_us.load(Ordering::Relaxed));
+        now.saturating_duration_since(since)
+    }
+
     /// Checks the timeouts at `now`.
     pub(crate) fn verdict(&self, now: Instant, head: Duration, idle: Duration) -> Verdict {
         let since = self.epoch + Duration::from_micros(self.since_us.load(Ordering::Relaxed));
@@ -145,7 +170,7 @@ impl WatchedStream {
 
     /// Bytes hyper had read but not parsed when its connection was parked: read first.
     pub(crate) fn set_prefix(&mut self, prefix: Bytes) {
-        self.prefix = prefix;
+        self.prefix = detached(prefix);
     }
 
     /// Whether bytes are waiting in the prefix.
@@ -153,9 +178,22 @@ impl WatchedStream {
         !self.prefix.is_empty()
     }
 
-    /// Waits until the socket has something to read (bytes, EOF or an error).
+    /// Waits until the socket has something to read (bytes, EOF or an error). hyper returned
+    /// to the parked loop only after a read met `WouldBlock`, so the readiness is fresh.
     pub(crate) async fn readable(&self) -> io::Result<()> {
         self.inner.readable().await
+    }
+}
+
+/// `bytes` without the buffer it is a view of. What hyper hands back when its connection is
+/// taken apart is a view of its whole read buffer (8 KB): kept as it is, even empty, it would
+/// keep that buffer alive for as long as the connection stays parked, which is most of what an
+/// idle connection cost (issue 52). The rest of a pipelined request is short: copied.
+fn detached(bytes: Bytes) -> Bytes {
+    if bytes.is_empty() {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(&bytes)
     }
 }
 
@@ -212,5 +250,33 @@ impl AsyncWrite for WatchedStream {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+
+    use super::detached;
+
+    /// What hyper's `into_parts` gives back: its 8 KB read buffer frozen after the parsed
+    /// request was split off it; and the parsed part, a second handle on the same buffer.
+    fn view_of_read_buffer(left: &[u8]) -> (bytes::Bytes, bytes::Bytes) {
+        let mut buf = BytesMut::with_capacity(8192);
+        buf.extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+        let parsed = buf.split();
+        buf.extend_from_slice(left);
+        (buf.freeze(), parsed.freeze())
+    }
+
+    #[test]
+    fn a_parked_connection_keeps_no_part_of_hypers_read_buffer() {
+        for left in [&b""[..], b"GET /next HTTP/1.1\r\n"] {
+            let (view, parsed) = view_of_read_buffer(left);
+            assert!(!parsed.is_unique(), "the view shares the buffer");
+            let kept = detached(view);
+            assert_eq!(&kept[..], left);
+            assert!(parsed.is_unique(), "the 8 KB buffer is still shared");
+        }
     }
 }

@@ -202,12 +202,40 @@ fn pipelined_requests_are_answered_in_order() {
 }
 
 #[test]
+fn an_idle_keep_alive_connection_is_parked_until_its_next_request() {
+    // Parked: hyper's connection and its buffers are dropped while the socket waits (issue
+    // 52: bytes per idle connection), and the connection is counted as parked.
+    let dir = root_with_file();
+    let server = static_server(dir.path(), |c| {
+        c.http.idle_timeout_ms = 60_000;
+        c.http.h2c = false; // HTTP/2 detection keeps hyper's connection (nothing parks)
+    });
+    let mut conns: Vec<Conn> = (0..3).map(|_| Conn::open(server.local_addr())).collect();
+    for c in &mut conns {
+        assert_eq!(c.get("/f", "").text(), "payload");
+    }
+    let parked = || server.frontend_stats().parked_connections;
+    assert!(
+        eventually(Duration::from_secs(5), || parked() == 3),
+        "{} of 3 idle connections parked",
+        parked()
+    );
+    // The next request unparks its connection, which parks again after the answer.
+    assert_eq!(conns[0].get("/f", "").text(), "payload");
+    assert!(eventually(Duration::from_secs(5), || parked() == 3));
+    drop(conns);
+    assert!(eventually(Duration::from_secs(5), || parked() == 0));
+    server.shutdown(Duration::from_secs(5));
+}
+
+#[test]
 fn a_keep_alive_connection_idle_between_requests_serves_what_comes_next() {
-    // Between requests the server drops hyper's connection and keeps only the socket; the
-    // next request, however it arrives, is read whole and answered in order.
+    // Between requests the server drops hyper's connection and keeps only the socket (here at
+    // once after every answer); the next request, however it arrives, is read whole and
+    // answered in order.
     let dir = root_with_file();
     fs::write(dir.path().join("g"), "second").expect("write");
-    let server = static_server(dir.path(), |_| {});
+    let server = static_server(dir.path(), |c| c.http.park_after_ms = 0);
     let mut conn = Conn::open(server.local_addr());
     for _ in 0..3 {
         assert_eq!(conn.get("/f", "").text(), "payload");
