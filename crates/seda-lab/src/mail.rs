@@ -841,7 +841,7 @@ mod tests {
                 handler_cpu_s: login(cpu),
                 answered_cpu_s: login(answered_cpu),
                 answered: BTreeMap::from([("login".to_string(), answered)]),
-                processor: Some(seda_mail::ProcessorStats {
+                processor: Some(seda::processor::ProcessorSnapshot {
                     cores: 1.0,
                     busy_core_s: busy,
                     running: 0,

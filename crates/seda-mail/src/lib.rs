@@ -93,4 +93,4 @@ pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hy
 pub use service::{
     MAX_QUERY_CHARS, MailService, NEW_SESSION_CLASS, RETRY_AFTER_S, ServiceOptions, admission_class,
 };
-pub use stats::{ProcessorStats, ServiceStats};
+pub use stats::ServiceStats;

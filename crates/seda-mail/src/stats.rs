@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use seda::processor::ProcessorSnapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::service::MailService;
@@ -21,20 +22,7 @@ pub struct ServiceStats {
     /// Requests of each type the handlers answered.
     pub answered: BTreeMap<String, u64>,
     /// The emulated processor (`None`: the handlers run on the real CPU).
-    pub processor: Option<ProcessorStats>,
-}
-
-/// The emulated processor's cores and the core-seconds of work it has done: a run's
-/// utilisation of a capacity stated before it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProcessorStats {
-    /// Virtual cores.
-    pub cores: f64,
-    /// Core-seconds of work done since start.
-    pub busy_core_s: f64,
-    /// Requests holding a core now.
-    pub running: usize,
+    pub processor: Option<ProcessorSnapshot>,
 }
 
 impl ServiceStats {
@@ -53,11 +41,7 @@ impl ServiceStats {
                 .map(|(k, (cpu, _))| (name(k), *cpu))
                 .collect(),
             answered: answered.iter().map(|(k, (_, n))| (name(k), *n)).collect(),
-            processor: service.processor().map(|p| ProcessorStats {
-                cores: p.cores(),
-                busy_core_s: p.busy_core_s(),
-                running: p.running(),
-            }),
+            processor: service.processor().map(|p| p.snapshot()),
         }
     }
 }
@@ -72,7 +56,7 @@ mod tests {
             handler_cpu_s: BTreeMap::from([("login".into(), 0.25), ("search".into(), 1.5)]),
             answered_cpu_s: BTreeMap::from([("login".into(), 0.2)]),
             answered: BTreeMap::from([("login".into(), 40)]),
-            processor: Some(ProcessorStats {
+            processor: Some(ProcessorSnapshot {
                 cores: 2.0,
                 busy_core_s: 3.75,
                 running: 1,

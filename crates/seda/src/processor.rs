@@ -151,6 +151,28 @@ impl EmulatedProcessor {
     pub fn running(&self) -> usize {
         self.state.lock().running
     }
+
+    /// Its cores, work done and requests running, as a service's stats report them.
+    pub fn snapshot(&self) -> ProcessorSnapshot {
+        ProcessorSnapshot {
+            cores: self.cores(),
+            busy_core_s: self.busy_core_s(),
+            running: self.running(),
+        }
+    }
+}
+
+/// What an [`EmulatedProcessor`] reports in a service's stats: a run's use of a capacity
+/// stated before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessorSnapshot {
+    /// Virtual cores.
+    pub cores: f64,
+    /// Core-seconds of work done since start.
+    pub busy_core_s: f64,
+    /// Requests holding a core now.
+    pub running: usize,
 }
 
 fn clamp_cores(cores: f64) -> f64 {

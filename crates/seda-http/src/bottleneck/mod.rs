@@ -65,7 +65,7 @@ use crate::request::HttpRequest;
 pub use backend::EmulatedBackend;
 pub use page::{QUALITY_HEADER, SIZE_RANGE};
 pub use server::{BottleneckServeConfig, BottleneckServer};
-pub use stats::{BottleneckSection, BottleneckStats, ProcessorStats};
+pub use stats::{BottleneckSection, BottleneckStats};
 use work::DataFile;
 pub use work::Plan;
 
@@ -389,10 +389,7 @@ impl Service {
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
             mean_quality: (pages > 0).then(|| q / pages as f64),
             compute_cpu_s: self.compute_nanos.load(Ordering::Relaxed) as f64 / 1e9,
-            processor: self.processor.as_ref().map(|p| ProcessorStats {
-                cores: p.cores(),
-                busy_core_s: p.busy_core_s(),
-            }),
+            processor: self.processor.as_ref().map(|p| p.snapshot()),
         }
     }
 }

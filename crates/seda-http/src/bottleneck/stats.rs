@@ -2,6 +2,7 @@
 //! server that writes them and the lab that reads them (the degradation scenario prices a
 //! page with them).
 
+use seda::processor::ProcessorSnapshot;
 use serde::{Deserialize, Serialize};
 
 /// The service's section of `/_seda/stats`: its figures under the stage's name
@@ -28,17 +29,7 @@ pub struct BottleneckStats {
     /// CPU seconds the pages' computation took (on the emulated processor, where there is one).
     pub compute_cpu_s: f64,
     /// The emulated processor (`None`: the pages run on the real CPU).
-    pub processor: Option<ProcessorStats>,
-}
-
-/// The emulated processor's cores and the core-seconds of work it has done.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProcessorStats {
-    /// Virtual cores.
-    pub cores: f64,
-    /// Core-seconds of work done since start.
-    pub busy_core_s: f64,
+    pub processor: Option<ProcessorSnapshot>,
 }
 
 #[cfg(test)]
@@ -54,9 +45,10 @@ mod tests {
                 bytes_read: 4096,
                 mean_quality: Some(0.75),
                 compute_cpu_s: 0.5,
-                processor: Some(ProcessorStats {
+                processor: Some(ProcessorSnapshot {
                     cores: 1.0,
                     busy_core_s: 0.5,
+                    running: 0,
                 }),
             },
         };

@@ -8,8 +8,8 @@
 //! about 3% of the requests are long), the slides' 5 ms and 500 ms. Each point runs on a fresh
 //! server for 30 s, measured from 5 s (quick form: 7 s from 2 s, three shares).
 
+use crate::scenarios::sert_shift::sert_terminator;
 use anyhow::Result;
-use seda::TerminateConfig;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, json};
 
@@ -26,21 +26,6 @@ const WORKERS: usize = 8;
 const QUEUE: usize = 100;
 const RATE_PER_S: f64 = 400.0;
 const VARIANTS: [(&str, bool); 2] = [("admission", false), ("admission+sert", true)];
-
-/// SERT as in `sert-shift`.
-fn sert_terminator(window: usize) -> TerminateConfig {
-    TerminateConfig::new(
-        "sert",
-        [
-            ("lower_s", 0.05),
-            ("upper_s", 1.0),
-            ("low_water", 0.02),
-            ("high_water", 0.12),
-            ("alpha", 2.0),
-            ("window", window as f64),
-        ],
-    )
-}
 
 struct Point {
     variant: &'static str,

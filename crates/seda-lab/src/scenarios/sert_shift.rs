@@ -50,7 +50,9 @@ const GOAL_THROUGHPUT_X: f64 = 2.0;
 pub(crate) const GOAL_WITHIN_1S: f64 = 0.85;
 const GOAL_RESPONSE_CUT: f64 = 0.55;
 
-fn sert_terminator(window: usize) -> TerminateConfig {
+/// SERT as the slides ran it, over a window of `window` completions (`sert-motivation` runs it
+/// too).
+pub(crate) fn sert_terminator(window: usize) -> TerminateConfig {
     TerminateConfig::new(
         "sert",
         [
