@@ -112,9 +112,10 @@ impl AdaptiveThrottle {
         send
     }
 
-    /// The backend accepted (served rather than refused) a request sent at `sent`.
-    pub fn on_accept(&mut self, sent: Time) {
-        if let Some(b) = self.buckets.iter_mut().rev().find(|b| b.start <= sent) {
+    /// The backend accepted (served rather than refused) a request, by `at` (its send or its
+    /// reply: the accept counts in the bucket `at` falls in).
+    pub fn on_accept(&mut self, at: Time) {
+        if let Some(b) = self.buckets.iter_mut().rev().find(|b| b.start <= at) {
             b.accepts += 1;
         }
     }

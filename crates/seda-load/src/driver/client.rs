@@ -109,7 +109,6 @@ impl Client {
             }
             return Outcome::Refused;
         }
-        let tried = ctx.elapsed();
         if let Some(gate) = &ctx.gate {
             if ctx.cfg.client.aimd_reject_when_full {
                 // SSM04: the stub rejects what its window cannot take; the server never sees it.
@@ -177,7 +176,7 @@ impl Client {
         if let Some(t) = &ctx.throttle
             && matches!(outcome, Outcome::Response { status, .. } if status != 503)
         {
-            t.borrow_mut().0.on_accept(tried);
+            t.borrow_mut().0.on_accept(ctx.elapsed());
         }
         if measured {
             ctx.rec
