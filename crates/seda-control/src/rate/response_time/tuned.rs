@@ -216,9 +216,10 @@ pub struct TunedResponseTimeController {
     /// Drops and dequeues since the last outer run.
     drops_since_outer: u64,
     dequeues_since_outer: u64,
-    /// Each response's time outside the queue, and the longest of the last window of them (s).
+    /// Each response's time outside the queue, windowed; the dropper's threshold is set from
+    /// the longest of each closed window (`drop_queued` before the first).
     rest: SampleWindow,
-    rest_tail_s: Option<f64>,
+    drop_at: Option<Duration>,
 }
 
 impl TunedResponseTimeController {
@@ -243,7 +244,7 @@ impl TunedResponseTimeController {
             drops_since_outer: 0,
             dequeues_since_outer: 0,
             rest: SampleWindow::new(REST_SAMPLES, cfg.adapt, REST_PERCENTILE),
-            rest_tail_s: None,
+            drop_at: cfg.drop_queued,
             cfg,
         })
     }
@@ -292,15 +293,19 @@ impl TunedResponseTimeController {
     /// How long an event may wait before the dropper takes it: `drop_queued`, or less where
     /// the rest of a response would not fit in what is left of the target (module docs).
     pub fn drop_threshold(&self) -> Option<Duration> {
-        let limit = self.cfg.drop_queued?;
-        let Some(tail_s) = self.rest_tail_s else {
-            return Some(limit);
+        self.drop_at
+    }
+
+    /// A closed window's longest rest of a response, `tail_s`, moves the dropper's threshold.
+    fn leave_room(&mut self, tail_s: f64) {
+        let Some(limit) = self.cfg.drop_queued else {
+            return;
         };
         // The longest rest seen is a sample: the next may be longer. It keeps the setpoint's
         // margin (a rest of 60 ms against a setpoint of 0.8 leaves 75 ms).
         let rest_s = tail_s / self.cfg.setpoint;
         let room_s = (self.target_s - rest_s).max(0.5 * limit.as_secs_f64());
-        Some(limit.min(Duration::from_secs_f64(room_s)))
+        self.drop_at = Some(limit.min(Duration::from_secs_f64(room_s)));
     }
 
     /// The smoothed departure rate.
@@ -392,14 +397,14 @@ impl AdmissionController for TunedResponseTimeController {
 
     fn on_served(&mut self, now: Time, _class: u8, beyond_wait: Duration) {
         if let Some(p) = self.rest.push(now, beyond_wait.as_secs_f64()) {
-            self.rest_tail_s = Some(p);
+            self.leave_room(p);
         }
     }
 
     fn tick(&mut self, now: Time) {
         self.roll(now);
         if let Some(p) = self.rest.poll(now) {
-            self.rest_tail_s = Some(p);
+            self.leave_room(p);
         }
     }
 
