@@ -8,7 +8,8 @@
 //! iterate [`catalogue`], so adding a controller is its module plus one line in `CATALOGUE`
 //! below.
 //!
-//! Pool sizers, the resource lever, have their own list in [`sizers`].
+//! Pool sizers, the resource lever, have their own list in [`sizers`]; terminators, the
+//! termination lever, in [`terminators`].
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -25,6 +26,7 @@
 
 mod params;
 pub mod sizers;
+pub mod terminators;
 
 use std::collections::BTreeMap;
 use std::fmt;
