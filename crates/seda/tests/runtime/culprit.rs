@@ -38,10 +38,11 @@ fn request(
 /// A stage of 4 threads whose requests share one lock; `policy` decides whether the runtime
 /// cuts culprits. Its terminator's threshold (10 s) is far above every short request's time,
 /// so whatever is cut is cut as a culprit. Sends the rogue first, then 30 short requests.
-fn run(
-    policy: Option<CulpritPolicy>,
-    rogue_hold: Duration,
-) -> (Vec<(bool, Duration, Result<(), CancelReason>)>, u64, u64) {
+/// Each request's answer (whether it was the rogue, how long it waited, how it ended), the
+/// stage's terminated count and the resource's culprits cut.
+type Outcome = (Vec<(bool, Duration, Result<(), CancelReason>)>, u64, u64);
+
+fn run(policy: Option<CulpritPolicy>, rogue_hold: Duration) -> Outcome {
     let rt = Runtime::start().unwrap();
     let lock = Contended::new("folder lock");
     let lock = Arc::new(match policy {
