@@ -73,7 +73,10 @@
 //!
 //! A call's deadline is its [`GRPC_TIMEOUT`] header: an admitted call still running when it
 //! passes has its inner future dropped and is answered `DEADLINE_EXCEEDED` (tonic's own server
-//! would answer `CANCELLED`); the controller sees a drop. A call cut by
+//! would answer `CANCELLED`); the controller sees a drop. The work stops at the deadline
+//! whether or not the client's cancellation arrives; a tonic client enforces the same timeout
+//! itself and reports its own `CANCELLED` at that moment, so the answer is read by clients
+//! that wait for it (a proxy, another gRPC stack). A call cut by
 //! [termination](#termination) is answered `RESOURCE_EXHAUSTED` with the pushback, not
 //! `DEADLINE_EXCEEDED`: its client's deadline has not passed, the server cut it because it is
 //! overloaded, and a client may retry it after the pushback (A6 retries neither a deadline
