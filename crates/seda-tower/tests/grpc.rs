@@ -26,7 +26,7 @@ use seda_control::peers::{ConcurrencyLimiter, LimitAlgorithm};
 use seda_control::terminate::FixedThreshold;
 use seda_control::{AdmissionController, RejectReason, Time};
 use seda_tower::{GrpcSedaLayer, REJECT_HEADER, RETRY_PUSHBACK_HEADER, SedaLayer};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Status};
 use tower::{ServiceBuilder, ServiceExt};
@@ -108,16 +108,29 @@ async fn call_waiting(uri: &str, grpc_timeout: &'static str, name: &str) -> Head
     metadata
 }
 
-/// A service of `permits` permits, each held `hold` per call; it says on `started` when a
-/// call holds its permit.
-fn capacity(permits: usize, hold: Duration, started: mpsc::UnboundedSender<()>) -> WorkServer {
+/// A service of `permits` permits, each held `hold` per call: `permits / hold` calls a second.
+fn capacity(permits: usize, hold: Duration) -> WorkServer {
     let permits = Arc::new(Semaphore::new(permits));
     WorkServer::new(move |req: WorkRequest| {
-        let (permits, started) = (Arc::clone(&permits), started.clone());
+        let permits = Arc::clone(&permits);
         async move {
             let _permit = permits.acquire().await;
-            let _ = started.send(());
             tokio::time::sleep(hold).await;
+            Ok(WorkReply { message: req.name })
+        }
+    })
+}
+
+/// A service of one permit, which a call holds until `open` turns true; it says on `started`
+/// when a call holds the permit. The test, not a timer, decides when the place frees up.
+fn gated(started: mpsc::UnboundedSender<()>, open: watch::Receiver<bool>) -> WorkServer {
+    let permit = Arc::new(Semaphore::new(1));
+    WorkServer::new(move |req: WorkRequest| {
+        let (permit, started, mut open) = (Arc::clone(&permit), started.clone(), open.clone());
+        async move {
+            let _permit = permit.acquire().await;
+            let _ = started.send(());
+            let _ = open.wait_for(|open| *open).await;
             Ok(WorkReply { message: req.name })
         }
     })
@@ -144,13 +157,14 @@ struct Attempt {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_call_is_resource_exhausted_and_a_retry_waits_the_pushback() {
-    // One call at a time in the layer, one permit held 300 ms in the service.
+    // One call at a time in the layer; the first call holds the service's only permit until
+    // the gate opens.
     let layer = SedaLayer::new(ConcurrencyLimiter::new(Fixed(1.0))).grpc();
     let stats = layer.stats();
     let (started_tx, mut started) = mpsc::unbounded_channel();
-    let (client, _) = serve(layer, capacity(1, Duration::from_millis(300), started_tx)).await;
+    let (open, gate) = watch::channel(false);
+    let (client, _) = serve(layer, gated(started_tx, gate)).await;
 
-    // The first call holds the only place.
     let first = tokio::spawn({
         let mut c = client.clone();
         async move { c.call(Request::new(work("first"))).await }
@@ -168,13 +182,13 @@ async fn a_refused_call_is_resource_exhausted_and_a_retry_waits_the_pushback() {
     assert_eq!(status.metadata().get(REJECT_HEADER).unwrap(), "limit");
     assert!(status.message().contains("overloaded"), "{status:?}");
 
-    // A retrying client: its first attempt is refused, its second waits the pushback, by
-    // which time the first call (300 ms) has finished, and succeeds.
+    // A retrying client: its first attempt is refused; the gate opens then, so the first call
+    // finishes while the client waits the pushback, and a retry is served.
     let log = Arc::new(Mutex::new(Vec::<Attempt>::new()));
     let recorded = tower::service_fn({
         let (client, log) = (client.clone(), Arc::clone(&log));
         move |req: WorkRequest| {
-            let (mut client, log) = (client.clone(), Arc::clone(&log));
+            let (mut client, log, open) = (client.clone(), Arc::clone(&log), open.clone());
             async move {
                 let sent = Instant::now();
                 let out = client.call(Request::new(req)).await;
@@ -192,32 +206,46 @@ async fn a_refused_call_is_resource_exhausted_and_a_retry_waits_the_pushback() {
                     code,
                     pushback,
                 });
+                if code == Code::ResourceExhausted {
+                    let _ = open.send(true);
+                }
                 out
             }
         }
     });
-    let reply = ServiceBuilder::new()
-        .retry(PushbackPolicy::new(3, Duration::from_millis(10)))
+    // Five attempts at most: a loaded machine may need a third before the first call is gone.
+    let retrying = ServiceBuilder::new()
+        .retry(PushbackPolicy::new(5, Duration::from_millis(10)))
         .service(recorded)
-        .oneshot(work("retrying"))
+        .oneshot(work("retrying"));
+    let reply = tokio::time::timeout(Duration::from_secs(20), retrying)
         .await
-        .expect("the retry after the pushback is served");
+        .expect("the retrying call never ended")
+        .expect("a retry after the pushback is served");
     assert_eq!(reply.into_inner().message, "retrying");
     assert_eq!(first.await.unwrap().unwrap().into_inner().message, "first");
 
     let log = log.lock().unwrap();
-    assert_eq!(log.len(), 2, "{log:?}");
-    assert_eq!(log[0].code, Code::ResourceExhausted);
-    assert_eq!(log[1].code, Code::Ok);
-    let pushback = log[0].pushback.expect("the refusal carries a pushback");
-    let waited = log[1].sent - log[0].answered;
+    let (last, refused) = log.split_last().unwrap();
+    assert_eq!(last.code, Code::Ok, "{log:?}");
     assert!(
-        waited >= pushback,
-        "retried after {waited:?}, sooner than the pushback {pushback:?}"
+        !refused.is_empty(),
+        "the first attempt was not refused: {log:?}"
     );
+    for (attempt, next) in refused.iter().zip(&log[1..]) {
+        assert_eq!(attempt.code, Code::ResourceExhausted, "{log:?}");
+        let pushback = attempt.pushback.expect("a refusal carries a pushback");
+        let waited = next.sent - attempt.answered;
+        assert!(
+            waited >= pushback,
+            "retried after {waited:?}, sooner than the pushback {pushback:?}"
+        );
+    }
     let s = stats.stats();
     assert_eq!((s.admitted, s.completed), (2, 2));
-    assert_eq!(s.rejected, vec![(RejectReason::Limit, 2)]);
+    // The plain call and each refused attempt.
+    let refusals = 1 + refused.len() as u64;
+    assert_eq!(s.rejected, vec![(RejectReason::Limit, refusals)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -228,8 +256,7 @@ async fn the_response_time_controller_answers_an_overload_with_resource_exhauste
         .unwrap()
         .grpc();
     let stats = layer.stats();
-    let (started_tx, _started) = mpsc::unbounded_channel();
-    let (client, _) = serve(layer, capacity(2, Duration::from_millis(50), started_tx)).await;
+    let (client, _) = serve(layer, capacity(2, Duration::from_millis(50))).await;
 
     // Each caller calls until refused, for 2 s at most. (The controller's in-flight bound
     // starts at 10 and does not go below it: the first calls past 10 are refused.)
@@ -336,7 +363,8 @@ async fn the_http_form_reaches_a_grpc_client_as_unavailable() {
     // Why the gRPC form exists: a 503 is translated to UNAVAILABLE by gRPC clients.
     let layer = SedaLayer::new(ConcurrencyLimiter::new(Fixed(1.0))).http();
     let (started_tx, mut started) = mpsc::unbounded_channel();
-    let service = capacity(1, Duration::from_millis(300), started_tx);
+    let (open, gate) = watch::channel(false);
+    let service = gated(started_tx, gate);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let uri = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(
@@ -353,6 +381,7 @@ async fn the_http_form_reaches_a_grpc_client_as_unavailable() {
     started.recv().await.unwrap();
     let status = client.clone().call(Request::new(work("second"))).await;
     assert_eq!(status.unwrap_err().code(), Code::Unavailable);
+    open.send(true).unwrap();
     assert!(first.await.unwrap().is_ok());
 }
 
