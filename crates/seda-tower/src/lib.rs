@@ -79,8 +79,8 @@
 //! that wait for it (a proxy, another gRPC stack). A call cut by
 //! [termination](#termination) is answered `RESOURCE_EXHAUSTED` with the pushback, not
 //! `DEADLINE_EXCEEDED`: its client's deadline has not passed, the server cut it because it is
-//! overloaded, and a client may retry it after the pushback (A6 retries neither a deadline
-//! nor, by default, anything but the codes it is told to).
+//! overloaded, and a client may retry it after the pushback (`DEADLINE_EXCEEDED` would tell
+//! the client its time is up, and a retry pointless).
 //!
 //! ```
 //! use std::time::Duration;
