@@ -37,6 +37,10 @@ pub(crate) const ENTRY: Entry = Entry {
 /// from `from` to `to` its cohorts are cut one after another (cohort 0 at `from`, the last at
 /// `to`); above `to` the whole level is cut. A request without a cohort is cut in the middle
 /// of its band. Critical-plus has no band: only the inner controller refuses it.
+///
+/// A band applies only while a higher level is arriving (one arrived within `active`):
+/// the room it keeps is for those; with no one to keep it for, the level may fill the whole
+/// inner bound, and a service whose requests all have one level sees only the inner controller.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CriticalityConfig {
@@ -48,9 +52,16 @@ pub struct CriticalityConfig {
     /// controller set from a few departures of a quiet service is small, and its fractions
     /// would turn requests away from a service with room for them.
     pub floor: f64,
+    /// How long a level counts as arriving after its last request
+    /// ([`DEFAULT_ACTIVE`](Self::DEFAULT_ACTIVE)).
+    pub active: Duration,
 }
 
 impl CriticalityConfig {
+    /// The default [`active`](Self::active): long enough to span the gaps between requests of
+    /// a level that sends a few a second, short enough that room is not kept long for a level
+    /// that stopped.
+    pub const DEFAULT_ACTIVE: Duration = Duration::from_secs(1);
     /// Sheddable from 0.3 to 0.5 of the bound, sheddable-plus from 0.5 to 0.7, critical from
     /// 0.85 to 0.95.
     ///
@@ -59,15 +70,15 @@ impl CriticalityConfig {
     /// above it is the room critical requests burst into without being cut themselves.
     /// Critical traffic arriving in a burst pushes the requests in flight up, which shuts the
     /// lower levels out, which drains them, so the gap refills within one response time. The
-    /// cost is that a service carrying only sheddable traffic fills half its bound, a service
-    /// carrying only sheddable-plus 0.7 of it; a response-time controller inside (ours)
-    /// answers by raising its bound, since the response times it sees are short.
+    /// cost falls only on a mix: while critical requests arrive, the lower levels together
+    /// fill at most 0.7 of the bound (a response-time controller inside, ours, answers by
+    /// raising its bound, since the response times it sees are short).
     pub const DEFAULT_BANDS: [(f64, f64); 3] = [(0.3, 0.5), (0.5, 0.7), (0.85, 0.95)];
     /// The default [`floor`](Self::floor): the tuned controller's `min_queue`.
     pub const DEFAULT_FLOOR: f64 = 10.0;
 
     /// Reads `cohorts`, `sheddable_from`, `sheddable_to`, `sheddable_plus_from`,
-    /// `sheddable_plus_to`, `critical_from`, `critical_to` and `floor`.
+    /// `sheddable_plus_to`, `critical_from`, `critical_to`, `floor` and `active_s`.
     pub fn read(p: &mut Params<'_>) -> Result<Self, InvalidConfig> {
         let d = CriticalityConfig::default();
         let cohorts = p.count("cohorts", usize::from(d.cohorts));
@@ -88,6 +99,7 @@ impl CriticalityConfig {
                 ),
             ],
             floor: p.f64("floor", d.floor),
+            active: p.secs("active_s", d.active),
         };
         cfg.validate()?;
         Ok(cfg)
@@ -119,6 +131,12 @@ impl CriticalityConfig {
                 format!("floor must be a number >= 0, got {}", self.floor),
             ));
         }
+        if self.active.is_zero() {
+            return Err(InvalidConfig::new(
+                "active_s",
+                "active_s must be greater than 0",
+            ));
+        }
         Ok(())
     }
 
@@ -143,6 +161,7 @@ impl Default for CriticalityConfig {
             cohorts: Cohorts::DEFAULT_COUNT,
             bands: Self::DEFAULT_BANDS,
             floor: Self::DEFAULT_FLOOR,
+            active: Self::DEFAULT_ACTIVE,
         }
     }
 }
@@ -179,6 +198,8 @@ pub struct CriticalityGate<C> {
     inner: C,
     cfg: CriticalityConfig,
     levels: [LevelCounts; 4],
+    /// When each level last arrived.
+    seen: [Option<Time>; 4],
     last_bound: f64,
 }
 
@@ -193,6 +214,7 @@ impl<C: InFlightBound> CriticalityGate<C> {
             inner,
             cfg,
             levels: [LevelCounts::default(); 4],
+            seen: [None; 4],
             last_bound: 0.0,
         })
     }
@@ -205,6 +227,14 @@ impl<C: InFlightBound> CriticalityGate<C> {
     /// The counts of `level`.
     pub fn counts(&self, level: Level) -> LevelCounts {
         self.levels[level.index()]
+    }
+
+    /// Whether a level above `level` arrived within `active` of `now`.
+    fn higher_arriving(&self, level: Level, now: Time) -> bool {
+        self.seen[level.index() + 1..]
+            .iter()
+            .flatten()
+            .any(|&t| now.saturating_sub(t) < self.cfg.active)
     }
 
     fn finished(&mut self, class: u8) {
@@ -220,11 +250,12 @@ impl<C: InFlightBound> AdmissionController for CriticalityGate<C> {
 
     fn admit(&mut self, now: Time, class: u8) -> Result<(), RejectReason> {
         let crit = Criticality::from_class(class);
+        self.seen[crit.level.index()] = Some(now);
         let bound = self.inner.bound(now);
         self.last_bound = bound;
         let in_flight = self.inner.in_flight();
         let room = (self.cfg.cut_at(crit) * bound).max(self.cfg.floor);
-        if in_flight >= room {
+        if in_flight >= room && self.higher_arriving(crit.level, now) {
             self.levels[crit.level.index()].refused += 1;
             self.inner.note_refused();
             return Err(RejectReason::Class);

@@ -9,7 +9,8 @@
 //! [`CriticalityGate`] is the admission controller: around one that bounds the requests in
 //! flight ([`InFlightBound`]: ours, or a peer's concurrency limit), it cuts sheddable first,
 //! cohort by cohort, then sheddable-plus, then critical, as the share of the bound in use
-//! rises; critical-plus is refused only by the inner bound. Every admission passes the inner
+//! rises, each band only while a higher level is arriving; critical-plus is refused only by
+//! the inner bound. Every admission passes the inner
 //! bound, so the levels together never have more in flight than it allows.
 //!
 //! The level travels as an admission class ([`Criticality::class`]): the level in the top two
@@ -28,12 +29,15 @@
 //! let cfg = CriticalityConfig { floor: 0.0, ..Default::default() };
 //! let mut gate = CriticalityGate::new(inner, cfg)?;
 //! let t = Duration::ZERO;
+//! let plus = Criticality::new(Level::CriticalPlus).class();
+//! gate.admit(t, plus)?; // a critical-plus request arrives...
+//! gate.on_complete(t, plus, Duration::ZERO, Duration::ZERO); // ...and leaves
 //! let sheddable = Criticality::new(Level::Sheddable).class();
 //! let critical = Criticality::new(Level::Critical).class();
 //! let shed = (0..20).filter(|_| gate.admit(t, sheddable).is_ok()).count();
 //! let crit = (0..20).filter(|_| gate.admit(t, critical).is_ok()).count();
 //! assert_eq!((shed, crit), (8, 10)); // 0.4 x 20 of sheddable, then critical up to 0.9 x 20
-//! # Ok::<(), seda_control::InvalidConfig>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod cohort;

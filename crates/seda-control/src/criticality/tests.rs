@@ -45,9 +45,17 @@ fn cohorts_of_a_level_are_cut_in_turn_across_its_band() {
     );
 }
 
+/// Marks every level as arriving, as mixed traffic does.
+fn arriving(g: &mut CriticalityGate<ConcurrencyLimiter<AimdLimit>>) {
+    let top = class(Level::CriticalPlus, None);
+    g.admit(T, top).unwrap();
+    g.undo_admit(T, top);
+}
+
 #[test]
 fn a_full_limit_leaves_room_for_the_higher_levels() {
     let mut g = gate(100.0);
+    arriving(&mut g);
     let shed = (0..100)
         .filter(|_| g.admit(T, class(Level::Sheddable, None)).is_ok())
         .count();
@@ -86,8 +94,24 @@ fn a_full_limit_leaves_room_for_the_higher_levels() {
 }
 
 #[test]
+fn a_level_alone_fills_the_whole_limit_and_is_cut_once_a_higher_one_arrives() {
+    let mut g = gate(10.0);
+    let s = class(Level::Sheddable, None);
+    assert_eq!((0..20).filter(|_| g.admit(T, s).is_ok()).count(), 10);
+    for _ in 0..10 {
+        g.on_complete(T, s, Duration::ZERO, Duration::ZERO);
+    }
+    assert!(g.admit(T, class(Level::Critical, None)).is_ok());
+    assert_eq!((0..20).filter(|_| g.admit(T, s).is_ok()).count(), 3);
+    // A second later with no critical request, the room is no longer kept.
+    let later = Duration::from_secs(1);
+    assert_eq!((0..20).filter(|_| g.admit(later, s).is_ok()).count(), 6);
+}
+
+#[test]
 fn finishing_frees_room_per_level() {
     let mut g = gate(10.0);
+    arriving(&mut g);
     let c = class(Level::Critical, None);
     for _ in 0..9 {
         g.admit(T, c).unwrap();
@@ -108,6 +132,7 @@ fn the_floor_keeps_a_quiet_service_open() {
         ..Default::default()
     };
     let mut g = CriticalityGate::new(fixed(6.0), cfg).unwrap();
+    arriving(&mut g);
     // 0.4 x 6 = 2.4, but the floor lets 5 sheddable requests in.
     let n = (0..10)
         .filter(|_| g.admit(T, class(Level::Sheddable, None)).is_ok())
