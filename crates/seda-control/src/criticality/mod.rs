@@ -30,14 +30,14 @@
 //! let mut gate = CriticalityGate::new(inner, cfg)?;
 //! let t = Duration::ZERO;
 //! let plus = Criticality::new(Level::CriticalPlus).class();
-//! gate.admit(t, plus)?; // a critical-plus request arrives...
+//! assert!(gate.admit(t, plus).is_ok()); // a critical-plus request arrives...
 //! gate.on_complete(t, plus, Duration::ZERO, Duration::ZERO); // ...and leaves
 //! let sheddable = Criticality::new(Level::Sheddable).class();
 //! let critical = Criticality::new(Level::Critical).class();
 //! let shed = (0..20).filter(|_| gate.admit(t, sheddable).is_ok()).count();
 //! let crit = (0..20).filter(|_| gate.admit(t, critical).is_ok()).count();
 //! assert_eq!((shed, crit), (8, 10)); // 0.4 x 20 of sheddable, then critical up to 0.9 x 20
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), seda_control::InvalidConfig>(())
 //! ```
 
 mod cohort;
