@@ -253,7 +253,8 @@ where
 }
 
 impl SedaLayer<ByCriticality> {
-    /// Our controller aimed at a p90 `target` (as [`SedaLayer::response_time`]) behind a
+    /// Our controller aimed at a p90 `target` (as [`SedaLayer::response_time`], without its
+    /// standing-queue trimming) behind a
     /// [`CriticalityGate`] with its defaults: sheddable requests cut first, cohort by cohort,
     /// then sheddable-plus, then critical, as the requests in flight fill the controller's
     /// bound; critical-plus only by the bound itself. Put a [`CriticalityLayer`] outside it.
@@ -272,9 +273,12 @@ impl SedaLayer<ByCriticality> {
         target: Duration,
         cfg: CriticalityConfig,
     ) -> Result<Self, InvalidConfig> {
+        // Untrimmed: the trimmed controller shrinks its bound to its minimum while the
+        // requests in flight never all finish, which under overload they never do; a bound at
+        // the minimum leaves the gate no room to keep for the higher levels.
         let inner = TunedResponseTimeController::new(TunedConfig {
             drop_queued: None,
-            trim: true,
+            trim: false,
             ..TunedConfig::new(target)
         })?;
         Ok(Self::gated(CriticalityGate::new(inner, cfg)?))

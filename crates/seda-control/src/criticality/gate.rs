@@ -48,9 +48,13 @@ pub struct CriticalityConfig {
     pub cohorts: u8,
     /// The bands of sheddable, sheddable-plus and critical, lowest first: `(from, to)`.
     pub bands: [(f64, f64); 3],
-    /// Never cut while fewer than this many requests are in flight: a bound the inner
-    /// controller set from a few departures of a quiet service is small, and its fractions
-    /// would turn requests away from a service with room for them.
+    /// Never cut while fewer than this many requests are in flight (0 by default). A bound
+    /// the inner controller set from a few departures of a quiet service is small, and its
+    /// fractions may turn lower levels away from a service with room for them; a floor keeps
+    /// them. It must stay well below the bound the service runs at under load, or it leaves no
+    /// room to keep: at the tuned controller's minimum queue (10) as the floor, a service whose
+    /// bound sat at that minimum cut no level at all, and the critical requests were refused
+    /// as often as the others (30% served of each at 3 x capacity).
     pub floor: f64,
     /// How long a level counts as arriving after its last request
     /// ([`DEFAULT_ACTIVE`](Self::DEFAULT_ACTIVE)).
@@ -74,8 +78,8 @@ impl CriticalityConfig {
     /// fill at most 0.7 of the bound (a response-time controller inside, ours, answers by
     /// raising its bound, since the response times it sees are short).
     pub const DEFAULT_BANDS: [(f64, f64); 3] = [(0.3, 0.5), (0.5, 0.7), (0.85, 0.95)];
-    /// The default [`floor`](Self::floor): the tuned controller's `min_queue`.
-    pub const DEFAULT_FLOOR: f64 = 10.0;
+    /// The default [`floor`](Self::floor): none.
+    pub const DEFAULT_FLOOR: f64 = 0.0;
 
     /// Reads `cohorts`, `sheddable_from`, `sheddable_to`, `sheddable_plus_from`,
     /// `sheddable_plus_to`, `critical_from`, `critical_to`, `floor` and `active_s`.
