@@ -48,7 +48,7 @@
 //!   typed handle bound when its stage is built.
 //! - [`SessionAwareController`] (SBAC02): established sessions before new ones, over our
 //!   tuned controller; the class of a request says which (0: no session).
-//! - [`criticality`]: Google's four criticality levels, Cinnamon's rotating cohorts, and
+//! - [`criticality`]: GSRE's four criticality levels, CINNAMON's rotating cohorts, and
 //!   [`CriticalityGate`](criticality::CriticalityGate), which cuts the lowest level first,
 //!   cohort by cohort, in front of a controller that bounds the requests in flight.
 //! - [`SharedController`]: one of them shared by several stages (WC03's single-stage admission
@@ -63,7 +63,7 @@
 //! drop/       dropper (FAIR07's selective dropping), threshold (Sandstorm's queue threshold)
 //! pool/       thread_pool (SEDA's pool sizing), batching (AggThrottle)
 //! client/     aimd_window (SSM's client-side window)
-//! criticality/ levels, cohorts and the gate that cuts the lowest first (Google, Cinnamon)
+//! criticality/ levels (GSRE), cohorts (CINNAMON) and the gate that cuts the lowest first
 //! catalogue/  the list of admission controllers by name, and the parameter reader
 //! ```
 //!

@@ -1,4 +1,4 @@
-//! Cohorts (Uber's Cinnamon): the users of one level split into groups that are cut one at a
+//! Cohorts (CINNAMON): the users of one level split into groups that are cut one at a
 //! time, with the grouping re-drawn every period so the same users are not always the ones cut.
 
 use std::time::Duration;
@@ -29,7 +29,7 @@ pub struct Cohorts {
 }
 
 impl Cohorts {
-    /// The default number of cohorts per level (Cinnamon uses 128; a class byte holds 63).
+    /// The default number of cohorts per level (CINNAMON uses 128; a class byte holds 63).
     pub const DEFAULT_COUNT: u8 = 16;
     /// The default period after which cohorts are re-drawn.
     pub const DEFAULT_PERIOD: Duration = Duration::from_secs(60);

@@ -11,16 +11,18 @@ use crate::{
     TunedResponseTimeController,
 };
 
-/// The catalogue entry of [`CriticalityGate`] over our response-time controller with
-/// standing-queue trimming (what `seda-tower`'s `SedaLayer::response_time` runs).
+/// The catalogue entry of [`CriticalityGate`] over our response-time controller, untrimmed
+/// (as `seda-tower`'s `SedaLayer::prioritized` runs it): a trimmed bound sits at its minimum
+/// while the queue never empties, which under overload it never does, and leaves the gate no
+/// room to keep for the higher levels.
 pub(crate) const ENTRY: Entry = Entry {
     name: "criticality",
-    about: "sheddable first, cohorts in turn, critical last, over ours (trim)",
-    source: "Google SRE criticality, Uber Cinnamon cohorts; on our tuned controller",
+    about: "sheddable first, cohorts in turn, critical last, over ours",
+    source: "GSRE criticality, CINNAMON cohorts; on our tuned controller",
     role: Role::Rate,
     compared: false,
     build: |p| {
-        let inner = TunedConfig::read(p, true);
+        let inner = TunedConfig::read(p, false);
         let cfg = CriticalityConfig::read(p)?;
         Ok(Box::new(CriticalityGate::new(
             TunedResponseTimeController::new(inner)?,
@@ -190,9 +192,9 @@ pub struct LevelCounts {
 /// admits is then asked of the inner controller, with the level's index (0 for sheddable) as
 /// the class; so every admission passes the inner bound and no level, and no sum of levels,
 /// ever has more in flight than the bound (the bug of Netflix concurrency-limits#234, where
-/// partitions with their own counters together exceeded the global limit).
+/// partitions with their own counters together exceeded the global limit, NETFLIX-PRIO).
 ///
-/// Why in-flight share and not the inner controller's refusals (DAGOR moves an admission
+/// Why in-flight share and not the inner controller's refusals (DAGOR18 moves an admission
 /// level when the queueing time passes 20 ms): refusals by the inner controller land on
 /// whoever arrives, critical or not; a level moved by them cuts the critical requests first
 /// refused before it moves. Reading the share in use cuts the lower levels while there is

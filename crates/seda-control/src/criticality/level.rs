@@ -3,10 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// How much a request matters when a service must shed: Google's four levels (SRE book,
-/// "Handling Overload"), lowest first so that `Ord` puts the first cut first.
+/// How much a request matters when a service must shed: GSRE's four levels, lowest first so that `Ord` puts the first cut first.
 ///
-/// The default is [`Critical`](Self::Critical), as in Google's RPC stack: a request nobody
+/// The default is [`Critical`](Self::Critical), as in GSRE: a request nobody
 /// classified is assumed to be one a user waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Level {

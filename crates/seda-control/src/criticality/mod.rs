@@ -1,7 +1,7 @@
 //! Criticality: which requests a service cuts first when it must cut some.
 //!
-//! A request carries a [`Level`] (Google's four: critical-plus, critical, sheddable-plus,
-//! sheddable; critical by default) and, optionally, a cohort: Uber's Cinnamon splits the users
+//! A request carries a [`Level`] (GSRE's four: critical-plus, critical, sheddable-plus,
+//! sheddable; critical by default) and, optionally, a cohort: CINNAMON splits the users
 //! of a level into cohorts by a hash of their key that is re-drawn every period
 //! ([`Cohorts`]), so a service cutting part of a level cuts whole users, not a random half of
 //! every user's requests, and not the same users all day.
