@@ -103,6 +103,11 @@ async fn critical_requests_come_through_a_threefold_overload() {
                 .unwrap();
             let client = client.clone();
             let measured = start.elapsed() >= WARMUP;
+            // The cohort the edge computes for this user now (the same hash, the same clock).
+            let wall = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap();
+            let cohort = Cohorts::default().of(format!("user{user}").as_bytes(), wall);
             tasks.push(tokio::spawn(async move {
                 let sent = Instant::now();
                 let status = match client.request(req).await {
@@ -120,16 +125,23 @@ async fn critical_requests_come_through_a_threefold_overload() {
                     }
                     Err(_) => 0,
                 };
-                (level, measured, status, sent.elapsed())
+                (level, cohort, measured, status, sent.elapsed())
             }));
         }
     }
     let mut tally = [Tally::default(); 4];
     let mut critical_ok_ms: Vec<f64> = Vec::new();
+    // Sheddable-plus, the level cut part-way: (served, sent) per cohort.
+    let mut by_cohort = [(0u64, 0u64); Cohorts::DEFAULT_COUNT as usize];
     for t in tasks {
-        let (level, measured, status, took) = t.await.unwrap();
+        let (level, cohort, measured, status, took) = t.await.unwrap();
         if !measured {
             continue;
+        }
+        if level == Level::SheddablePlus {
+            let c = &mut by_cohort[usize::from(cohort)];
+            c.0 += u64::from(status == 200);
+            c.1 += 1;
         }
         let k = &mut tally[level.index()];
         match status {
@@ -172,6 +184,12 @@ async fn critical_requests_come_through_a_threefold_overload() {
         served as f64 / run_s / CAPACITY_PER_S,
         TARGET.as_millis()
     );
+    let shares: Vec<f64> = by_cohort
+        .iter()
+        .map(|(ok, n)| *ok as f64 / (*n).max(1) as f64)
+        .collect();
+    let pct: Vec<String> = shares.iter().map(|s| format!("{:.0}", s * 1e2)).collect();
+    println!("sheddable_plus served by cohort, %: {}", pct.join(" "));
     println!("layer: {:?}", stats.stats());
 
     let crit = tally[Level::Critical.index()];
@@ -196,6 +214,11 @@ async fn critical_requests_come_through_a_threefold_overload() {
     assert!(crit.refused as f64 <= 0.001 * refused as f64);
     let share = |t: Tally| t.ok as f64 / (t.ok + t.refused + t.other).max(1) as f64;
     assert!(share(s) < share(sp), "sheddable was not cut first");
+    // Within the level cut part-way, whole cohorts go first: the upper cohorts are served
+    // far more than the lower ones (a cut spread evenly would serve each about alike).
+    let low: f64 = shares[..4].iter().sum::<f64>() / 4.0;
+    let high: f64 = shares[12..].iter().sum::<f64>() / 4.0;
+    assert!(high > low + 0.3, "cohorts not cut in turn: {pct:?}");
     // No request got in as critical-plus by its forged header.
     let state = stats.stats().state;
     let plus = state.iter().find(|(k, _)| *k == "critical_plus_admitted");
