@@ -75,6 +75,13 @@ async fn routes_set_the_level_and_only_trusted_tiers_may_say_their_own() {
         .await
         .unwrap();
     let addr = proxy.local_addr().unwrap();
+    // With a trusted tier, one route may carry several levels: it admits through the gate.
+    let stats = proxy.stats();
+    let prefetch = stats.iter().find(|r| r.prefix == "/prefetch").unwrap();
+    assert_eq!(
+        prefetch.admission.as_ref().unwrap().controller,
+        "criticality"
+    );
     tokio::spawn(proxy.serve());
     let addr = SocketAddr::new("127.0.0.1".parse().unwrap(), addr.port());
 
