@@ -48,6 +48,9 @@
 //!   typed handle bound when its stage is built.
 //! - [`SessionAwareController`] (SBAC02): established sessions before new ones, over our
 //!   tuned controller; the class of a request says which (0: no session).
+//! - [`criticality`]: GSRE's four criticality levels, CINNAMON's rotating cohorts, and
+//!   [`CriticalityGate`](criticality::CriticalityGate), which cuts the lowest level first,
+//!   cohort by cohort, in front of a controller that bounds the requests in flight.
 //! - [`SharedController`]: one of them shared by several stages (WC03's single-stage admission
 //!   control: one controller filters every request, whatever stage it is headed for).
 //!
@@ -60,6 +63,7 @@
 //! drop/       dropper (FAIR07's selective dropping), threshold (Sandstorm's queue threshold)
 //! pool/       thread_pool (SEDA's pool sizing), batching (AggThrottle)
 //! client/     aimd_window (SSM's client-side window)
+//! criticality/ levels (GSRE), cohorts (CINNAMON) and the gate that cuts the lowest first
 //! catalogue/  the list of admission controllers by name, and the parameter reader
 //! ```
 //!
@@ -77,6 +81,7 @@ mod admission;
 mod agent;
 pub mod catalogue;
 mod client;
+pub mod criticality;
 pub mod drop;
 mod error;
 mod knob;

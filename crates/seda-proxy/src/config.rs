@@ -3,11 +3,13 @@
 //! ```toml
 //! listen = "127.0.0.1:8080"
 //! upstream_timeout_ms = 30000      # time to the upstream's response head (504 after it)
+//! trusted_tiers = ["10.0.0.5"]     # clients whose x-seda-criticality is honoured (default none)
 //!
 //! [[route]]                        # the longest matching prefix wins
 //! prefix = "/search"
 //! upstream = "http://127.0.0.1:9000"
 //! target_ms = 500                  # p90 target: this route sheds load past it
+//! criticality = "sheddable"        # forwarded as x-seda-criticality (default: critical)
 //!
 //! [[route]]
 //! prefix = "/"
@@ -15,11 +17,12 @@
 //! ```
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
 use http::Uri;
+use seda_tower::Criticality;
 use serde::Deserialize;
 
 /// Default time to wait for an upstream's response head.
@@ -42,6 +45,9 @@ pub struct ProxyConfig {
     pub max_connections: usize,
     /// The routes, in the order given.
     pub routes: Vec<RouteConfig>,
+    /// Clients (our own front tiers) whose `x-seda-criticality` header is honoured; from any
+    /// other client it is replaced by the route's criticality (see [`crate::criticality`]).
+    pub trusted_tiers: Vec<IpAddr>,
 }
 
 /// One route: a path prefix, where it goes, and its own admission control.
@@ -57,6 +63,9 @@ pub struct RouteConfig {
     /// `Retry-After` of the route's 503s while refusals are few, in seconds (stretched up to
     /// 24 x while the route refuses more than it admits).
     pub retry_after_s: u32,
+    /// The criticality of the route's requests (from clients not trusted to say their own),
+    /// forwarded upstream in `x-seda-criticality`; critical by default.
+    pub criticality: Criticality,
 }
 
 /// What is wrong with a configuration.
@@ -99,6 +108,8 @@ struct FileConfig {
     max_connections: Option<usize>,
     #[serde(rename = "route", default)]
     routes: Vec<FileRoute>,
+    #[serde(default)]
+    trusted_tiers: Vec<IpAddr>,
 }
 
 #[derive(Deserialize)]
@@ -108,6 +119,7 @@ struct FileRoute {
     upstream: String,
     target_ms: Option<u64>,
     retry_after_s: Option<u32>,
+    criticality: Option<String>,
 }
 
 impl ProxyConfig {
@@ -127,7 +139,9 @@ impl ProxyConfig {
                 upstream: parse_upstream(upstream)?,
                 target,
                 retry_after_s: seda_tower::DEFAULT_RETRY_AFTER_S,
+                criticality: Criticality::default(),
             }],
+            trusted_tiers: Vec::new(),
         };
         config.validate()?;
         Ok(config)
@@ -146,11 +160,13 @@ impl ProxyConfig {
             .routes
             .into_iter()
             .map(|r| {
+                let criticality = crate::criticality::parse(&r.prefix, r.criticality.as_deref())?;
                 Ok(RouteConfig {
                     upstream: parse_upstream(&r.upstream)?,
                     prefix: r.prefix,
                     target: r.target_ms.map(Duration::from_millis),
                     retry_after_s: r.retry_after_s.unwrap_or(seda_tower::DEFAULT_RETRY_AFTER_S),
+                    criticality,
                 })
             })
             .collect::<Result<_, ConfigError>>()?;
@@ -164,6 +180,7 @@ impl ProxyConfig {
                 .map_or(DEFAULT_HEADER_READ_TIMEOUT, Duration::from_millis),
             max_connections: file.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
             routes,
+            trusted_tiers: file.trusted_tiers,
         };
         config.validate()?;
         Ok(config)

@@ -11,6 +11,9 @@
 //! address is appended to `X-Forwarded-For`; the wait for an upstream's response head is
 //! bounded (504 after it; 502 when the upstream cannot be reached).
 //!
+//! Each route may give its requests a criticality, forwarded upstream in `x-seda-criticality`;
+//! a client's own header is honoured only from `trusted_tiers` ([`criticality`]).
+//!
 //! Behind a load balancer, [`serve_agent`] answers HAProxy's `agent-check` from the share of
 //! requests the routes serve, so a replica that sheds load gets less of it.
 //!
@@ -34,6 +37,7 @@
 mod agent;
 mod body;
 mod config;
+pub mod criticality;
 mod forward;
 mod lag;
 mod server;

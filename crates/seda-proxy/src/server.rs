@@ -13,7 +13,7 @@ use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use seda_tower::{ArrivalLag, HttpSeda, SedaLayer, SingleClass, StatsHandle};
+use seda_tower::{ArrivalLag, ByCriticality, CriticalityLayer, HttpSeda, SedaLayer, StatsHandle};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 use tower_layer::Layer;
@@ -27,12 +27,14 @@ use crate::lag::LagMeter;
 /// One route, ready to serve.
 #[derive(Clone)]
 enum RouteService {
-    Controlled(HttpSeda<Forward, SingleClass>),
+    Controlled(HttpSeda<Forward, ByCriticality>),
     Open(Forward),
 }
 
 struct Route {
     prefix: String,
+    /// Sets each request's criticality (the route's, or a trusted tier's header).
+    edge: CriticalityLayer<Incoming>,
     service: RouteService,
     stats: Option<StatsHandle>,
     /// Where the proxy reports how late requests reach the route's layer.
@@ -164,20 +166,29 @@ fn build_route(
     config: &ProxyConfig,
 ) -> Result<Route, Box<dyn std::error::Error + Send + Sync>> {
     let forward = Forward::new(client, r.upstream.clone(), config.upstream_timeout);
+    let edge = crate::criticality::edge(r.criticality, config.trusted_tiers.clone().into());
     Ok(match r.target {
         None => Route {
             prefix: r.prefix.clone(),
+            edge,
             service: RouteService::Open(forward),
             stats: None,
             lag: None,
         },
         Some(target) => {
-            let layer = SedaLayer::response_time(target)
+            // Several levels on one route only when some tier may say its own.
+            let layer = if config.trusted_tiers.is_empty() {
+                SedaLayer::response_time(target).map(|l| l.classify(ByCriticality))
+            } else {
+                SedaLayer::prioritized(target)
+            };
+            let layer = layer
                 .map_err(|e| format!("route {:?}: {e}", r.prefix))?
                 .http()
                 .retry_after(r.retry_after_s);
             Route {
                 prefix: r.prefix.clone(),
+                edge,
                 stats: Some(layer.stats()),
                 lag: Some(layer.arrival_lag()),
                 service: RouteService::Controlled(layer.layer(forward)),
@@ -218,11 +229,12 @@ fn matches(prefix: &str, path: &str) -> bool {
 
 async fn dispatch(
     routes: &[Route],
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
     let Some(route) = routes.iter().find(|r| matches(&r.prefix, req.uri().path())) else {
         return Ok(local(StatusCode::NOT_FOUND, "no route for this path\n"));
     };
+    route.edge.apply(&mut req);
     match route.service.clone() {
         RouteService::Controlled(mut s) => s.call(req).await,
         RouteService::Open(mut s) => s.call(req).await,

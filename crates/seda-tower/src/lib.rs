@@ -93,12 +93,22 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Criticality
+//!
+//! When some requests must be cut, cut the ones that matter least: [`CriticalityLayer`] sets
+//! each request's [`Criticality`] (Google's four levels, and a cohort rotated over users) at
+//! the trusted edge, from the route or session, never from a client's header unless the
+//! caller is a trusted tier; [`SedaLayer::prioritized`] then cuts sheddable first, cohort by
+//! cohort, and critical last. The level reaches the handler in the request's extensions and
+//! in [`CRITICALITY_HEADER`], which [`forward_criticality`] copies onto outgoing calls.
+//!
 //! [tower]: https://docs.rs/tower
 
 #![warn(missing_docs)]
 
 mod admission;
 mod classify;
+mod criticality;
 mod deadline;
 mod error;
 mod grpc;
@@ -110,6 +120,10 @@ mod terminate;
 
 pub use admission::{DEFAULT_TICK, LayerStats, QueueModel, StatsHandle};
 pub use classify::{Classify, SingleClass};
+pub use criticality::{
+    ByCriticality, CRITICALITY_HEADER, CriticalityLayer, SetCriticality, criticality_of,
+    forward_criticality,
+};
 pub use error::{Overloaded, Terminated};
 pub use grpc::{
     GRPC_MESSAGE, GRPC_STATUS, GRPC_TIMEOUT, GrpcResponseFuture, GrpcSeda, GrpcSedaLayer,
@@ -119,5 +133,6 @@ pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER, TERMINATED};
 pub use lag::ArrivalLag;
 pub use layer::{DEFAULT_RETRY_AFTER_S, HttpSedaLayer, SedaLayer};
 pub use seda_control::RejectReason;
+pub use seda_control::criticality::{Cohorts, Criticality, Level};
 pub use service::{BoxError, ResponseFuture, Seda};
 pub use terminate::{TERMINATION_PERIOD, TerminationStats};

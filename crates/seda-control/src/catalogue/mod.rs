@@ -158,6 +158,7 @@ static CATALOGUE: &[Entry] = &[
     crate::response_time::TUNED_TRIM_ENTRY,
     crate::multiclass::ENTRY,
     crate::session::ENTRY,
+    crate::criticality::ENTRY,
     crate::degradation::ENTRY,
 ];
 
