@@ -28,6 +28,7 @@ pub mod admin;
 mod averages;
 pub mod bottleneck;
 mod child;
+mod figure;
 pub mod haproxy;
 pub mod health;
 pub mod hold;

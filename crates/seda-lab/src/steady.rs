@@ -202,13 +202,3 @@ pub fn measure(report: &Report, steady: &Steady, capacity: f64, control: &Contro
         rejected: rejected_series(report, 0.0),
     }
 }
-
-/// Formats an optional figure with three decimals, or `-`.
-pub fn fmt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
-}
-
-/// A percentage with one decimal, or `-`.
-pub fn pct(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{:.1}%", 100.0 * v))
-}

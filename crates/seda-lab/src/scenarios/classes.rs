@@ -27,10 +27,11 @@ use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, settle_time};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::figure::{fmt, pct};
 use crate::mail::{self, Control, MailCapacity, MailServer, RunPrice, Work};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
-use crate::steady::{add_p90_over_target, fmt, pct, rejected_between, rejected_series};
+use crate::steady::{add_p90_over_target, rejected_between, rejected_series};
 use crate::vocabulary::windows;
 use crate::{Lab, Scenario};
 

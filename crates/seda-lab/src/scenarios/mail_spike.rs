@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
+use crate::figure::fmt;
 use crate::mail::{self, Control, ServeOptions};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
@@ -213,10 +214,6 @@ fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
         ));
     }
     out
-}
-
-fn fmt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
 fn plots(lab: &Lab, runs: &[(&str, SpikeRun)], spike: &Spike) -> Result<()> {

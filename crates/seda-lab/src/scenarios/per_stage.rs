@@ -12,10 +12,11 @@ use anyhow::Result;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
+use crate::figure::{fmt, pct};
 use crate::mail::{self, Control, MailServer};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
-use crate::steady::{self, Steady, SteadyRun, TypeRow, fmt, pct};
+use crate::steady::{self, Steady, SteadyRun, TypeRow};
 use crate::{Lab, Scenario};
 
 /// The scenario.

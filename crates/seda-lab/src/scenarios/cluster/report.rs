@@ -5,16 +5,13 @@ use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
 use super::{LOAD_X, MOVE_WITHIN_S, REPLICAS, Run, SLOW_X, Timing};
 use crate::Lab;
+use crate::figure::fmt;
 use crate::haproxy::Balance;
 use crate::outcome::Check;
 use crate::plot::{LineChart, Series};
 
 fn find(runs: &[Run], b: Balance) -> Option<&Run> {
     runs.iter().find(|r| r.balance == b)
-}
-
-fn fmt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
 /// Agent weights move load off the slowed replica and round robin does not, and the issue's

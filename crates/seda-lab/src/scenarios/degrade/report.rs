@@ -5,6 +5,7 @@ use anyhow::Result;
 use super::{Run, SPIKE_X};
 use crate::Lab;
 use crate::bottleneck::{REJECT_WAIT, THINK};
+use crate::figure::fmt;
 use crate::outcome::Check;
 use crate::plot::{LineChart, Series};
 use crate::spike::Spike;
@@ -15,10 +16,6 @@ fn find<'a>(runs: &'a [Run], name: &str) -> Option<&'a Run> {
 
 fn val(runs: &[Run], name: &str, figure: fn(&Run) -> Option<f64>) -> Option<f64> {
     find(runs, name).and_then(figure)
-}
-
-fn fmt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
 /// The paper's claims against our figures. Comparisons use the second half of the spike, when

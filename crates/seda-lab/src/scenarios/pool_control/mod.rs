@@ -24,6 +24,7 @@ use seda_control::catalogue::sizers::{self, FIXED, HILL_CLIMBING, SEDA};
 use seda_control::selftune::Law;
 use serde_json::{Map, Value, json};
 
+use crate::figure::fmt;
 use crate::lab::Lab;
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
@@ -499,7 +500,7 @@ fn checks(all: &Results<'_>, goals: Goals) -> Vec<Check> {
                 format!(
                     "{:.2} of best fixed, overshoot {}",
                     f.fraction_of_best_fixed,
-                    opt(f.thread_overshoot)
+                    fmt(f.thread_overshoot)
                 ),
             ));
         }
@@ -515,8 +516,8 @@ fn checks(all: &Results<'_>, goals: Goals) -> Vec<Check> {
             p.arx_error.is_some_and(|e| e <= arx),
             format!(
                 "P's model: {}; the plant's own noise at the best fixed size: {}",
-                opt(p.arx_error),
-                opt(best.noise())
+                fmt(p.arx_error),
+                fmt(best.noise())
             ),
         ));
         checks.push(goals.check(
@@ -533,16 +534,12 @@ fn checks(all: &Results<'_>, goals: Goals) -> Vec<Check> {
                 p.settle_periods.map_or("never settled".into(), |k| format!(
                     "settled after {k} periods"
                 )),
-                opt(p.steady_error),
-                opt(p.tracking_error)
+                fmt(p.steady_error),
+                fmt(p.tracking_error)
             ),
         ));
     }
     checks
-}
-
-fn opt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use super::{Results, opt};
+use super::Results;
+use crate::figure::fmt;
 
 pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration]) -> String {
     let phases: Vec<String> = phases
@@ -44,7 +45,7 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
             best.threads,
             best.swept,
             readings.join(", "),
-            opt(best.noise()),
+            fmt(best.noise()),
         );
         for (name, f) in rows {
             s += &format!(
@@ -52,11 +53,11 @@ pub(super) fn markdown(all: &Results<'_>, period: Duration, phases: &[Duration])
                 f.fraction_of_best_fixed,
                 f.throughput_per_s,
                 f.threads,
-                opt(f.steady_error),
-                opt(f.tracking_error),
+                fmt(f.steady_error),
+                fmt(f.tracking_error),
                 f.settle_periods.map_or("-".into(), |k| k.to_string()),
-                opt(f.thread_overshoot),
-                opt(f.arx_error),
+                fmt(f.thread_overshoot),
+                fmt(f.arx_error),
             );
         }
         let leader = rows

@@ -5,16 +5,13 @@ use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
 use super::{Front, MAXCONN, Run, SPIKE_X, UNDERLOAD_X};
 use crate::Lab;
+use crate::figure::fmt;
 use crate::outcome::Check;
 use crate::plot::{LineChart, Series};
 use crate::spike::Spike;
 
 fn find(runs: &[Run], f: Front) -> Option<&Run> {
     runs.iter().find(|r| r.front == f)
-}
-
-fn fmt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
 pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {

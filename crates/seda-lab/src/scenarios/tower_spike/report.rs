@@ -5,6 +5,7 @@ use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
 use super::{Run, SPIKE_X, UNDERLOAD_X};
 use crate::Lab;
+use crate::figure::fmt;
 use crate::outcome::Check;
 use crate::plot::{LineChart, Series};
 use crate::spike::Spike;
@@ -31,10 +32,6 @@ fn server_cpu_ms(r: &Run) -> Option<f64> {
         .iter()
         .find(|(n, _)| n == "server")
         .map(|(_, v)| *v)
-}
-
-fn fmt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
 /// The paper's claims and the goals: enforced, or known shortfalls where not met yet;
