@@ -67,6 +67,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod budget;
 mod classify;
 mod deadline;
 mod error;
@@ -77,6 +78,11 @@ mod service;
 mod terminate;
 
 pub use admission::{DEFAULT_TICK, LayerStats, QueueModel, StatsHandle};
+pub use budget::{
+    BudgetError, DEADLINE, DEADLINE_HEADER, DeadlineStats, Deadlines, GRPC_TIMEOUT, MAX_BUDGET,
+    PROPAGATION_ALLOWANCE, RequestDeadline, budget_from_headers, parse_deadline_ms,
+    parse_grpc_timeout,
+};
 pub use classify::{Classify, SingleClass};
 pub use error::{Overloaded, Terminated};
 pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER, TERMINATED};
