@@ -8,6 +8,8 @@
 //! prefix = "/search"
 //! upstream = "http://127.0.0.1:9000"
 //! target_ms = 500                  # p90 target: this route sheds load past it
+//! deadline_ms = 2000               # budget of a request that brings none (grpc-timeout or
+//!                                  # x-seda-deadline-ms); needs target_ms
 //!
 //! [[route]]
 //! prefix = "/"
@@ -57,6 +59,10 @@ pub struct RouteConfig {
     /// `Retry-After` of the route's 503s while refusals are few, in seconds (stretched up to
     /// 24 x while the route refuses more than it admits).
     pub retry_after_s: u32,
+    /// The budget of a request that brings none in `grpc-timeout` or `x-seda-deadline-ms`
+    /// (see [`seda_tower::Deadlines`]). Routes with a target read those headers whether or
+    /// not this is set; `None` leaves a request without them without a deadline.
+    pub deadline: Option<Duration>,
 }
 
 /// What is wrong with a configuration.
@@ -108,6 +114,7 @@ struct FileRoute {
     upstream: String,
     target_ms: Option<u64>,
     retry_after_s: Option<u32>,
+    deadline_ms: Option<u64>,
 }
 
 impl ProxyConfig {
@@ -127,6 +134,7 @@ impl ProxyConfig {
                 upstream: parse_upstream(upstream)?,
                 target,
                 retry_after_s: seda_tower::DEFAULT_RETRY_AFTER_S,
+                deadline: None,
             }],
         };
         config.validate()?;
@@ -151,6 +159,7 @@ impl ProxyConfig {
                     prefix: r.prefix,
                     target: r.target_ms.map(Duration::from_millis),
                     retry_after_s: r.retry_after_s.unwrap_or(seda_tower::DEFAULT_RETRY_AFTER_S),
+                    deadline: r.deadline_ms.map(Duration::from_millis),
                 })
             })
             .collect::<Result<_, ConfigError>>()?;
@@ -183,6 +192,22 @@ impl ProxyConfig {
             }
             if r.target.is_some_and(|t| t.is_zero()) {
                 return invalid(format!("route {:?}: target_ms must be above 0", r.prefix));
+            }
+            if let Some(d) = r.deadline {
+                if r.target.is_none() {
+                    return invalid(format!(
+                        "route {:?}: deadline_ms needs target_ms (deadlines are kept by the \
+                         route's admission control)",
+                        r.prefix
+                    ));
+                }
+                if d.is_zero() || d > seda_tower::MAX_BUDGET {
+                    return invalid(format!(
+                        "route {:?}: deadline_ms must be above 0 and at most {} (a day)",
+                        r.prefix,
+                        seda_tower::MAX_BUDGET.as_millis()
+                    ));
+                }
             }
         }
         if self.upstream_timeout.is_zero() || self.header_read_timeout.is_zero() {
@@ -231,6 +256,7 @@ mod tests {
             prefix = "/search"
             upstream = "http://127.0.0.1:9000"
             target_ms = 500
+            deadline_ms = 2000
             [[route]]
             prefix = "/"
             upstream = "http://127.0.0.1:9000"
@@ -240,6 +266,8 @@ mod tests {
         assert_eq!(c.routes.len(), 2);
         assert_eq!(c.routes[0].target, Some(Duration::from_millis(500)));
         assert_eq!(c.routes[1].target, None);
+        assert_eq!(c.routes[0].deadline, Some(Duration::from_secs(2)));
+        assert_eq!(c.routes[1].deadline, None);
         assert_eq!(c.upstream_timeout, DEFAULT_UPSTREAM_TIMEOUT);
     }
 
@@ -261,6 +289,14 @@ mod tests {
                 "above 0",
             ),
             ("listen = \"127.0.0.1:1\"\nbogus = 1", "unknown field"),
+            (
+                "listen = \"127.0.0.1:1\"\n[[route]]\nprefix = \"/\"\nupstream = \"http://h:1\"\ndeadline_ms = 100",
+                "needs target_ms",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[[route]]\nprefix = \"/\"\nupstream = \"http://h:1\"\ntarget_ms = 5\ndeadline_ms = 0",
+                "deadline_ms must be above 0",
+            ),
         ];
         for (text, expect) in cases {
             let err = ProxyConfig::from_toml(text).unwrap_err().to_string();

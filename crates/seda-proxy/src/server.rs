@@ -13,7 +13,7 @@ use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use seda_tower::{ArrivalLag, HttpSeda, SedaLayer, SingleClass, StatsHandle};
+use seda_tower::{ArrivalLag, Deadlines, HttpSeda, SedaLayer, SingleClass, StatsHandle};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 use tower_layer::Layer;
@@ -99,7 +99,7 @@ impl Proxy {
     }
 
     /// A function that reads every route's figures, to call from anywhere while the proxy runs.
-    pub fn stats_reader(&self) -> impl Fn() -> Vec<RouteStats> + Send + Sync + 'static {
+    pub fn stats_reader(&self) -> impl Fn() -> Vec<RouteStats> + Send + Sync + 'static + use<> {
         let routes: Vec<(String, Option<StatsHandle>)> = self
             .routes
             .iter()
@@ -172,10 +172,13 @@ fn build_route(
             lag: None,
         },
         Some(target) => {
+            let deadlines = match r.deadline {
+                Some(d) => Deadlines::new().default_budget(d),
+                None => Deadlines::new(),
+            };
             let layer = SedaLayer::response_time(target)
-                .map_err(|e| format!("route {:?}: {e}", r.prefix))?
-                .http()
-                .retry_after(r.retry_after_s);
+                .and_then(|l| l.http().retry_after(r.retry_after_s).deadlines(deadlines))
+                .map_err(|e| format!("route {:?}: {e}", r.prefix))?;
             Route {
                 prefix: r.prefix.clone(),
                 stats: Some(layer.stats()),
