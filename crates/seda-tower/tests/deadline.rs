@@ -302,3 +302,32 @@ async fn a_handler_sends_the_next_tier_less_budget_than_it_got() {
         assert!(seen > Duration::ZERO, "{headers:?}");
     }
 }
+
+#[test]
+fn a_runtime_without_a_timer_serves_the_request_without_its_deadline() {
+    use tower::{Service, ServiceBuilder, ServiceExt};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let layer = SedaLayer::new(Open)
+        .http()
+        .deadlines(Deadlines::new())
+        .unwrap();
+    let stats = layer.stats();
+    let mut svc = ServiceBuilder::new()
+        .layer(layer)
+        .service_fn(|_r: Request<()>| async {
+            // Pending once, so the layer arms its deadline timer.
+            tokio::task::yield_now().await;
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+        });
+    let req = Request::get("/")
+        .header(DEADLINE_HEADER, "5000")
+        .body(())
+        .unwrap();
+    let resp = rt
+        .block_on(async { svc.ready().await.unwrap().call(req).await })
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(stats.stats().completed, 1);
+}
