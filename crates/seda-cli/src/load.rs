@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use seda_control::{AimdWindowConfig, ThrottleConfig};
+use seda_control::{AimdWindowConfig, RetryBudgetConfig, ThrottleConfig};
 use seda_load::workload::{SpecWeb, Synthetic, UrlList, Workload};
 use seda_load::{
     Arrivals, ClientConfig, Closed, Eager, LoadConfig, Model, Open, PartlyOpen, Schedule, Target,
@@ -168,6 +168,14 @@ pub struct LoadArgs {
     /// Throttle: the window requests and accepts are counted over.
     #[arg(long, requires = "throttle", value_parser = dur, default_value = "10s")]
     throttle_window: Duration,
+    /// Send a request the server refused (503) again at once, up to N times: a client with
+    /// retries, which turns an overload into a retry storm unless --retry-budget bounds it.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    retries: u32,
+    /// Retry at most this share of the requests sent (over 10 s, plus one retry a second),
+    /// as Finagle's and Envoy's retry budgets do; a retry over budget ends the request refused.
+    #[arg(long, requires = "retries", value_name = "SHARE")]
+    retry_budget: Option<f64>,
     /// Goodput counts requests completed within this.
     #[arg(long, value_parser = dur, default_value = "100ms")]
     goodput_target: Duration,
@@ -350,6 +358,11 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
         throttle: a.throttle.then_some(ThrottleConfig {
             k: a.throttle_k,
             window: a.throttle_window,
+        }),
+        retries: a.retries,
+        retry_budget: a.retry_budget.map(|ratio| RetryBudgetConfig {
+            ratio,
+            ..RetryBudgetConfig::default()
         }),
         max_body_bytes: a.max_body_bytes,
         ..ClientConfig::default()

@@ -91,7 +91,9 @@ pub mod terminate;
 pub use admission::{AdmissionController, RejectReason};
 pub use agent::{AgentPolicy, AgentSample};
 pub use catalogue::build_admission;
-pub use client::{AdaptiveThrottle, AimdWindow, AimdWindowConfig, ThrottleConfig};
+pub use client::{
+    AdaptiveThrottle, AimdWindow, AimdWindowConfig, RetryBudget, RetryBudgetConfig, ThrottleConfig,
+};
 pub use drop::QueueThreshold;
 pub use drop::dropper::{self, DEFAULT_DROP_THRESHOLD, SelectiveDropper};
 pub use error::{CatalogueError, InvalidConfig};

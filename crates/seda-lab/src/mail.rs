@@ -1,6 +1,7 @@
 //! The e-mail service (Arashi) as the scenarios run it: a seeded SQLite corpus, `seda serve
 //! mail` as a pinned child process with a chosen overload control, and the emulated users.
 
+use seda_control::catalogue::terminators;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -230,7 +231,7 @@ impl ServeOptions {
     pub fn cutting_searches(target_s: f64) -> ServeOptions {
         ServeOptions {
             terminate_search: Some(TerminateConfig::new(
-                "fixed",
+                terminators::FIXED,
                 [("threshold_s", 0.25 * target_s)],
             )),
             ..ServeOptions::default()

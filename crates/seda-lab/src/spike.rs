@@ -341,6 +341,8 @@ mod tests {
                 counts: Counts::default(),
                 in_flight_at_end: 0,
                 dropped: 0,
+                retries: 0,
+                retries_denied: 0,
                 throughput_per_s: 0.0,
                 goodput_per_s: 0.0,
                 goodput_target_ms: 1000.0,

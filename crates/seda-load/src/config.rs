@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seda_control::{AimdWindowConfig, ThrottleConfig};
+use seda_control::{AimdWindowConfig, RetryBudgetConfig, ThrottleConfig};
 
 use crate::workload::{UrlList, Workload};
 use crate::{LoadError, Schedule, Target};
@@ -133,11 +133,21 @@ pub struct ClientConfig {
     /// accepts) / (requests + 1))` over the throttle's window, `accepts` the replies that were
     /// not a 503 (counted in [`Counts::refused`](crate::record::Counts) as the AIMD stub's are).
     pub throttle: Option<ThrottleConfig>,
+    /// Send a request the server refused (`503`) again at once, up to this many times: a
+    /// client with retries (gRPC's `maxAttempts` - 1), which makes a retry storm of an
+    /// overload unless a [`retry_budget`](Self::retry_budget) bounds it. 0: no retries.
+    pub retries: u32,
+    /// Retry at most a share of the requests sent (seda-control's `RetryBudget`: 10% by
+    /// default); a retry it does not allow ends the request refused.
+    pub retry_budget: Option<RetryBudgetConfig>,
     /// Largest response head accepted.
     pub max_header_bytes: usize,
     /// Largest response body accepted.
     pub max_body_bytes: u64,
 }
+
+/// Most retries of one request ([`ClientConfig::retries`]): gRPC caps attempts at 5.
+pub const MAX_RETRIES: u32 = 10;
 
 /// The longest `Retry-After` a client honours: a server cannot park a user for longer.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
@@ -171,6 +181,8 @@ impl Default for ClientConfig {
             aimd: None,
             aimd_reject_when_full: false,
             throttle: None,
+            retries: 0,
+            retry_budget: None,
             max_header_bytes: 64 * 1024,
             max_body_bytes: 256 * 1024 * 1024,
         }
@@ -277,6 +289,14 @@ impl LoadConfig {
             && let Err(e) = t.validate()
         {
             return bad(&format!("the throttle: {e}"));
+        }
+        if let Some(b) = &self.client.retry_budget
+            && let Err(e) = b.validate()
+        {
+            return bad(&format!("the retry budget: {e}"));
+        }
+        if self.client.retries > MAX_RETRIES {
+            return bad(&format!("at most {MAX_RETRIES} retries of a request"));
         }
         match &self.model {
             Model::Closed(c) if c.users > 1_000_000 => bad("at most 1,000,000 users"),

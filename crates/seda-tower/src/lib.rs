@@ -91,6 +91,37 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # gRPC
+//!
+//! [`SedaLayer::grpc`] answers as a gRPC server should. A rejected call gets a trailers-only
+//! response (HTTP 200, `content-type: application/grpc`) with `grpc-status: 8`
+//! (`RESOURCE_EXHAUSTED`), a `grpc-message` naming the reason, and [`RETRY_PUSHBACK_HEADER`]
+//! (`grpc-retry-pushback-ms`, gRPC A6), the wait the HTTP form would send as `Retry-After`,
+//! in milliseconds. The HTTP form's 503 would reach a gRPC client as `UNAVAILABLE`, which
+//! reads as "the server is down".
+//!
+//! A call's deadline is its [`GRPC_TIMEOUT`] header: an admitted call still running when it
+//! passes has its inner future dropped and is answered `DEADLINE_EXCEEDED` (tonic's own server
+//! would answer `CANCELLED`); the controller sees a drop. The work stops at the deadline
+//! whether or not the client's cancellation arrives; a tonic client enforces the same timeout
+//! itself and reports its own `CANCELLED` at that moment, so the answer is read by clients
+//! that wait for it (a proxy, another gRPC stack). A call cut by
+//! [termination](#termination) is answered `RESOURCE_EXHAUSTED` with the pushback, not
+//! `DEADLINE_EXCEEDED`: its client's deadline has not passed, the server cut it because it is
+//! overloaded, and a client may retry it after the pushback (`DEADLINE_EXCEEDED` would tell
+//! the client its time is up, and a retry pointless).
+//!
+//! ```
+//! use std::time::Duration;
+//! use seda_tower::SedaLayer;
+//!
+//! let layer = SedaLayer::response_time(Duration::from_millis(200))?.grpc();
+//! // In front of a tonic server:
+//! // tonic::transport::Server::builder().layer(layer).add_service(svc).serve(addr).await?;
+//! # let _ = layer;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! [tower]: https://docs.rs/tower
 
 #![warn(missing_docs)]
@@ -100,6 +131,7 @@ mod budget;
 mod classify;
 mod deadline;
 mod error;
+mod grpc;
 mod http;
 mod lag;
 mod layer;
@@ -108,12 +140,16 @@ mod terminate;
 
 pub use admission::{DEFAULT_TICK, LayerStats, QueueModel, StatsHandle};
 pub use budget::{
-    BudgetError, DEADLINE, DEADLINE_HEADER, DeadlineStats, Deadlines, GRPC_TIMEOUT, MAX_BUDGET,
+    BudgetError, DEADLINE, DEADLINE_HEADER, DeadlineStats, Deadlines, MAX_BUDGET,
     PROPAGATION_ALLOWANCE, RequestDeadline, budget_from_headers, parse_deadline_ms,
     parse_grpc_timeout,
 };
 pub use classify::{Classify, SingleClass};
 pub use error::{Overloaded, Terminated};
+pub use grpc::{
+    GRPC_MESSAGE, GRPC_STATUS, GRPC_TIMEOUT, GrpcResponseFuture, GrpcSeda, GrpcSedaLayer,
+    RETRY_PUSHBACK_HEADER,
+};
 pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER, TERMINATED};
 pub use lag::ArrivalLag;
 pub use layer::{DEFAULT_RETRY_AFTER_S, HttpSedaLayer, SedaLayer};

@@ -330,8 +330,8 @@ pub struct StageConfig {
     pub terminate: Option<TerminateConfig>,
 }
 
-/// A terminator by kind (`sert`, `fixed`, `percentile`: see
-/// [`seda_control::terminate::KINDS`]), with its numeric parameters:
+/// A terminator by kind (`sert`, `congestion`, `fixed`, `percentile`: see
+/// [`seda_control::catalogue::terminators`]), with its numeric parameters:
 ///
 /// ```toml
 /// [stages.search.terminate]

@@ -74,6 +74,7 @@
 
 mod clock;
 mod config;
+mod contended;
 mod cpu;
 mod error;
 pub mod global;
@@ -97,6 +98,7 @@ pub use config::{
     PoolControllerConfig, PoolSettings, RateLimitConfig, RuntimeConfig, StageConfig,
     TerminateConfig,
 };
+pub use contended::{Contended, ContendedSnapshot, CulpritPolicy, Held};
 pub use cpu::{server_timing_cpu, thread_cpu_time};
 pub use error::BuildError;
 pub use global::GlobalControlConfig;

@@ -86,6 +86,8 @@ struct Registry {
     stages: RwLock<Vec<Arc<dyn StageDyn>>>,
     pools: RwLock<Vec<Arc<Pool>>>,
     domains: RwLock<BTreeMap<String, Arc<Pool>>>,
+    /// Shared resources whose culprits the control thread cuts ([`Runtime::watch`]).
+    resources: RwLock<Vec<Arc<crate::Contended>>>,
 }
 
 struct Inner {
@@ -229,6 +231,9 @@ fn control_loop(
         let stages: Vec<_> = registry.stages.read().clone();
         for s in &stages {
             s.control(now);
+        }
+        for r in registry.resources.read().iter() {
+            r.police(now);
         }
         let pools: Vec<_> = registry.pools.read().clone();
         if now >= next_roll {
@@ -468,6 +473,26 @@ impl Runtime {
                 }
                 .into()
             })
+    }
+
+    /// Has the control thread police `resource` every tick: with a
+    /// [`CulpritPolicy`](crate::CulpritPolicy), a request that has held it far longer than its
+    /// typical hold while others wait is cut as terminated (see [`Contended`](crate::Contended)).
+    /// The cut counts in the resource's snapshot, and in its stage's terminated requests when
+    /// the stage is terminable.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use seda::{Contended, CulpritPolicy, Runtime};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let lock = Arc::new(Contended::new("folder lock").with_policy(CulpritPolicy::default()));
+    /// rt.watch(lock.clone());
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
+    pub fn watch(&self, resource: Arc<crate::Contended>) {
+        self.inner.registry.resources.write().push(resource);
     }
 
     /// The sink of the stage called `name`, whose events must be of type `E`: for code that

@@ -8,9 +8,9 @@
 //! - `fixed`: the initial thread count, never changed (the baseline a sweep of sizes gives);
 //! - `self_tuning`: FAIR07 Section 4.3's pool, P (pre-compensated), PI or PD control toward a
 //!   throughput target on an ARX model fitted online
-//!   ([`SelfTuningPool`](seda_control::selftune::SelfTuningPool));
+//!   ([`SelfTuningPool`]);
 //! - `hill_climbing`: the .NET thread pool's search for the most completions per second
-//!   ([`HillClimbing`](seda_control::selftune::HillClimbing)).
+//!   ([`HillClimbing`]).
 //!
 //! Every `period_ms` the control thread feeds the sizer the period's completions and threads
 //! and applies its thread target through the pool: threads are started at once, and workers

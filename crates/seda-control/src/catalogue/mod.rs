@@ -1,14 +1,15 @@
 //! The catalogue: every admission controller a configuration can name, in one list.
 //!
 //! Each controller's module exports its typed config (defaults, validation with
-//! [`InvalidConfig`](crate::InvalidConfig)) and one [`Entry`]: its name in configuration files,
+//! [`InvalidConfig`]) and one [`Entry`]: its name in configuration files,
 //! a one-line description, where it comes from, how its parameters are read, and how it is
 //! aimed at a response-time target. The runtime's TOML (`admission = { kind = ... }`), the
 //! simulator's `seda sim --controller`, the lab's `controllers` scenario and the CLI's help all
 //! iterate [`catalogue`], so adding a controller is its module plus one line in `CATALOGUE`
 //! below.
 //!
-//! Pool sizers, the resource lever, have their own list in [`sizers`].
+//! Pool sizers, the resource lever, have their own list in [`sizers`]; terminators, the
+//! termination lever, in [`terminators`].
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -25,6 +26,7 @@
 
 mod params;
 pub mod sizers;
+pub mod terminators;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -10,9 +10,9 @@
 //! application retries. `K = 2` is the book's choice: some waste, in exchange for noticing at
 //! once when the backend recovers.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::window::SlidingCounts;
 use crate::{InvalidConfig, Time};
 
 /// Settings of [`AdaptiveThrottle`].
@@ -59,22 +59,15 @@ impl ThrottleConfig {
     }
 }
 
-/// Buckets the window is counted in: the count forgets a tenth of the window at a time.
-const BUCKETS: u32 = 10;
-
-/// One bucket of the window: requests and accepts that started in it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Bucket {
-    start: Time,
-    requests: u64,
-    accepts: u64,
-}
+/// [`SlidingCounts`]' slots.
+const REQUESTS: usize = 0;
+const ACCEPTS: usize = 1;
 
 /// Google SRE's adaptive throttling (module docs).
 #[derive(Debug, Clone)]
 pub struct AdaptiveThrottle {
     cfg: ThrottleConfig,
-    buckets: VecDeque<Bucket>,
+    counts: SlidingCounts,
     rejected: u64,
 }
 
@@ -87,16 +80,15 @@ impl AdaptiveThrottle {
     pub fn new(cfg: ThrottleConfig) -> Result<Self, InvalidConfig> {
         cfg.validate()?;
         Ok(AdaptiveThrottle {
+            counts: SlidingCounts::new(cfg.window),
             cfg,
-            buckets: VecDeque::new(),
             rejected: 0,
         })
     }
 
     /// The probability a request tried at `now` is rejected locally.
     pub fn reject_probability(&mut self, now: Time) -> f64 {
-        self.forget(now);
-        let (requests, accepts) = self.counts();
+        let [requests, accepts] = self.counts.totals(now);
         let excess = requests as f64 - self.cfg.k * accepts as f64;
         (excess / (requests as f64 + 1.0)).max(0.0)
     }
@@ -106,7 +98,7 @@ impl AdaptiveThrottle {
     /// generator (the throttle holds no random state, so runs repeat).
     pub fn try_send(&mut self, now: Time, uniform: f64) -> bool {
         let p = self.reject_probability(now);
-        self.bucket(now).requests += 1;
+        self.counts.add(now, REQUESTS);
         let send = uniform >= p;
         self.rejected += u64::from(!send);
         send
@@ -115,48 +107,12 @@ impl AdaptiveThrottle {
     /// The backend accepted (served rather than refused) a request, by `at` (its send or its
     /// reply: the accept counts in the bucket `at` falls in).
     pub fn on_accept(&mut self, at: Time) {
-        if let Some(b) = self.buckets.iter_mut().rev().find(|b| b.start <= at) {
-            b.accepts += 1;
-        }
+        self.counts.add_at(at, ACCEPTS);
     }
 
     /// Requests rejected locally so far.
     pub fn rejected(&self) -> u64 {
         self.rejected
-    }
-
-    /// Requests and accepts in the window.
-    fn counts(&self) -> (u64, u64) {
-        self.buckets
-            .iter()
-            .fold((0, 0), |(r, a), b| (r + b.requests, a + b.accepts))
-    }
-
-    /// The bucket `now` falls in, opened if need be.
-    fn bucket(&mut self, now: Time) -> &mut Bucket {
-        let width = self.cfg.window / BUCKETS;
-        let open = self
-            .buckets
-            .back()
-            .is_some_and(|b| now.saturating_sub(b.start) < width);
-        if !open {
-            self.buckets.push_back(Bucket {
-                start: now,
-                ..Bucket::default()
-            });
-        }
-        self.buckets.back_mut().expect("a bucket was just opened")
-    }
-
-    /// Drops the buckets that started a whole window before `now`.
-    fn forget(&mut self, now: Time) {
-        while self
-            .buckets
-            .front()
-            .is_some_and(|b| now.saturating_sub(b.start) >= self.cfg.window)
-        {
-            self.buckets.pop_front();
-        }
     }
 }
 
@@ -190,7 +146,7 @@ mod tests {
         // 100 requests, 10 accepted: (100 - 2 x 10) / 101.
         for i in 0..100 {
             let now = s(i as f64 * 0.001);
-            t.bucket(now).requests += 1;
+            t.counts.add(now, REQUESTS);
             if i < 10 {
                 t.on_accept(now);
             }

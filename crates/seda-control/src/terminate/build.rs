@@ -9,26 +9,8 @@ use super::Terminator;
 use super::{CongestionConfig, CongestionThreshold};
 use super::{FixedThreshold, PercentileConfig, PercentileTimeout, SertConfig, SertThreshold};
 use crate::catalogue::Params;
+use crate::catalogue::terminators::{self, CONGESTION, FIXED, PERCENTILE, SERT, TERMINATORS};
 use crate::{CatalogueError, InvalidConfig};
-
-/// The kinds a configuration can name, with what each takes.
-pub const KINDS: [(&str, &str); 4] = [
-    (
-        "sert",
-        "SERT06's adaptive threshold LB + F(p)(UB - LB): lower_s, upper_s, low_water, \
-         high_water, alpha, window, late_s (0: late replies are not lost)",
-    ),
-    (
-        "congestion",
-        "ours: halves the threshold while rejected, dropped and late replies pass target, \
-         raises it slowly below half of it: lower_s, upper_s, target, decrease, increase, late_s",
-    ),
-    ("fixed", "a statement timeout: threshold_s"),
-    (
-        "percentile",
-        "a percentile of recent running times x safety: quantile, safety, min_s, max_s, samples",
-    ),
-];
 
 /// Builds the terminator `kind` with `params`; absent parameters take the defaults
 /// ([`SertConfig::new`] between 0.1 s and 10 s, [`PercentileConfig::new`] between 0.1 s and
@@ -45,14 +27,12 @@ pub fn build(
     kind: &str,
     params: &BTreeMap<String, f64>,
 ) -> Result<Box<dyn Terminator>, CatalogueError> {
-    let (name, _) =
-        KINDS
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .ok_or_else(|| CatalogueError::UnknownName {
-                name: kind.to_string(),
-                valid: KINDS.iter().map(|(k, _)| *k).collect(),
-            })?;
+    let name = terminators::entry(kind)
+        .ok_or_else(|| CatalogueError::UnknownName {
+            name: kind.to_string(),
+            valid: TERMINATORS.iter().map(|e| e.name).collect(),
+        })?
+        .name;
     let mut p = Params::new(name, params);
     let built = read(name, &mut p);
     p.finish()?;
@@ -75,11 +55,11 @@ fn read(kind: &str, p: &mut Params<'_>) -> Result<Box<dyn Terminator>, InvalidCo
         Ok((lower, upper))
     };
     match kind {
-        "fixed" => {
+        FIXED => {
             let t = p.secs("threshold_s", Duration::from_secs(1));
             Ok(Box::new(FixedThreshold(t)))
         }
-        "congestion" => {
+        CONGESTION => {
             let (lower, upper) = bounds(p, "lower_s", "upper_s")?;
             let mut c = CongestionConfig::new(lower, upper);
             c.target = p.f64("target", c.target);
@@ -103,7 +83,7 @@ fn read(kind: &str, p: &mut Params<'_>) -> Result<Box<dyn Terminator>, InvalidCo
             }
             Ok(Box::new(CongestionThreshold::new(c)))
         }
-        "percentile" => {
+        PERCENTILE => {
             let d = PercentileConfig::new(Duration::ZERO, Duration::ZERO);
             let quantile = p.f64("quantile", d.quantile);
             let safety = p.f64("safety", d.safety);
@@ -129,7 +109,7 @@ fn read(kind: &str, p: &mut Params<'_>) -> Result<Box<dyn Terminator>, InvalidCo
                 samples: samples.max(1),
             })))
         }
-        _ => {
+        SERT => {
             let (lower, upper) = bounds(p, "lower_s", "upper_s")?;
             let mut c = SertConfig::new(lower, upper);
             c.low_water = p.f64("low_water", c.low_water);
@@ -156,6 +136,11 @@ fn read(kind: &str, p: &mut Params<'_>) -> Result<Box<dyn Terminator>, InvalidCo
             }
             Ok(Box::new(SertThreshold::new(c)))
         }
+        // `build` looked the name up in the registry: a listed name without an arm here.
+        other => Err(InvalidConfig::new(
+            "kind",
+            format!("terminator {other} is listed but cannot be built"),
+        )),
     }
 }
 
@@ -165,9 +150,9 @@ mod tests {
 
     #[test]
     fn every_kind_builds_with_defaults_and_names_itself() {
-        for (kind, _) in KINDS {
-            let t = build(kind, &BTreeMap::new()).unwrap();
-            assert_eq!(t.name(), kind);
+        for entry in TERMINATORS {
+            let t = build(entry.name, &BTreeMap::new()).unwrap();
+            assert_eq!(t.name(), entry.name);
         }
     }
 

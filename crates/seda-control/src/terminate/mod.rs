@@ -19,7 +19,7 @@ mod congestion;
 mod percentile;
 mod sert;
 
-pub use build::{KINDS, build};
+pub use build::build;
 pub use congestion::{CongestionConfig, CongestionThreshold};
 pub use percentile::{PercentileConfig, PercentileTimeout};
 pub use sert::{SertConfig, SertThreshold};

@@ -30,6 +30,7 @@
 //! 85.1% within 1 s at the median (77.5-88.5%) against 67.5% (59.1-76.0%), with 1.1% of the
 //! requests terminated or refused as predicted (0.8-1.2%).
 
+use seda_control::catalogue::terminators;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -68,7 +69,7 @@ const VARIANTS: [(&str, bool); 2] = [("admission", false), ("admission+terminati
 /// to 3 s when nothing is lost; loss counted over `window` stats periods of 1 s.
 fn sert_terminator(window: usize) -> TerminateConfig {
     TerminateConfig::new(
-        "sert",
+        terminators::SERT,
         [
             ("lower_s", 0.25),
             ("upper_s", 3.0),

@@ -12,6 +12,7 @@
 //! from 4 s to 20 s. SERT's settings are those of `seda sim sert-shift` (LB 50 ms, UB 1 s, LW
 //! 2%, HW 12%, alpha 2), with a loss window of 10 s (full) or 3 s (quick) of 1 s periods.
 
+use seda_control::catalogue::terminators;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -54,7 +55,7 @@ const GOAL_RESPONSE_CUT: f64 = 0.55;
 /// too).
 pub(crate) fn sert_terminator(window: usize) -> TerminateConfig {
     TerminateConfig::new(
-        "sert",
+        terminators::SERT,
         [
             ("lower_s", 0.05),
             ("upper_s", 1.0),

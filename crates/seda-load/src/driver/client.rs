@@ -98,14 +98,60 @@ impl Client {
         self.capture.headers_on = headers;
     }
 
-    /// Sends `req` and waits for its end; records it with latency measured from `intended`.
+    /// Sends `req` and waits for its end, sending it again while the server refuses it and
+    /// the client's retries and retry budget allow; records it once, with latency measured
+    /// from `intended` to the last attempt's end.
     pub async fn send(&mut self, ctx: &Ctx, req: &Request, intended: Instant) -> Outcome {
         let measured = ctx.measured(intended);
-        if !throttle_lets_send(ctx) {
+        if let Some(b) = &ctx.retry_budget {
+            b.borrow_mut().on_request(ctx.elapsed());
+        }
+        let mut retries_left = ctx.cfg.client.retries;
+        let mut first = true;
+        let outcome = loop {
+            let outcome = self.attempt(ctx, req, intended, measured && first).await;
+            first = false;
+            let refused = matches!(outcome, Outcome::Response { status: 503, .. });
+            if !refused || retries_left == 0 {
+                break outcome;
+            }
+            let allowed = ctx
+                .retry_budget
+                .as_ref()
+                .is_none_or(|b| b.borrow_mut().try_retry(ctx.elapsed()));
             if measured {
-                let mut rec = ctx.rec.borrow_mut();
-                rec.sent(self.id, req.class);
-                rec.done(self.id, req.class, Outcome::Refused, Duration::ZERO);
+                ctx.rec.borrow_mut().retry(allowed);
+            }
+            if !allowed {
+                break outcome;
+            }
+            retries_left -= 1;
+        };
+        if measured {
+            let latency = match outcome {
+                Outcome::Refused => Duration::ZERO,
+                _ => intended.elapsed(),
+            };
+            ctx.rec
+                .borrow_mut()
+                .done(self.id, req.class, outcome, latency);
+        }
+        outcome
+    }
+
+    /// One attempt at `req`: through the throttle and the AIMD gate, then the exchange, by the
+    /// deadline counted from `intended`; `record_sent` counts it sent (the request's first,
+    /// measured attempt).
+    async fn attempt(
+        &mut self,
+        ctx: &Ctx,
+        req: &Request,
+        intended: Instant,
+        record_sent: bool,
+    ) -> Outcome {
+        if !throttle_lets_send(ctx) {
+            if record_sent {
+                ctx.rec.borrow_mut().sent(self.id, req.class);
             }
             return Outcome::Refused;
         }
@@ -113,10 +159,8 @@ impl Client {
             if ctx.cfg.client.aimd_reject_when_full {
                 // SSM04: the stub rejects what its window cannot take; the server never sees it.
                 if !gate.try_acquire() {
-                    if measured {
-                        let mut rec = ctx.rec.borrow_mut();
-                        rec.sent(self.id, req.class);
-                        rec.done(self.id, req.class, Outcome::Refused, Duration::ZERO);
+                    if record_sent {
+                        ctx.rec.borrow_mut().sent(self.id, req.class);
                     }
                     return Outcome::Refused;
                 }
@@ -124,7 +168,7 @@ impl Client {
                 gate.acquire().await;
             }
         }
-        if measured {
+        if record_sent {
             ctx.rec.borrow_mut().sent(self.id, req.class);
         }
         let deadline = intended + ctx.cfg.client.deadline;
@@ -177,11 +221,6 @@ impl Client {
             && matches!(outcome, Outcome::Response { status, .. } if status != 503)
         {
             t.borrow_mut().0.on_accept(ctx.elapsed());
-        }
-        if measured {
-            ctx.rec
-                .borrow_mut()
-                .done(self.id, req.class, outcome, done_at - intended);
         }
         outcome
     }

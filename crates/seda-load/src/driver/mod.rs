@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use seda_control::{AdaptiveThrottle, AimdWindow};
+use seda_control::{AdaptiveThrottle, AimdWindow, RetryBudget};
 
 use crate::http::Limits;
 use crate::record::{Recorder, Report};
@@ -33,6 +33,8 @@ pub(crate) struct Ctx {
     pub gate: Option<Gate>,
     /// The adaptive throttle and its generator, if the client throttles.
     pub throttle: Option<RefCell<(AdaptiveThrottle, SmallRng)>>,
+    /// The retry budget, if the client's retries have one.
+    pub retry_budget: Option<RefCell<RetryBudget>>,
     pub limits: Limits,
     pub stopping: Cell<bool>,
 }
@@ -88,6 +90,11 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
         Some(Err(e)) => return Err(LoadError::BadConfig(format!("the throttle: {e}"))),
         None => None,
     };
+    let retry_budget = match cfg.client.retry_budget.clone().map(RetryBudget::new) {
+        Some(Ok(b)) => Some(RefCell::new(b)),
+        Some(Err(e)) => return Err(LoadError::BadConfig(format!("the retry budget: {e}"))),
+        None => None,
+    };
     let limits = Limits {
         max_header_bytes: cfg.client.max_header_bytes,
         max_body_bytes: cfg.client.max_body_bytes,
@@ -103,6 +110,7 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
         rec: RefCell::new(rec),
         gate,
         throttle,
+        retry_budget,
         limits,
         stopping: Cell::new(false),
     });

@@ -116,6 +116,8 @@ pub(crate) struct Recorder {
     error_kinds: BTreeMap<&'static str, u64>,
     in_flight: u64,
     dropped: u64,
+    retries: u64,
+    retries_denied: u64,
     queued: u64,
     /// The scheduled level (users or rate) now, for the series.
     pub level: f64,
@@ -143,6 +145,8 @@ impl Recorder {
             error_kinds: BTreeMap::new(),
             in_flight: 0,
             dropped: 0,
+            retries: 0,
+            retries_denied: 0,
             queued: 0,
             level: 0.0,
             active: 0,
@@ -170,6 +174,15 @@ impl Recorder {
     }
 
     /// A request of `class` was sent by client `client`.
+    /// A refused request's retry: sent again if `allowed`, else denied by the retry budget.
+    pub(crate) fn retry(&mut self, allowed: bool) {
+        if allowed {
+            self.retries += 1;
+        } else {
+            self.retries_denied += 1;
+        }
+    }
+
     pub(crate) fn sent(&mut self, client: usize, class: usize) {
         self.total.counts.sent += 1;
         self.current.counts.sent += 1;
@@ -289,6 +302,8 @@ impl Recorder {
             counts: self.total.counts,
             in_flight_at_end: self.in_flight,
             dropped: self.dropped + self.queued,
+            retries: self.retries,
+            retries_denied: self.retries_denied,
             statuses: self
                 .statuses
                 .iter()

@@ -125,6 +125,11 @@ pub struct Summary {
     /// or were still waiting for a connection when the run ended, and partly-open session
     /// arrivals that found `max_sessions` sessions. Open model: `sent + dropped` = arrivals.
     pub dropped: u64,
+    /// Refused requests sent again ([`ClientConfig::retries`](crate::ClientConfig)); each
+    /// request counts once in [`counts`](Self::counts), with its last attempt's outcome.
+    pub retries: u64,
+    /// Retries the client's retry budget did not allow (the request ended refused).
+    pub retries_denied: u64,
     /// Completed per second.
     pub throughput_per_s: f64,
     /// Completed within the goodput target per second.
@@ -298,7 +303,20 @@ impl fmt::Display for Report {
             s.dropped
         )?;
         if c.refused > 0 {
-            writeln!(f, "refused     {} by the client's AIMD window", c.refused)?;
+            writeln!(
+                f,
+                "refused     {} by the client (its AIMD window or throttle), never sent",
+                c.refused
+            )?;
+        }
+        if s.retries + s.retries_denied > 0 {
+            writeln!(
+                f,
+                "retries     {} sent ({:.1}% of requests sent), {} denied by the retry budget",
+                s.retries,
+                100.0 * s.retries as f64 / c.sent.max(1) as f64,
+                s.retries_denied
+            )?;
         }
         writeln!(
             f,

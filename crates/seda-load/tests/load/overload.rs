@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use seda_control::{AimdWindowConfig, ThrottleConfig};
+use seda_control::{AimdWindowConfig, RetryBudgetConfig, ThrottleConfig};
 use seda_load::Arrivals;
 use seda_load::workload::{Reply as Seen503, Request, Session, Workload};
 
@@ -262,6 +262,45 @@ fn an_adaptive_throttle_sends_about_k_requests_per_accepted_one() {
     assert!(c.completed > 100, "{c:?}");
     let per_served = reached as f64 / c.completed as f64;
     assert!(per_served < 3.0, "{per_served:.2} sent per served: {c:?}");
+}
+
+#[test]
+fn retries_storm_a_refusing_server_unless_a_budget_bounds_them() {
+    // A server that refuses every request; 200 requests a second for 1 s, each retried up
+    // to 3 times at once. Without a budget the server sees 4 sends per request; with a 10%
+    // budget (and its allowance of 1 retry a second over 10 s) about 1.1 per request.
+    let run = |budget: Option<RetryBudgetConfig>| {
+        let server = TestServer::start(|_| Reply::status(503));
+        let mut cfg = open(&server.url("/"), 200.0, Arrivals::Constant, MS(1000));
+        cfg.client.retries = 3;
+        cfg.client.retry_budget = budget;
+        let r = seda_load::run(cfg).unwrap();
+        assert_counts_add_up(&r);
+        (r.summary, server.requests())
+    };
+    let (storm, reached) = run(None);
+    let c = storm.counts;
+    // Each request counts once, refused after its last attempt.
+    assert_eq!(c.rejected, c.sent, "{storm:?}");
+    assert_eq!((storm.retries, storm.retries_denied), (3 * c.sent, 0));
+    assert_eq!(reached, 4 * c.sent, "every attempt reaches the server");
+    let (budgeted, reached) = run(Some(RetryBudgetConfig::default()));
+    let c = budgeted.counts;
+    let allowance = 10;
+    assert!(
+        budgeted.retries <= c.sent / 10 + allowance,
+        "retries {} for {} requests",
+        budgeted.retries,
+        c.sent
+    );
+    assert!(budgeted.retries >= c.sent / 10, "{budgeted:?}");
+    // A denied retry ends its request: each request was denied once or used all 3 retries.
+    assert!(budgeted.retries_denied <= c.sent, "{budgeted:?}");
+    assert!(
+        budgeted.retries_denied + budgeted.retries / 3 >= c.sent,
+        "{budgeted:?}"
+    );
+    assert_eq!(reached, c.sent + budgeted.retries);
 }
 
 #[test]

@@ -21,10 +21,8 @@
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use seda_control::terminate::{
-    CongestionConfig, CongestionThreshold, FixedThreshold, PercentileConfig, PercentileTimeout,
-    SertConfig, SertThreshold, Terminator,
-};
+use seda_control::catalogue::terminators;
+use seda_control::terminate::{SertConfig, SertThreshold, Terminator};
 use serde_json::json;
 
 use super::common::{selected, sim, stage};
@@ -254,22 +252,31 @@ pub fn workloads() -> [(&'static str, Dist, [f64; 3]); 2] {
 /// do not push it down (see `seda_control::terminate::CongestionThreshold`).
 pub const OURS_RANGE_S: (f64, f64) = (0.1, 15.0);
 
-fn terminator(kind: &str, fixed: f64) -> Box<dyn Terminator> {
-    match kind {
-        "ours" => Box::new(CongestionThreshold::new(CongestionConfig::new(
-            Duration::from_secs_f64(OURS_RANGE_S.0),
-            Duration::from_secs_f64(OURS_RANGE_S.1),
-        ))),
-        "sert" => Box::new(SertThreshold::new(SertConfig::new(
-            Duration::from_secs_f64(ADAPTIVE_RANGE_S.0),
-            Duration::from_secs_f64(ADAPTIVE_RANGE_S.1),
-        ))),
-        "percentile" => Box::new(PercentileTimeout::new(PercentileConfig::new(
-            Duration::from_millis(100),
-            Duration::from_secs(15),
-        ))),
-        _ => Box::new(FixedThreshold(Duration::from_secs_f64(fixed))),
-    }
+/// The terminator a variant of `sert-threshold` runs, built by the registry's names.
+fn terminator(kind: &str, fixed: f64) -> Result<Box<dyn Terminator>> {
+    let (name, params) = match kind {
+        "ours" => (
+            terminators::CONGESTION,
+            vec![("lower_s", OURS_RANGE_S.0), ("upper_s", OURS_RANGE_S.1)],
+        ),
+        "sert" => (
+            terminators::SERT,
+            vec![
+                ("lower_s", ADAPTIVE_RANGE_S.0),
+                ("upper_s", ADAPTIVE_RANGE_S.1),
+            ],
+        ),
+        "percentile" => (
+            terminators::PERCENTILE,
+            vec![("min_s", 0.1), ("max_s", 15.0)],
+        ),
+        _ => (terminators::FIXED, vec![("threshold_s", fixed)]),
+    };
+    let params = params
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    Ok(seda_control::terminate::build(name, &params)?)
 }
 
 /// One point of `sert-threshold`: `service` at `load` x `capacity` with a terminator.
@@ -297,7 +304,7 @@ pub fn run_threshold_point(
     cfg.levers = Levers::new();
     cfg.levers.contention = Some(Contention::backend(2));
     cfg.levers.termination = Some(Termination {
-        terminator: terminator(kind, fixed),
+        terminator: terminator(kind, fixed)?,
     });
     let r = sim(cfg)?;
     let t = &r.metrics.total;

@@ -2,6 +2,7 @@
 
 mod admission; // thresholds, rate limits, predicates, expiry, prepare/commit, backpressure
 mod config; // TOML settings, overrides and their errors
+mod culprit; // culprit-aware termination: the holder of a contended lock cut, not its victims
 mod modes; // inline stages, domains, LIFO order
 mod panics; // a panicking handler fails its event, not its stage
 mod pools; // pool growth, resize under load, idle retirement, batching controller

@@ -38,6 +38,7 @@
 mod checks;
 mod workload;
 
+use seda_control::catalogue::terminators;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -107,7 +108,7 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateCo
         (
             "ours".to_string(),
             TerminateConfig::new(
-                "congestion",
+                terminators::CONGESTION,
                 [
                     ("lower_s", OURS_RANGE_S.0 * k),
                     ("upper_s", OURS_RANGE_S.1 * k),
@@ -118,7 +119,7 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateCo
         (
             "sert".to_string(),
             TerminateConfig::new(
-                "sert",
+                terminators::SERT,
                 [
                     ("lower_s", ADAPTIVE_RANGE_S.0 * k),
                     ("upper_s", ADAPTIVE_RANGE_S.1 * k),
@@ -132,7 +133,7 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateCo
         v.push((
             "percentile".to_string(),
             TerminateConfig::new(
-                "percentile",
+                terminators::PERCENTILE,
                 [
                     ("min_s", PERCENTILE_RANGE_S.0 * k),
                     ("max_s", PERCENTILE_RANGE_S.1 * k),
@@ -148,7 +149,7 @@ fn variants(s: &Service, window: usize, quick: bool) -> Vec<(String, TerminateCo
     for f in fixed {
         v.push((
             format!("fixed_{f}s"),
-            TerminateConfig::new("fixed", [("threshold_s", f * k)]),
+            TerminateConfig::new(terminators::FIXED, [("threshold_s", f * k)]),
         ));
     }
     v
