@@ -21,7 +21,7 @@ pub struct ProxyArgs {
     /// Without it the proxy forwards without admission control.
     #[arg(long, conflicts_with = "config")]
     target_ms: Option<u64>,
-    /// TOML file with `listen` and [[route]]s (prefix, upstream, target_ms): see
+    /// TOML file with `listen` and [[route]]s (prefix, upstream, target_ms, deadline_ms): see
     /// `crates/seda-proxy/src/config.rs`.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -110,9 +110,14 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
                     for r in read() {
                         if let Some(a) = r.admission {
                             let rejected: u64 = a.rejected.iter().map(|(_, n)| n).sum();
+                            // Refused (504) at the door for the deadline, and cut at it.
+                            let (late, cut) = a.deadline.map_or((0, 0), |d| {
+                                (d.refused_passed + d.refused_predicted, d.cut)
+                            });
                             println!(
-                                "{:<20} admitted {:>9} rejected {:>9} completed {:>9}",
-                                r.prefix, a.admitted, rejected, a.completed
+                                "{:<20} admitted {:>9} rejected {:>9} completed {:>9} \
+                                 deadline refused {:>7} cut {:>7}",
+                                r.prefix, a.admitted, rejected, a.completed, late, cut
                             );
                         }
                     }

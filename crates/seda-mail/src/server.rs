@@ -190,7 +190,10 @@ fn route(
         meta.cancel = seda::CancelToken::new();
     }
     if let Some(d) = deadline {
-        meta.deadline = Some(meta.born + d);
+        // The stricter of the service's own deadline and the one the caller sent (the front
+        // end set it from `x-seda-deadline-ms` or `grpc-timeout`).
+        let own = meta.born + d;
+        meta.deadline = Some(meta.deadline.map_or(own, |sent| sent.min(own)));
     }
     match parse_head(&head, &body, meta) {
         Err(resp) => {

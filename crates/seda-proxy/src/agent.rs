@@ -82,6 +82,7 @@ mod tests {
                 terminated: 0,
                 state: limit.map(|l| vec![("limit", l)]).unwrap_or_default(),
                 termination: None,
+                deadline: None,
             }),
         }
     }

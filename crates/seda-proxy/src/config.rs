@@ -10,6 +10,8 @@
 //! upstream = "http://127.0.0.1:9000"
 //! target_ms = 500                  # p90 target: this route sheds load past it
 //! criticality = "sheddable"        # forwarded as x-seda-criticality (default: critical)
+//! deadline_ms = 2000               # budget of a request that brings none (grpc-timeout or
+//!                                  # x-seda-deadline-ms); needs target_ms
 //!
 //! [[route]]
 //! prefix = "/"
@@ -66,6 +68,10 @@ pub struct RouteConfig {
     /// The criticality of the route's requests (from clients not trusted to say their own),
     /// forwarded upstream in `x-seda-criticality`; critical by default.
     pub criticality: Criticality,
+    /// The budget of a request that brings none in `grpc-timeout` or `x-seda-deadline-ms`
+    /// (see [`seda_tower::Deadlines`]). Routes with a target read those headers whether or
+    /// not this is set; `None` leaves a request without them without a deadline.
+    pub deadline: Option<Duration>,
 }
 
 /// What is wrong with a configuration.
@@ -120,6 +126,7 @@ struct FileRoute {
     target_ms: Option<u64>,
     retry_after_s: Option<u32>,
     criticality: Option<String>,
+    deadline_ms: Option<u64>,
 }
 
 impl ProxyConfig {
@@ -140,6 +147,7 @@ impl ProxyConfig {
                 target,
                 retry_after_s: seda_tower::DEFAULT_RETRY_AFTER_S,
                 criticality: Criticality::default(),
+                deadline: None,
             }],
             trusted_tiers: Vec::new(),
         };
@@ -167,6 +175,7 @@ impl ProxyConfig {
                     target: r.target_ms.map(Duration::from_millis),
                     retry_after_s: r.retry_after_s.unwrap_or(seda_tower::DEFAULT_RETRY_AFTER_S),
                     criticality,
+                    deadline: r.deadline_ms.map(Duration::from_millis),
                 })
             })
             .collect::<Result<_, ConfigError>>()?;
@@ -200,6 +209,22 @@ impl ProxyConfig {
             }
             if r.target.is_some_and(|t| t.is_zero()) {
                 return invalid(format!("route {:?}: target_ms must be above 0", r.prefix));
+            }
+            if let Some(d) = r.deadline {
+                if r.target.is_none() {
+                    return invalid(format!(
+                        "route {:?}: deadline_ms needs target_ms (deadlines are kept by the \
+                         route's admission control)",
+                        r.prefix
+                    ));
+                }
+                if d.is_zero() || d > seda_tower::MAX_BUDGET {
+                    return invalid(format!(
+                        "route {:?}: deadline_ms must be above 0 and at most {} (a day)",
+                        r.prefix,
+                        seda_tower::MAX_BUDGET.as_millis()
+                    ));
+                }
             }
         }
         if self.upstream_timeout.is_zero() || self.header_read_timeout.is_zero() {
@@ -248,6 +273,7 @@ mod tests {
             prefix = "/search"
             upstream = "http://127.0.0.1:9000"
             target_ms = 500
+            deadline_ms = 2000
             [[route]]
             prefix = "/"
             upstream = "http://127.0.0.1:9000"
@@ -257,6 +283,8 @@ mod tests {
         assert_eq!(c.routes.len(), 2);
         assert_eq!(c.routes[0].target, Some(Duration::from_millis(500)));
         assert_eq!(c.routes[1].target, None);
+        assert_eq!(c.routes[0].deadline, Some(Duration::from_secs(2)));
+        assert_eq!(c.routes[1].deadline, None);
         assert_eq!(c.upstream_timeout, DEFAULT_UPSTREAM_TIMEOUT);
     }
 
@@ -278,6 +306,14 @@ mod tests {
                 "above 0",
             ),
             ("listen = \"127.0.0.1:1\"\nbogus = 1", "unknown field"),
+            (
+                "listen = \"127.0.0.1:1\"\n[[route]]\nprefix = \"/\"\nupstream = \"http://h:1\"\ndeadline_ms = 100",
+                "needs target_ms",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[[route]]\nprefix = \"/\"\nupstream = \"http://h:1\"\ntarget_ms = 5\ndeadline_ms = 0",
+                "deadline_ms must be above 0",
+            ),
         ];
         for (text, expect) in cases {
             let err = ProxyConfig::from_toml(text).unwrap_err().to_string();

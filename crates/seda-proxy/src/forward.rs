@@ -1,5 +1,15 @@
 //! Forwarding one request to its upstream: the URI rewritten, hop-by-hop headers removed,
-//! `X-Forwarded-For` appended, the request body streamed, the wait for the response bounded.
+//! `X-Forwarded-For` appended, the budget left sent on, the request body streamed, the wait
+//! for the response bounded.
+//!
+//! A request with a deadline (the route's layer put a [`RequestDeadline`] in its extensions)
+//! reaches the upstream with what is left of its budget, less
+//! [`PROPAGATION_ALLOWANCE`](seda_tower::PROPAGATION_ALLOWANCE), in `x-seda-deadline-ms`
+//! (and in `grpc-timeout` when it came with one), so the upstream can refuse work it cannot
+//! finish in time. A request with nothing left is answered 504 without calling the upstream.
+//! When the deadline passes during the call, the route's layer drops this future: the
+//! upstream connection, which then holds a request half done, is closed rather than pooled,
+//! and the upstream sees its client leave.
 //!
 //! A response body that says it is at most [`BUFFER_BELOW`] bytes is read whole before the
 //! response is sent, as nginx buffers upstream responses by default: the head and the body
@@ -23,6 +33,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use seda_tower::{DEADLINE, REJECT_HEADER, RequestDeadline};
 use tower_service::Service;
 
 use crate::body::ProxyBody;
@@ -67,7 +78,19 @@ impl Service<Request<Incoming>> for Forward {
         let outgoing = rewrite(request, &self.upstream);
         Box::pin(async move {
             let response = match outgoing {
-                Err(status) => local(status, "the request's path cannot be forwarded\n"),
+                Err(Unforwarded::Path) => local(
+                    StatusCode::BAD_REQUEST,
+                    "the request's path cannot be forwarded\n",
+                ),
+                Err(Unforwarded::NoTimeLeft) => {
+                    let mut r = local(
+                        StatusCode::GATEWAY_TIMEOUT,
+                        "no time left in the request's deadline to call the upstream\n",
+                    );
+                    r.headers_mut()
+                        .insert(REJECT_HEADER, HeaderValue::from_static(DEADLINE));
+                    r
+                }
                 Ok(req) => match tokio::time::timeout(timeout, client.request(req)).await {
                     Err(_) => local(
                         StatusCode::GATEWAY_TIMEOUT,
@@ -133,8 +156,16 @@ pub(crate) fn local(status: StatusCode, text: &'static str) -> Response<ProxyBod
     r
 }
 
+/// Why a request is not forwarded.
+enum Unforwarded {
+    /// Its path does not make a URI on the upstream.
+    Path,
+    /// Its deadline leaves nothing for the upstream.
+    NoTimeLeft,
+}
+
 /// The request as the upstream should see it.
-fn rewrite(request: Request<Incoming>, upstream: &Uri) -> Result<Request<Incoming>, StatusCode> {
+fn rewrite(request: Request<Incoming>, upstream: &Uri) -> Result<Request<Incoming>, Unforwarded> {
     let (mut parts, body) = request.into_parts();
     let base = upstream.path().trim_end_matches('/');
     let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -143,12 +174,17 @@ fn rewrite(request: Request<Incoming>, upstream: &Uri) -> Result<Request<Incomin
         .authority(upstream.authority().map_or("", |a| a.as_str()))
         .path_and_query(format!("{base}{path_and_query}"))
         .build()
-        .map_err(|_| StatusCode::BAD_REQUEST)?;
+        .map_err(|_| Unforwarded::Path)?;
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
     strip_hop_by_hop(&mut parts.headers);
     if let Some(ClientAddr(addr)) = parts.extensions.get::<ClientAddr>().copied() {
         append_forwarded_for(&mut parts.headers, addr);
+    }
+    if let Some(deadline) = parts.extensions.get::<RequestDeadline>().copied()
+        && deadline.propagate(&mut parts.headers).is_zero()
+    {
+        return Err(Unforwarded::NoTimeLeft);
     }
     Ok(Request::from_parts(parts, body))
 }

@@ -13,7 +13,9 @@ use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use seda_tower::{ArrivalLag, ByCriticality, CriticalityLayer, HttpSeda, SedaLayer, StatsHandle};
+use seda_tower::{
+    ArrivalLag, ByCriticality, CriticalityLayer, Deadlines, HttpSeda, SedaLayer, StatsHandle,
+};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 use tower_layer::Layer;
@@ -101,7 +103,7 @@ impl Proxy {
     }
 
     /// A function that reads every route's figures, to call from anywhere while the proxy runs.
-    pub fn stats_reader(&self) -> impl Fn() -> Vec<RouteStats> + Send + Sync + 'static {
+    pub fn stats_reader(&self) -> impl Fn() -> Vec<RouteStats> + Send + Sync + 'static + use<> {
         let routes: Vec<(String, Option<StatsHandle>)> = self
             .routes
             .iter()
@@ -176,6 +178,10 @@ fn build_route(
             lag: None,
         },
         Some(target) => {
+            let deadlines = match r.deadline {
+                Some(d) => Deadlines::new().default_budget(d),
+                None => Deadlines::new(),
+            };
             // Several levels on one route only when some tier may say its own.
             let layer = if config.trusted_tiers.is_empty() {
                 SedaLayer::response_time(target).map(|l| l.classify(ByCriticality))
@@ -183,9 +189,8 @@ fn build_route(
                 SedaLayer::prioritized(target)
             };
             let layer = layer
-                .map_err(|e| format!("route {:?}: {e}", r.prefix))?
-                .http()
-                .retry_after(r.retry_after_s);
+                .and_then(|l| l.http().retry_after(r.retry_after_s).deadlines(deadlines))
+                .map_err(|e| format!("route {:?}: {e}", r.prefix))?;
             Route {
                 prefix: r.prefix.clone(),
                 edge,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use seda_control::{ResponseTimeConfig, ResponseTimeController};
-use seda_tower::SedaLayer;
+use seda_tower::{DEADLINE_HEADER, Deadlines, SedaLayer};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 type Req = http::Request<()>;
@@ -17,7 +17,9 @@ async fn answer(_r: Req) -> Result<http::Response<String>, Infallible> {
 }
 
 fn bench(c: &mut Criterion) {
+    // With its timer: a request with a deadline arms one.
     let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     let mut group = c.benchmark_group("per_request");
@@ -72,6 +74,39 @@ fn bench(c: &mut Criterion) {
             })
         })
     });
+    // The same layer reading a 10 s budget from every request: the door's check, the
+    // deadline in the extensions, a timer armed per request, a response time recorded.
+    let mut timed = ServiceBuilder::new()
+        .layer(
+            SedaLayer::response_time(target)
+                .unwrap()
+                .http()
+                .deadlines(Deadlines::new())
+                .unwrap(),
+        )
+        .service_fn(answer);
+    let with_budget = || {
+        http::Request::builder()
+            .header(DEADLINE_HEADER, "10000")
+            .body(())
+            .unwrap()
+    };
+    group.bench_function(
+        BenchmarkId::new("layer", "response_time_tuned+deadlines"),
+        |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    timed
+                        .ready()
+                        .await
+                        .unwrap()
+                        .call(with_budget())
+                        .await
+                        .unwrap()
+                })
+            })
+        },
+    );
     group.finish();
 }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use seda_control::{AdmissionController, RejectReason, SharedController};
 
 use crate::ArrivalLag;
+use crate::budget::{DeadlineState, DeadlineStats};
 use crate::terminate::{Termination, TerminationStats};
 
 /// How often the controller's periodic `tick` runs (the runtime's default control tick).
@@ -44,6 +45,8 @@ pub(crate) struct Admission {
     pub(crate) lag: ArrivalLag,
     /// Set once, by [`SedaLayer::terminate`](crate::SedaLayer::terminate); none by default.
     pub(crate) termination: OnceLock<Termination>,
+    /// Set once, by [`HttpSedaLayer::deadlines`](crate::HttpSedaLayer::deadlines).
+    pub(crate) deadlines: OnceLock<DeadlineState>,
 }
 
 impl Admission {
@@ -64,10 +67,11 @@ impl Admission {
             dropped: AtomicU64::new(0),
             lag: ArrivalLag::default(),
             termination: OnceLock::new(),
+            deadlines: OnceLock::new(),
         }
     }
 
-    fn now(&self) -> Duration {
+    pub(crate) fn now(&self) -> Duration {
         self.epoch.elapsed()
     }
 
@@ -84,10 +88,12 @@ impl Admission {
         {
             self.controller.clone().tick(now);
             if let Some(t) = self.termination.get() {
-                let rejected = self.rejected_total();
+                // Refused or cut for its deadline: an arrival lost, as a rejection is.
+                let (refused, cut) = self.deadlines.get().map_or((0, 0), |d| d.refused_and_cut());
+                let rejected = self.rejected_total() + refused;
                 let arrived = self.admitted.load(Ordering::Relaxed) + rejected;
                 let terminated = t.terminated.load(Ordering::Relaxed);
-                let lost = rejected + self.dropped.load(Ordering::Relaxed) + terminated;
+                let lost = rejected + self.dropped.load(Ordering::Relaxed) + terminated + cut;
                 t.maybe_period(now, arrived, lost, terminated);
             }
         }
@@ -158,6 +164,7 @@ impl Admission {
                 .map_or(0, |t| t.terminated.load(Ordering::Relaxed)),
             state: self.controller.state(),
             termination: self.termination.get().map(Termination::stats),
+            deadline: self.deadlines.get().map(|d| d.stats(self.now())),
         }
     }
 }
@@ -183,6 +190,9 @@ impl Ticket {
         if let Some(t) = a.termination.get() {
             t.on_complete(took, response);
         }
+        if let Some(d) = a.deadlines.get() {
+            d.recent.record(now, response);
+        }
         a.completed.fetch_add(1, Ordering::Relaxed);
         self.done = true;
     }
@@ -196,6 +206,19 @@ impl Ticket {
             .on_drop(now, self.class);
         if let Some(t) = a.termination.get() {
             t.terminated.fetch_add(1, Ordering::Relaxed);
+        }
+        self.done = true;
+    }
+
+    /// The request's deadline passed while it ran and its future was dropped: lost, a
+    /// congestion signal to the controller, counted as cut (not dropped).
+    pub(crate) fn cut(mut self) {
+        let a = &self.admission;
+        let now = a.now();
+        a.leave_queue(now, now.saturating_sub(self.start))
+            .on_drop(now, self.class);
+        if let Some(d) = a.deadlines.get() {
+            d.on_cut();
         }
         self.done = true;
     }
@@ -244,6 +267,8 @@ pub struct LayerStats {
     pub state: Vec<(&'static str, f64)>,
     /// The terminator's state, when the layer terminates.
     pub termination: Option<TerminationStats>,
+    /// What the layer did with deadlines, when it reads them.
+    pub deadline: Option<DeadlineStats>,
 }
 
 /// A handle on a layer's state, to read [`LayerStats`] from anywhere (a metrics endpoint).

@@ -10,12 +10,14 @@ use seda_control::SharedRetryAfter;
 use tower_service::Service;
 
 use crate::admission::Ticket;
+use crate::budget::{BudgetTimer, deadline_response};
 use crate::classify::Classify;
 use crate::deadline::Deadline;
 use crate::service::Seda;
 
 /// The header naming why a request was turned away (`queue_full`, `rate`, `class`, `limit`,
-/// `expired`) or cut ([`TERMINATED`]), for clients and logs.
+/// `expired`, [`DEADLINE`](crate::DEADLINE)) or cut ([`TERMINATED`], `deadline`), for clients
+/// and logs.
 pub const REJECT_HEADER: &str = "x-seda-reject";
 
 /// The [`REJECT_HEADER`] value of a request the layer terminated (see
@@ -49,7 +51,24 @@ where
         self.seda.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // The deadline first: a request that cannot finish in time costs the controller nothing.
+        let budget = match self.seda.admission.deadlines.get() {
+            None => None,
+            Some(d) => match d.check(request.headers(), self.seda.admission.now()) {
+                Ok(budget) => budget,
+                Err(_) => {
+                    return HttpResponseFuture {
+                        state: HttpState::Rejected {
+                            response: Some(deadline_response()),
+                        },
+                    };
+                }
+            },
+        };
+        if let Some(b) = budget {
+            request.extensions_mut().insert(b);
+        }
         let class = self.seda.classify.class(&request);
         match self.seda.admit(class) {
             Ok(ticket) => {
@@ -59,6 +78,7 @@ where
                         inner: self.seda.inner.call(request),
                         ticket: Some(ticket),
                         deadline: Deadline::new(),
+                        budget: BudgetTimer::new(budget),
                         retry_after_s: self.retry.seconds(),
                     },
                 }
@@ -98,6 +118,7 @@ pin_project! {
             #[pin] inner: F,
             ticket: Option<Ticket>,
             #[pin] deadline: Deadline,
+            #[pin] budget: BudgetTimer,
             retry_after_s: u32,
         },
         Rejected { response: Option<Response<RB>> },
@@ -119,6 +140,7 @@ where
                 inner,
                 ticket,
                 deadline,
+                budget,
                 retry_after_s,
             } => {
                 if let Poll::Ready(out) = inner.poll(cx) {
@@ -130,6 +152,15 @@ where
                 let Some(t) = ticket.as_ref() else {
                     return Poll::Pending;
                 };
+                if budget.poll_passed(cx).is_ready() {
+                    let t = ticket.take();
+                    // Dropping the inner future stops the work nobody waits for any more.
+                    state.set(HttpState::Terminated);
+                    if let Some(t) = t {
+                        t.cut();
+                    }
+                    return Poll::Ready(Ok(deadline_response()));
+                }
                 ready!(deadline.poll_expired(t, cx));
                 let (t, retry_after_s) = (ticket.take(), *retry_after_s);
                 // Dropping the inner future is the termination: it releases what it held.

@@ -180,6 +180,30 @@ pub struct HttpSedaLayer<C = SingleClass> {
 }
 
 impl<C> HttpSedaLayer<C> {
+    /// Reads each request's deadline and works to it (see [`Deadlines`](crate::Deadlines)):
+    /// the budget from `grpc-timeout` or [`DEADLINE_HEADER`](crate::DEADLINE_HEADER) (the
+    /// stricter if both), or `deadlines`' default; a request whose budget is spent or below
+    /// the 10th percentile of recent response times is answered `504` with `x-seda-reject:
+    /// deadline` before the controller or the service sees it; an admitted request still
+    /// running at its deadline has its inner future dropped and is answered the same way.
+    /// The handler finds a [`RequestDeadline`](crate::RequestDeadline) in the request's
+    /// extensions, to send the budget left to the next tier. Off unless asked.
+    ///
+    /// # Errors
+    /// The default budget is zero or above [`MAX_BUDGET`](crate::MAX_BUDGET), or the layer
+    /// (or a clone of it, which shares its state) already reads deadlines.
+    pub fn deadlines(self, deadlines: crate::Deadlines) -> Result<Self, InvalidConfig> {
+        deadlines.validate()?;
+        let state = crate::budget::DeadlineState::new(deadlines);
+        match self.inner.admission.deadlines.set(state) {
+            Ok(()) => Ok(self),
+            Err(_) => Err(InvalidConfig::new(
+                "deadlines",
+                "the layer already reads deadlines",
+            )),
+        }
+    }
+
     /// Sets the `Retry-After` of a 503 while refusals are few, in seconds.
     pub fn retry_after(mut self, seconds: u32) -> Self {
         self.retry = SharedRetryAfter::around(seconds);

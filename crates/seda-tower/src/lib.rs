@@ -62,6 +62,35 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Deadlines
+//!
+//! [`HttpSedaLayer::deadlines`] reads each request's remaining budget (`grpc-timeout` or
+//! [`DEADLINE_HEADER`], else [`Deadlines::default_budget`]), answers `504` with
+//! `x-seda-reject: deadline` at the door when the budget is spent or below the 10th percentile
+//! of recent response times, drops the future of an admitted request still running at its
+//! deadline (counted in [`DeadlineStats::cut`]), and puts a [`RequestDeadline`] in the
+//! request's extensions, whose [`propagate`](RequestDeadline::propagate) sends the next tier
+//! what is left. It is off unless asked.
+//!
+//! ```
+//! use std::time::Duration;
+//! use axum::{Extension, Router, routing::get};
+//! use seda_tower::{Deadlines, RequestDeadline, SedaLayer};
+//!
+//! let layer = SedaLayer::response_time(Duration::from_millis(200))?
+//!     .http()
+//!     .deadlines(Deadlines::new().default_budget(Duration::from_secs(2)))?;
+//! let app: Router = Router::new()
+//!     .route("/", get(|Extension(deadline): Extension<RequestDeadline>| async move {
+//!         let mut call = http::Request::get("http://backend/").body(()).unwrap();
+//!         let left = deadline.propagate(call.headers_mut()); // x-seda-deadline-ms
+//!         format!("{} ms left for the backend", left.as_millis())
+//!     }))
+//!     .layer(layer);
+//! # let _ = app;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # gRPC
 //!
 //! [`SedaLayer::grpc`] answers as a gRPC server should. A rejected call gets a trailers-only
@@ -107,6 +136,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod budget;
 mod classify;
 mod criticality;
 mod deadline;
@@ -119,6 +149,11 @@ mod service;
 mod terminate;
 
 pub use admission::{DEFAULT_TICK, LayerStats, QueueModel, StatsHandle};
+pub use budget::{
+    BudgetError, DEADLINE, DEADLINE_HEADER, DeadlineStats, Deadlines, MAX_BUDGET,
+    PROPAGATION_ALLOWANCE, RequestDeadline, budget_from_headers, parse_deadline_ms,
+    parse_grpc_timeout,
+};
 pub use classify::{Classify, SingleClass};
 pub use criticality::{
     ByCriticality, CRITICALITY_HEADER, CriticalityLayer, SetCriticality, criticality_of,

@@ -398,6 +398,27 @@ fn encode_layers(
         "Requests the layer rejected (503), by reason.",
         rejected,
     )?;
+    // Deadlines (504): refused at the door or cut while running, for layers that read them.
+    let deadline = |v: fn(&seda_tower::DeadlineStats) -> u64| {
+        layers
+            .iter()
+            .filter_map(|(name, s)| Some((vec![("layer", name.as_str())], v(s.deadline.as_ref()?))))
+            .collect::<Vec<_>>()
+    };
+    if layers.iter().any(|(_, s)| s.deadline.is_some()) {
+        counter_family(
+            enc,
+            "seda_layer_deadline_refused",
+            "Requests the layer refused (504) because their deadline had passed or would be missed.",
+            deadline(|d| d.refused_passed + d.refused_predicted),
+        )?;
+        counter_family(
+            enc,
+            "seda_layer_deadline_cut",
+            "Admitted requests cut (504) when their deadline passed while they ran.",
+            deadline(|d| d.cut),
+        )?;
+    }
     if layers.iter().all(|(_, s)| s.state.is_empty()) {
         return Ok(());
     }
@@ -425,7 +446,7 @@ fn encode_frontend(
     f: &crate::FrontendStats,
 ) -> Result<(), std::fmt::Error> {
     let one = |v: u64| vec![(Vec::<(&str, &str)>::new(), v)];
-    let counters: [(&str, &str, u64); 9] = [
+    let counters: [(&str, &str, u64); 10] = [
         (
             "seda_http_connections_accepted",
             "Connections accepted.",
@@ -455,6 +476,11 @@ fn encode_frontend(
             "seda_http_requests_cancelled",
             "Requests whose client left before the answer.",
             f.cancelled_requests,
+        ),
+        (
+            "seda_http_requests_deadline_missed",
+            "Requests whose deadline was spent on arrival or passed unserved (504).",
+            f.deadline_missed,
         ),
         (
             "seda_http_header_timeouts",

@@ -20,6 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::Shared;
+use super::budget::{self, Door};
 use super::stats::inc;
 use super::watch::{ConnState, Verdict, WatchedStream};
 use crate::request::{Body, HttpRequest, Reply, overloaded, terminated, text};
@@ -395,6 +396,14 @@ async fn handle(
     inc(&shared.counters.requests);
     // Introspection is on the admin address only (`crate::admin`), never here.
     let (head, body) = req.into_parts();
+    let deadline = match budget::read(&head.headers, born) {
+        Door::Open => None,
+        Door::Until(d) => Some(d),
+        Door::Spent => {
+            inc(&shared.counters.deadline_missed);
+            return Ok(budget::missed());
+        }
+    };
     let body = if body.is_end_stream() {
         Bytes::new()
     } else {
@@ -403,7 +412,8 @@ async fn handle(
             Err(r) => return Ok(r),
         }
     };
-    let meta = Meta::born_at(born);
+    let mut meta = Meta::born_at(born);
+    meta.deadline = deadline;
     let mut cancel = CancelOnDrop(Some(meta.cancel.clone()), &shared);
     let (reply, rx) = Reply::channel();
     if let Err(rejected) = shared
@@ -412,6 +422,10 @@ async fn handle(
     {
         drop(rejected);
         cancel.0 = None;
+        if budget::passed(deadline) {
+            inc(&shared.counters.deadline_missed);
+            return Ok(budget::missed());
+        }
         inc(&shared.counters.rejected_requests);
         return Ok(overloaded(shared.retry.refused()));
     }
@@ -421,6 +435,11 @@ async fn handle(
         Err(_) if cancel.0.as_ref().and_then(CancelToken::reason) == Some(Terminated) => {
             // The stage's terminator cut it and the handler gave it up unanswered.
             terminated(shared.retry.seconds())
+        }
+        Err(_) if budget::passed(deadline) => {
+            // Dropped unserved because its deadline passed while it waited.
+            inc(&shared.counters.deadline_missed);
+            budget::missed()
         }
         Err(_) => {
             // Admitted, then dropped without an answer (expired, shutdown, or a handler panic).

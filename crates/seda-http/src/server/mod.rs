@@ -1,5 +1,6 @@
 //! The front end: accepts connections, enforces the limits, turns requests into events.
 
+mod budget;
 mod conn;
 mod stats;
 mod watch;

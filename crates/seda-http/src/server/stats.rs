@@ -16,6 +16,7 @@ pub(crate) struct Counters {
     pub(crate) rejected_requests: AtomicU64,
     pub(crate) unanswered: AtomicU64,
     pub(crate) cancelled: AtomicU64,
+    pub(crate) deadline_missed: AtomicU64,
     pub(crate) header_timeouts: AtomicU64,
     pub(crate) idle_closed: AtomicU64,
     pub(crate) body_too_large: AtomicU64,
@@ -43,6 +44,7 @@ impl Counters {
             rejected_requests: get(&self.rejected_requests),
             unanswered_requests: get(&self.unanswered),
             cancelled_requests: get(&self.cancelled),
+            deadline_missed: get(&self.deadline_missed),
             header_timeouts: get(&self.header_timeouts),
             idle_closed: get(&self.idle_closed),
             body_too_large: get(&self.body_too_large),
@@ -77,6 +79,11 @@ pub struct FrontendStats {
     pub unanswered_requests: u64,
     /// Requests whose client went away before the answer.
     pub cancelled_requests: u64,
+    /// Requests answered 504 because their deadline (`grpc-timeout`, `x-seda-deadline-ms`)
+    /// was spent on arrival or passed before they were served (not counted as rejected or
+    /// unanswered).
+    #[serde(default)]
+    pub deadline_missed: u64,
     /// Connections cut off because a request head took too long (slowloris).
     pub header_timeouts: u64,
     /// Keep-alive connections closed after the idle timeout.

@@ -17,15 +17,15 @@ use crate::eventually;
 
 /// A one-thread stage with queue threshold 1: each event reports its path on `started`, then
 /// waits for one message on `release` before answering 200 with the path.
-struct Held {
-    runtime: Runtime,
-    sink: Sink<HttpRequest>,
-    started: Receiver<String>,
-    release: Sender<()>,
-    dropped: Receiver<RejectReason>,
+pub(crate) struct Held {
+    pub(crate) runtime: Runtime,
+    pub(crate) sink: Sink<HttpRequest>,
+    pub(crate) started: Receiver<String>,
+    pub(crate) release: Sender<()>,
+    pub(crate) dropped: Receiver<RejectReason>,
 }
 
-fn held_stage() -> Held {
+pub(crate) fn held_stage() -> Held {
     let runtime = Runtime::start().expect("runtime");
     let (started_tx, started) = channel();
     let (release, release_rx) = channel::<()>();
@@ -59,7 +59,7 @@ fn held_stage() -> Held {
     }
 }
 
-fn front(held: &Held, per_core: bool) -> HttpServer {
+pub(crate) fn front(held: &Held, per_core: bool) -> HttpServer {
     let config = HttpConfig {
         addr: "127.0.0.1:0".parse().expect("addr"),
         threads: 2,
@@ -71,14 +71,14 @@ fn front(held: &Held, per_core: bool) -> HttpServer {
 
 /// Sends `GET path` on a new connection from another thread; the response comes back on the
 /// returned handle.
-fn spawn_get(
+pub(crate) fn spawn_get(
     addr: std::net::SocketAddr,
     path: &'static str,
 ) -> thread::JoinHandle<crate::client::Response> {
     thread::spawn(move || Conn::open(addr).get(path, ""))
 }
 
-const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
 
 fn a_full_queue_answers_503_with_retry_after_at_once(per_core: bool) {
     let held = held_stage();

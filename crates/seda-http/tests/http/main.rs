@@ -2,6 +2,7 @@
 
 mod admin;
 mod client;
+mod deadline;
 mod files;
 mod frontend;
 mod h2c;

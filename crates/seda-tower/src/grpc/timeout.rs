@@ -20,11 +20,9 @@ use http::HeaderMap;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
-/// The header a gRPC client sends its remaining time in.
-pub const GRPC_TIMEOUT: &str = "grpc-timeout";
-
-/// The most digits the wire format allows.
-const MAX_DIGITS: usize = 8;
+/// The header a gRPC client sends its remaining time in (the one constant the HTTP form's
+/// deadlines read too).
+pub use crate::budget::GRPC_TIMEOUT;
 
 /// The time `headers` give the request, `None` without a readable `grpc-timeout`.
 pub(crate) fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
@@ -85,25 +83,10 @@ impl ClientDeadline {
     }
 }
 
-/// Parses one `grpc-timeout` value.
+/// Parses one `grpc-timeout` value with the parser the HTTP form's deadlines use (a value past
+/// [`MAX_BUDGET`](crate::MAX_BUDGET), a day, is clamped to it).
 fn parse(value: &[u8]) -> Option<Duration> {
-    let (&unit, digits) = value.split_last()?;
-    if digits.is_empty() || digits.len() > MAX_DIGITS || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    // At most 8 digits: no overflow in the sum, nor in any unit below.
-    let n = digits
-        .iter()
-        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
-    Some(match unit {
-        b'H' => Duration::from_secs(n * 3600),
-        b'M' => Duration::from_secs(n * 60),
-        b'S' => Duration::from_secs(n),
-        b'm' => Duration::from_millis(n),
-        b'u' => Duration::from_micros(n),
-        b'n' => Duration::from_nanos(n),
-        _ => return None,
-    })
+    crate::budget::parse_grpc_timeout(value).ok()
 }
 
 #[cfg(test)]
@@ -124,11 +107,8 @@ mod tests {
         for (value, expected) in cases {
             assert_eq!(parse(value), Some(expected), "{value:?}");
         }
-        // The largest value the format allows is in range.
-        assert_eq!(
-            parse(b"99999999H"),
-            Some(Duration::from_secs(99_999_999 * 3600))
-        );
+        // The largest value the format allows is clamped to a day.
+        assert_eq!(parse(b"99999999H"), Some(crate::MAX_BUDGET));
     }
 
     #[test]
