@@ -2,43 +2,26 @@
 //! in time is refused before the service runs, an admitted one is cut when its deadline passes
 //! (its future dropped), and a handler sends the next tier less budget than it got.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::routing::get;
 use axum::{Extension, Router};
+use common::Open;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use seda_control::{AdmissionController, RejectReason, Time};
 use seda_tower::{
     DEADLINE, DEADLINE_HEADER, Deadlines, GRPC_TIMEOUT, REJECT_HEADER, RequestDeadline, SedaLayer,
     parse_deadline_ms,
 };
 use tokio::sync::oneshot;
-
-/// Admits everything: these tests are about deadlines, not admission.
-#[derive(Clone, Copy)]
-struct Open;
-
-impl AdmissionController for Open {
-    fn name(&self) -> &'static str {
-        "open"
-    }
-    fn admit(&mut self, _now: Time, _class: u8) -> Result<(), RejectReason> {
-        Ok(())
-    }
-    fn undo_admit(&mut self, _now: Time, _class: u8) {}
-    fn on_complete(&mut self, _now: Time, _class: u8, _response: Duration, _sojourn: Duration) {}
-    fn on_drop(&mut self, _now: Time, _class: u8) {}
-    fn state(&self) -> Vec<(&'static str, f64)> {
-        Vec::new()
-    }
-}
 
 async fn serve(app: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

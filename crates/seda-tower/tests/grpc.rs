@@ -7,6 +7,8 @@
 //! call. Timings are chosen so that every assertion is about order (a retry no sooner than
 //! the pushback, a deadline no sooner than its timeout), never about speed.
 
+mod common;
+
 #[path = "../examples/grpc/proto.rs"]
 mod proto;
 #[path = "../examples/grpc/retry.rs"]
@@ -15,6 +17,7 @@ mod retry;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::Open;
 use http::HeaderMap;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -24,7 +27,7 @@ use proto::{WorkClient, WorkReply, WorkRequest, WorkServer};
 use retry::{Pushback, PushbackPolicy};
 use seda_control::peers::{ConcurrencyLimiter, LimitAlgorithm};
 use seda_control::terminate::FixedThreshold;
-use seda_control::{AdmissionController, RejectReason, Time};
+use seda_control::{RejectReason, Time};
 use seda_tower::{GrpcSedaLayer, REJECT_HEADER, RETRY_PUSHBACK_HEADER, SedaLayer};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tonic::metadata::MetadataValue;
@@ -43,24 +46,6 @@ impl LimitAlgorithm for Fixed {
         self.0
     }
     fn on_sample(&mut self, _now: Time, _rtt: Duration, _inflight: usize, _did_drop: bool) {}
-}
-
-/// Admits everything (for the deadline and termination tests).
-struct Open;
-
-impl AdmissionController for Open {
-    fn name(&self) -> &'static str {
-        "open"
-    }
-    fn admit(&mut self, _now: Time, _class: u8) -> Result<(), RejectReason> {
-        Ok(())
-    }
-    fn undo_admit(&mut self, _now: Time, _class: u8) {}
-    fn on_complete(&mut self, _now: Time, _class: u8, _response: Duration, _sojourn: Duration) {}
-    fn on_drop(&mut self, _now: Time, _class: u8) {}
-    fn state(&self) -> Vec<(&'static str, f64)> {
-        Vec::new()
-    }
 }
 
 /// Serves `service` behind `layer` on 127.0.0.1 and connects a tonic client to it.

@@ -2,40 +2,23 @@
 //! the threshold has its future dropped (what it held is released) and is answered 503
 //! `terminated`; requests that finish in time are untouched.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
+use common::Open;
 use http_body_util::Empty;
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seda_control::terminate::{FixedThreshold, SertConfig, SertThreshold};
-use seda_control::{AdmissionController, RejectReason, Time};
 use seda_tower::{REJECT_HEADER, SedaLayer, TERMINATED, Terminated};
 use tokio::sync::oneshot;
 use tower::{ServiceBuilder, ServiceExt};
-
-/// Admits everything: these tests are about termination, not admission.
-#[derive(Clone, Copy)]
-struct Open;
-
-impl AdmissionController for Open {
-    fn name(&self) -> &'static str {
-        "open"
-    }
-    fn admit(&mut self, _now: Time, _class: u8) -> Result<(), RejectReason> {
-        Ok(())
-    }
-    fn undo_admit(&mut self, _now: Time, _class: u8) {}
-    fn on_complete(&mut self, _now: Time, _class: u8, _response: Duration, _sojourn: Duration) {}
-    fn on_drop(&mut self, _now: Time, _class: u8) {}
-    fn state(&self) -> Vec<(&'static str, f64)> {
-        Vec::new()
-    }
-}
 
 /// A resource a handler holds; its release is seen by the test through the channel closing.
 struct Held(#[allow(dead_code)] oneshot::Sender<()>);
