@@ -395,22 +395,39 @@ async fn handle(
     inc(&shared.counters.requests);
     // Introspection is on the admin address only (`crate::admin`), never here.
     let (head, body) = req.into_parts();
-    let body = if body.is_end_stream() {
-        Bytes::new()
-    } else {
-        match read_body(&shared, body).await {
-            Ok(b) => b,
-            Err(r) => return Ok(r),
-        }
-    };
     let meta = Meta::born_at(born);
     let mut cancel = CancelOnDrop(Some(meta.cancel.clone()), &shared);
     let (reply, rx) = Reply::channel();
-    if let Err(rejected) = shared
-        .sink
-        .enqueue(HttpRequest::new(meta, head, body, reply))
-    {
-        drop(rejected);
+    let request = HttpRequest::new(meta, head, Bytes::new(), reply);
+    // Admission is decided on the head, before a body is read: a refusal never costs reading
+    // (and holding) the body, and hyper, finding the body unread, drains what it already
+    // buffered or closes the connection rather than read the rest. A body declared too large
+    // is refused first, as that costs nothing either.
+    let admitted = if body.is_end_stream() {
+        shared.sink.enqueue(request).is_ok()
+    } else if body.size_hint().lower() > shared.config.max_body_bytes as u64 {
+        cancel.0 = None;
+        return Ok(too_large(&shared));
+    } else {
+        match shared.sink.enqueue_prepare(vec![request]) {
+            Err(_) => false,
+            Ok(mut prepared) => match read_body(&shared, body).await {
+                Ok(b) => {
+                    if let Some(r) = prepared.events_mut().first_mut() {
+                        r.body = b;
+                    }
+                    prepared.commit();
+                    true
+                }
+                // Dropping the prepared enqueue gives its admission back.
+                Err(r) => {
+                    cancel.0 = None;
+                    return Ok(r);
+                }
+            },
+        }
+    };
+    if !admitted {
         cancel.0 = None;
         inc(&shared.counters.rejected_requests);
         return Ok(overloaded(shared.retry.refused()));
@@ -432,12 +449,15 @@ async fn handle(
     Ok(response)
 }
 
+/// The 413 of a body over `max_body_bytes`, counted.
+fn too_large(shared: &Shared) -> Response<Body> {
+    inc(&shared.counters.body_too_large);
+    text(StatusCode::PAYLOAD_TOO_LARGE, "413 Content Too Large\n")
+}
+
 async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<Body>> {
     let max = shared.config.max_body_bytes;
-    let too_large = || {
-        inc(&shared.counters.body_too_large);
-        text(StatusCode::PAYLOAD_TOO_LARGE, "413 Content Too Large\n")
-    };
+    let too_large = || too_large(shared);
     if body.size_hint().lower() > max as u64 {
         return Err(too_large());
     }
