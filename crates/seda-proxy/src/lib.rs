@@ -36,6 +36,7 @@ mod body;
 mod config;
 mod forward;
 mod lag;
+mod pacing;
 mod server;
 
 pub use agent::{routes_sample, serve_agent};
