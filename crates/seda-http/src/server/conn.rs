@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use http::header::{CONNECTION, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Body as _, Incoming};
@@ -16,6 +17,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use seda::{CancelReason::Terminated, CancelToken, Meta};
+use seda_control::RefusalAction;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -391,7 +393,7 @@ async fn handle(
     // hyper calls the service right after parsing the head: the request is born now.
     let born = Instant::now();
     state.begin();
-    let _busy = Busy(state);
+    let busy = Busy(state);
     inc(&shared.counters.requests);
     // Introspection is on the admin address only (`crate::admin`), never here.
     let (head, body) = req.into_parts();
@@ -427,11 +429,26 @@ async fn handle(
             },
         }
     };
+    let policy = &shared.config.refusal;
     if !admitted {
         cancel.0 = None;
         inc(&shared.counters.rejected_requests);
-        return Ok(overloaded(shared.retry.refused()));
+        let mut response = overloaded(shared.retry.refused());
+        // Against clients that resend at once (`seda_control::refusal`).
+        match busy.0.refused(policy) {
+            RefusalAction::Answer => {}
+            // A timer: no CPU while paused.
+            RefusalAction::AnswerAfter(pause) => tokio::time::sleep(pause).await,
+            // hyper closes an HTTP/1 connection after a response that says so.
+            RefusalAction::AnswerAndClose => {
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+        }
+        return Ok(response);
     }
+    busy.0.admitted(policy);
     shared.retry.admitted();
     let response = match rx.await {
         Ok(r) => r,
