@@ -1,5 +1,5 @@
 //! What a front end does with the refusals on one connection, so that clients which resend at
-//! once on a 503 cannot spend the CPU the admitted requests need.
+//! once on a 503 cannot cost the admitted requests their goodput.
 //!
 //! Why: a refusal is cheap, not free. A client that ignores `Retry-After` and resends at once
 //! turns every refusal into another request: the connection refuses as fast as the front end
@@ -8,9 +8,13 @@
 //! `docs/benchmarks.md`) measured, answering every refusal at once, 52,765 refusals a second,
 //! 0.30 of a core in the proxy, and a goodput of 0.925 x the capacity; with `cap:10`, 1,918
 //! refusals a second, 0.05 of a core and 0.978 x, as much as users that back off 100 ms get
-//! (0.977 x). gunicorn's own CPU was the same in every row (0.05 s/s), so what the refusals
-//! took there was not the upstream's CPU but, as far as that run tells, the proxy's time: the
-//! admitted requests wait behind the refusals on the proxy's core.
+//! (0.977 x). What the refusals took is not simply CPU: gunicorn's own CPU was the same in
+//! every row (0.05 s/s), and `close:8`, which refused even more often than `none` (58,783 a
+//! second) with more proxy CPU (0.43 s/s), still kept 0.973 x; a second run of the same
+//! command gave the same picture (`none` 0.929 x, every policy 0.973-0.978 x). The runs do
+//! not say which part of answering every resend at once, on connections that never pause or
+//! close, costs the admitted requests their time; pacing or closing them recovers it, and the
+//! cap does so with the fewest refusals and the least CPU.
 //!
 //! The policies, per connection:
 //! - [`RefusalPolicy::Immediate`]: answer every refusal at once (what HTTP servers do).
