@@ -318,4 +318,20 @@ callgrind_per_request nginx_ofc "$CG_OFC" start_nginx "$(nginx_conf cg-ofc "$CG_
     echo '```'
   done
 } > "$TMP/benchmarks.md"
-if [ "$OUT" = - ]; then cat "$TMP/benchmarks.md"; else cp "$TMP/benchmarks.md" "$OUT"; echo "wrote $OUT"; fi
+if [ "$OUT" = - ]; then cat "$TMP/benchmarks.md"; exit 0; fi
+# Other scripts' sections of the file (between `<!-- NAME:begin -->` and `<!-- NAME:end -->`,
+# e.g. bench/retry-storm.sh's) are kept, after this script's own text.
+python3 - "$OUT" "$TMP/benchmarks.md" <<'PY'
+import re, sys
+out, mine = sys.argv[1], open(sys.argv[2]).read()
+try:
+    old = open(out).read()
+except FileNotFoundError:
+    old = ""
+sections = [m.group(0) for m in re.finditer(r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->\n?", old, re.S)]
+text = mine.rstrip("\n") + "\n"
+for s in sections:
+    text += "\n" + s if s.endswith("\n") else "\n" + s + "\n"
+open(out, "w").write(text)
+PY
+echo "wrote $OUT"

@@ -35,6 +35,12 @@ pub struct ProxyArgs {
     /// `/_seda/stats` (JSON, the routes under `layers`).
     #[arg(long, default_value = crate::admin::DEFAULT)]
     admin: crate::admin::AdminAddr,
+    /// How the refusals on one connection are answered, against clients that resend at once
+    /// on a 503: `none` (at once), `delay:50ms` (each after a pause, no CPU spent meanwhile),
+    /// `close:N` (the connection closed after N in a row) or `cap:N` (N a second at once, the
+    /// rest paced to N a second). Overrides the config file's `refusal`. [default: cap:10]
+    #[arg(long)]
+    refusal: Option<seda_control::RefusalPolicy>,
     /// Print each route's admitted and rejected counts every this many seconds (0: never).
     #[arg(long, default_value_t = 0)]
     stats_every_s: u64,
@@ -42,7 +48,7 @@ pub struct ProxyArgs {
 
 /// Runs the proxy until SIGINT or SIGTERM.
 pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
-    let config = match (&args.config, &args.upstream) {
+    let mut config = match (&args.config, &args.upstream) {
         (Some(path), _) => ProxyConfig::from_file(path)?,
         (None, Some(upstream)) => {
             let target = args.target_ms.map(Duration::from_millis);
@@ -52,6 +58,9 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
             bail!("give --upstream http://host:port (and --target-ms), or --config FILE")
         }
     };
+    if let Some(policy) = args.refusal {
+        config.refusal = policy;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -59,7 +68,7 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     rt.block_on(async {
         let proxy = Proxy::bind(config.clone()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         let addr = proxy.local_addr()?;
-        println!("seda proxy: listening on http://{addr}/");
+        println!("seda proxy: listening on http://{addr}/ (refusals: {})", config.refusal);
         for r in &config.routes {
             let control = r
                 .target

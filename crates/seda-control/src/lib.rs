@@ -88,6 +88,7 @@ mod knob;
 pub mod peers;
 mod pool;
 mod rate;
+pub mod refusal;
 mod retry_after;
 pub mod selftune;
 mod shared;
@@ -115,6 +116,7 @@ pub use rate::response_time::{
     self, ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
 };
 pub use rate::session::{self, SessionAwareConfig, SessionAwareController};
+pub use refusal::{ConnectionRefusals, RefusalAction, RefusalPolicy};
 pub use retry_after::{RetryAfter, RetryAfterConfig, SharedRetryAfter};
 pub use shared::SharedController;
 

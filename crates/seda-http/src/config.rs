@@ -34,6 +34,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use seda_control::RefusalPolicy;
 use serde::{Deserialize, Serialize};
 
 /// A configuration error: what was wrong and where, with the error that caused it.
@@ -169,6 +170,26 @@ pub struct HttpConfig {
     pub admin_addr: Option<SocketAddr>,
     /// Time allowed for in-flight requests at shutdown, ms.
     pub shutdown_timeout_ms: u64,
+    /// How the refusals on one connection are answered, against clients that resend at once
+    /// on a 503 ([`seda_control::refusal`], the proxy's policy): `"none"`, `"delay:50ms"`,
+    /// `"close:N"` (HTTP/1 only) or `"cap:N"` (the default, `cap:10`).
+    #[serde(with = "refusal_text")]
+    pub refusal: RefusalPolicy,
+}
+
+/// A [`RefusalPolicy`] in configuration files: its text form (`cap:10`).
+mod refusal_text {
+    use seda_control::RefusalPolicy;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub(super) fn serialize<S: Serializer>(p: &RefusalPolicy, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(p)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RefusalPolicy, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(D::Error::custom)
+    }
 }
 
 impl Default for HttpConfig {
@@ -189,6 +210,7 @@ impl Default for HttpConfig {
             retry_after_s: 1,
             admin_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             shutdown_timeout_ms: 5_000,
+            refusal: RefusalPolicy::default(),
         }
     }
 }
@@ -196,6 +218,12 @@ impl Default for HttpConfig {
 impl HttpConfig {
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Err(e) = self.refusal.validate() {
+            return Err(ConfigError::Invalid {
+                setting: "http.refusal",
+                reason: e.to_string(),
+            });
+        }
         if self.max_header_bytes < 8192 {
             return Err(ConfigError::Invalid {
                 setting: "http.max_header_bytes",

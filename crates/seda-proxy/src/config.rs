@@ -4,6 +4,7 @@
 //! listen = "127.0.0.1:8080"
 //! upstream_timeout_ms = 30000      # time to the upstream's response head (504 after it)
 //! trusted_tiers = ["10.0.0.5"]     # clients whose x-seda-criticality is honoured (default none)
+//! refusal = "cap:10"               # refusals a connection gets at once a second; the rest paced
 //!
 //! [[route]]                        # the longest matching prefix wins
 //! prefix = "/search"
@@ -24,6 +25,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use http::Uri;
+use seda_control::RefusalPolicy;
 use seda_tower::Criticality;
 use serde::Deserialize;
 
@@ -45,6 +47,10 @@ pub struct ProxyConfig {
     pub header_read_timeout: Duration,
     /// Most client connections open at once.
     pub max_connections: usize,
+    /// How the refusals on one connection are answered, so that clients which resend at once
+    /// cannot spend the CPU the admitted requests need (`seda_control::refusal`; default
+    /// `cap:10`).
+    pub refusal: RefusalPolicy,
     /// The routes, in the order given.
     pub routes: Vec<RouteConfig>,
     /// Clients (our own front tiers) whose `x-seda-criticality` header is honoured; from any
@@ -112,6 +118,7 @@ struct FileConfig {
     upstream_timeout_ms: Option<u64>,
     header_read_timeout_ms: Option<u64>,
     max_connections: Option<usize>,
+    refusal: Option<String>,
     #[serde(rename = "route", default)]
     routes: Vec<FileRoute>,
     #[serde(default)]
@@ -141,6 +148,7 @@ impl ProxyConfig {
             upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            refusal: RefusalPolicy::default(),
             routes: vec![RouteConfig {
                 prefix: "/".into(),
                 upstream: parse_upstream(upstream)?,
@@ -188,6 +196,12 @@ impl ProxyConfig {
                 .header_read_timeout_ms
                 .map_or(DEFAULT_HEADER_READ_TIMEOUT, Duration::from_millis),
             max_connections: file.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            refusal: match file.refusal {
+                None => RefusalPolicy::default(),
+                Some(text) => text
+                    .parse()
+                    .map_err(|e| ConfigError::Invalid(format!("refusal: {e}")))?,
+            },
             routes,
             trusted_tiers: file.trusted_tiers,
         };
@@ -232,6 +246,9 @@ impl ProxyConfig {
         }
         if self.max_connections == 0 {
             return invalid("max_connections must be above 0".into());
+        }
+        if let Err(e) = self.refusal.validate() {
+            return invalid(format!("refusal: {e}"));
         }
         Ok(())
     }
@@ -313,6 +330,10 @@ mod tests {
             (
                 "listen = \"127.0.0.1:1\"\n[[route]]\nprefix = \"/\"\nupstream = \"http://h:1\"\ntarget_ms = 5\ndeadline_ms = 0",
                 "deadline_ms must be above 0",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\nrefusal = \"cap:0\"\n[[route]]\nprefix = \"/\"\nupstream = \"http://h:1\"",
+                "at least 1 refusal",
             ),
         ];
         for (text, expect) in cases {

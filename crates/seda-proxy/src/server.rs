@@ -25,6 +25,7 @@ use crate::body::ProxyBody;
 use crate::config::{ProxyConfig, RouteConfig};
 use crate::forward::{ClientAddr, Forward, local};
 use crate::lag::LagMeter;
+use crate::pacing::Pacing;
 
 /// One route, ready to serve.
 #[derive(Clone)]
@@ -127,6 +128,7 @@ impl Proxy {
         let routes: Arc<Vec<Route>> = Arc::new(self.routes);
         let permits = Arc::new(Semaphore::new(self.config.max_connections));
         let header_timeout = self.config.header_read_timeout;
+        let policy = self.config.refusal;
         loop {
             // At the connection limit, new connections wait in the listen backlog.
             let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -146,10 +148,12 @@ impl Proxy {
             let lag = lag.clone();
             tokio::spawn(async move {
                 lag.connection_started(accepted);
+                let pacing = Arc::new(Pacing::new(policy, accepted));
                 let service = service_fn(move |mut req: Request<Incoming>| {
                     req.extensions_mut().insert(ClientAddr(peer));
                     let routes = Arc::clone(&routes);
-                    async move { dispatch(&routes, req).await }
+                    let pacing = Arc::clone(&pacing);
+                    async move { dispatch(&routes, &pacing, req).await }
                 });
                 let _ = http1::Builder::new()
                     .timer(TokioTimer::new())
@@ -232,8 +236,12 @@ fn matches(prefix: &str, path: &str) -> bool {
             && (prefix.ends_with('/') || path.as_bytes().get(prefix.len()) == Some(&b'/')))
 }
 
+/// Routes one request. A refusal is decided when the route's layer is called, before anything
+/// reads the request's body (hyper then drains a body already buffered, or closes the
+/// connection rather than read the rest); the connection's [`Pacing`] says when it is answered.
 async fn dispatch(
     routes: &[Route],
+    pacing: &Pacing,
     mut req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
     let Some(route) = routes.iter().find(|r| matches(&r.prefix, req.uri().path())) else {
@@ -241,7 +249,15 @@ async fn dispatch(
     };
     route.edge.apply(&mut req);
     match route.service.clone() {
-        RouteService::Controlled(mut s) => s.call(req).await,
+        RouteService::Controlled(mut s) => {
+            let answer = s.call(req);
+            if answer.is_rejected() {
+                let response = answer.await?;
+                return Ok(pacing.refused(response).await);
+            }
+            pacing.admitted();
+            answer.await
+        }
         RouteService::Open(mut s) => s.call(req).await,
     }
 }

@@ -93,14 +93,31 @@ where
 }
 
 /// `503 Service Unavailable` with `Retry-After` and the reason; the body is the response
-/// type's default (empty for axum's and hyper's bodies).
+/// type's default (empty for axum's and hyper's bodies). Built from parts rendered once: the
+/// reason is a static header value and the `Retry-After` values a refusal can carry are
+/// rendered at first use ([`retry_after_value`]), so a refusal formats nothing and allocates
+/// only the response's header map.
 fn unavailable<RB: Default>(reason: &'static str, retry_after_s: u32) -> Response<RB> {
     let mut response = Response::new(RB::default());
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     let headers = response.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+    headers.insert(header::RETRY_AFTER, retry_after_value(retry_after_s));
     headers.insert(REJECT_HEADER, HeaderValue::from_static(reason));
     response
+}
+
+/// `Retry-After` values rendered once: up to this many seconds (the stretched wait of
+/// `SharedRetryAfter` stays within 24 x its base; a larger value is rendered per refusal).
+const RENDERED_RETRY_AFTER: u32 = 600;
+
+/// The header value of `seconds`, cloned (a reference count) from the ones rendered once.
+fn retry_after_value(seconds: u32) -> HeaderValue {
+    static RENDERED: std::sync::LazyLock<Vec<HeaderValue>> =
+        std::sync::LazyLock::new(|| (0..=RENDERED_RETRY_AFTER).map(HeaderValue::from).collect());
+    match RENDERED.get(seconds as usize) {
+        Some(v) => v.clone(),
+        None => HeaderValue::from(seconds),
+    }
 }
 
 pin_project! {
@@ -108,6 +125,15 @@ pin_project! {
     pub struct HttpResponseFuture<F, RB> {
         #[pin]
         state: HttpState<F, RB>,
+    }
+}
+
+impl<F, RB> HttpResponseFuture<F, RB> {
+    /// Whether the layer refused the request (its answer is the 503, decided before anything
+    /// read the request's body). A front end uses it to pace the refusals on one connection
+    /// (`seda_control::refusal`); an upstream's own 503 is not a refusal.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.state, HttpState::Rejected { .. })
     }
 }
 

@@ -313,6 +313,13 @@ impl<E: Event> Prepared<E> {
         }
     }
 
+    /// The admitted events, to fill in what admission did not need before they are committed:
+    /// a front end admits a request on its head and reads its body only once admitted, so a
+    /// refusal never costs the body's reading.
+    pub fn events_mut(&mut self) -> &mut [E] {
+        self.events.as_deref_mut().unwrap_or_default()
+    }
+
     /// Releases the reservation and gives the events back.
     pub fn abort(mut self) -> Vec<E> {
         let events = self.events.take().unwrap_or_default();

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use http::header::{CONNECTION, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Body as _, Incoming};
@@ -16,6 +17,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use seda::{CancelReason::Terminated, CancelToken, Meta};
+use seda_control::RefusalAction;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -392,7 +394,7 @@ async fn handle(
     // hyper calls the service right after parsing the head: the request is born now.
     let born = Instant::now();
     state.begin();
-    let _busy = Busy(state);
+    let busy = Busy(state);
     inc(&shared.counters.requests);
     // Introspection is on the admin address only (`crate::admin`), never here.
     let (head, body) = req.into_parts();
@@ -404,31 +406,63 @@ async fn handle(
             return Ok(budget::missed());
         }
     };
-    let body = if body.is_end_stream() {
-        Bytes::new()
-    } else {
-        match read_body(&shared, body).await {
-            Ok(b) => b,
-            Err(r) => return Ok(r),
-        }
-    };
     let mut meta = Meta::born_at(born);
     meta.deadline = deadline;
     let mut cancel = CancelOnDrop(Some(meta.cancel.clone()), &shared);
     let (reply, rx) = Reply::channel();
-    if let Err(rejected) = shared
-        .sink
-        .enqueue(HttpRequest::new(meta, head, body, reply))
-    {
-        drop(rejected);
+    let request = HttpRequest::new(meta, head, Bytes::new(), reply);
+    // Admission is decided on the head, before a body is read: a refusal never costs reading
+    // (and holding) the body, and hyper, finding the body unread, drains what it already
+    // buffered or closes the connection rather than read the rest. A body declared too large
+    // is refused first, as that costs nothing either.
+    let admitted = if body.is_end_stream() {
+        shared.sink.enqueue(request).is_ok()
+    } else if body.size_hint().lower() > shared.config.max_body_bytes as u64 {
+        cancel.0 = None;
+        return Ok(too_large(&shared));
+    } else {
+        match shared.sink.enqueue_prepare(vec![request]) {
+            Err(_) => false,
+            Ok(mut prepared) => match read_body(&shared, body).await {
+                Ok(b) => {
+                    if let Some(r) = prepared.events_mut().first_mut() {
+                        r.body = b;
+                    }
+                    prepared.commit();
+                    true
+                }
+                // Dropping the prepared enqueue gives its admission back.
+                Err(r) => {
+                    cancel.0 = None;
+                    return Ok(r);
+                }
+            },
+        }
+    };
+    let policy = &shared.config.refusal;
+    if !admitted {
         cancel.0 = None;
         if budget::passed(deadline) {
             inc(&shared.counters.deadline_missed);
             return Ok(budget::missed());
         }
         inc(&shared.counters.rejected_requests);
-        return Ok(overloaded(shared.retry.refused()));
+        let mut response = overloaded(shared.retry.refused());
+        // Against clients that resend at once (`seda_control::refusal`).
+        match busy.0.refused(policy) {
+            RefusalAction::Answer => {}
+            // A timer: no CPU while paused.
+            RefusalAction::AnswerAfter(pause) => tokio::time::sleep(pause).await,
+            // hyper closes an HTTP/1 connection after a response that says so.
+            RefusalAction::AnswerAndClose => {
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+        }
+        return Ok(response);
     }
+    busy.0.admitted(policy);
     shared.retry.admitted();
     let response = match rx.await {
         Ok(r) => r,
@@ -451,12 +485,15 @@ async fn handle(
     Ok(response)
 }
 
+/// The 413 of a body over `max_body_bytes`, counted.
+fn too_large(shared: &Shared) -> Response<Body> {
+    inc(&shared.counters.body_too_large);
+    text(StatusCode::PAYLOAD_TOO_LARGE, "413 Content Too Large\n")
+}
+
 async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<Body>> {
     let max = shared.config.max_body_bytes;
-    let too_large = || {
-        inc(&shared.counters.body_too_large);
-        text(StatusCode::PAYLOAD_TOO_LARGE, "413 Content Too Large\n")
-    };
+    let too_large = || too_large(shared);
     if body.size_hint().lower() > max as u64 {
         return Err(too_large());
     }

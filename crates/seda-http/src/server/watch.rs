@@ -4,6 +4,8 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+
+use seda_control::{ConnectionRefusals, RefusalAction, RefusalPolicy};
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -35,6 +37,8 @@ pub(crate) struct ConnState {
     /// How long the connection was idle before its current (or last) request, µs; `u64::MAX`
     /// before a second request.
     gap_us: AtomicU64,
+    /// Its refusals, for `HttpConfig::refusal` (one request at a time on HTTP/1: uncontended).
+    refusals: parking_lot::Mutex<ConnectionRefusals>,
 }
 
 /// The verdict of a connection's timer.
@@ -57,7 +61,20 @@ impl ConnState {
             in_flight: AtomicU32::new(0),
             park: AtomicU8::new(PARK_NO),
             gap_us: AtomicU64::new(u64::MAX),
+            refusals: parking_lot::Mutex::new(ConnectionRefusals::new()),
         })
+    }
+
+    /// A request on the connection was refused: what `policy` says to do with the refusal.
+    pub(crate) fn refused(&self, policy: &RefusalPolicy) -> RefusalAction {
+        self.refusals.lock().refused(policy, self.epoch.elapsed())
+    }
+
+    /// A request on the connection was admitted (only `close:N` counts refusals in a row).
+    pub(crate) fn admitted(&self, policy: &RefusalPolicy) {
+        if let RefusalPolicy::CloseAfter(_) = policy {
+            self.refusals.lock().admitted();
+        }
     }
 
     fn now_us(&self) -> u64 {

@@ -122,6 +122,104 @@ fn a_full_queue_answers_503_with_retry_after_at_once(per_core: bool) {
     held.runtime.shutdown_timeout(WAIT);
 }
 
+/// A request whose body has not arrived is refused on its head: the 503 comes without the
+/// body being waited for, and an admitted request's body is read after its admission.
+fn a_refusal_is_decided_before_the_body_is_read(per_core: bool) {
+    let held = held_stage();
+    let server = front(&held, per_core);
+    let addr = server.local_addr();
+    let a = spawn_get(addr, "/a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
+    let b = spawn_get(addr, "/b");
+    assert!(eventually(WAIT, || held.sink.len() == 1), "b queued");
+    // The head of a 100 KB POST, and not a byte of its body: reading the body first would
+    // wait for it until the head timeout (10 s), past this client's read timeout.
+    let mut c = Conn::open(addr);
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .expect("timeout");
+    c.send(b"POST /c HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n")
+        .expect("send head");
+    let r = c.read_response(false).expect("a 503 without the body");
+    assert_eq!(r.status, 503);
+    assert_eq!(server.stats().rejected_requests, 1);
+    held.release.send(()).expect("release a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("b started"), "/b");
+    held.release.send(()).expect("release b");
+    assert_eq!(a.join().expect("a").text(), "/a");
+    assert_eq!(b.join().expect("b").text(), "/b");
+    // Admitted, the body is read, then the request is handled.
+    let d = thread::spawn(move || {
+        let mut d = Conn::open(addr);
+        d.send(b"POST /d HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\n\r\nhello")
+            .expect("send");
+        d.read_response(false).expect("response")
+    });
+    assert_eq!(held.started.recv_timeout(WAIT).expect("d started"), "/d");
+    held.release.send(()).expect("release d");
+    assert_eq!(d.join().expect("d").text(), "/d");
+    server.shutdown(WAIT);
+    held.runtime.shutdown_timeout(WAIT);
+}
+
+/// The connection's refusal policy (`HttpConfig::refusal`), on a stage that refuses every
+/// request while it holds two: `close:2` answers the second refusal in a row with
+/// `Connection: close` and closes the socket; `delay:200ms` answers no refusal sooner.
+fn refusals_follow_the_connection_policy(per_core: bool) {
+    let held = held_stage();
+    let config = |refusal: &str| HttpConfig {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        threads: 2,
+        per_core,
+        refusal: refusal.parse().expect("policy"),
+        ..HttpConfig::default()
+    };
+    let closing = HttpServer::start(config("close:2"), held.sink.clone(), None).expect("start");
+    let delaying =
+        HttpServer::start(config("delay:200ms"), held.sink.clone(), None).expect("start");
+    let a = spawn_get(closing.local_addr(), "/a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("a started"), "/a");
+    let b = spawn_get(closing.local_addr(), "/b");
+    assert!(eventually(WAIT, || held.sink.len() == 1), "b queued");
+
+    let mut c = Conn::open(closing.local_addr());
+    let first = c.get("/c", "");
+    assert_eq!(first.status, 503);
+    assert_ne!(
+        first.header("connection"),
+        Some("close"),
+        "one refusal keeps it"
+    );
+    let second = c.get("/c", "");
+    assert_eq!(second.status, 503);
+    assert_eq!(second.header("connection"), Some("close"));
+    assert!(
+        c.closed_by_server(),
+        "closed after the second refusal in a row"
+    );
+
+    let mut d = Conn::open(delaying.local_addr());
+    for _ in 0..2 {
+        let sent = Instant::now();
+        let r = d.get("/d", "");
+        assert_eq!(r.status, 503);
+        let took = sent.elapsed();
+        assert!(
+            took >= Duration::from_millis(200),
+            "a refusal after {took:?}"
+        );
+    }
+
+    held.release.send(()).expect("release a");
+    assert_eq!(held.started.recv_timeout(WAIT).expect("b started"), "/b");
+    held.release.send(()).expect("release b");
+    assert_eq!(a.join().expect("a").text(), "/a");
+    assert_eq!(b.join().expect("b").text(), "/b");
+    closing.shutdown(WAIT);
+    delaying.shutdown(WAIT);
+    held.runtime.shutdown_timeout(WAIT);
+}
+
 fn a_client_that_disconnects_cancels_its_request(per_core: bool) {
     let held = held_stage();
     let server = front(&held, per_core);
@@ -241,4 +339,24 @@ fn the_shutdown_wait_is_bounded_per_core() {
 #[test]
 fn the_shutdown_wait_is_bounded_shared() {
     the_shutdown_wait_is_bounded(false);
+}
+
+#[test]
+fn a_refusal_is_decided_before_the_body_is_read_per_core() {
+    a_refusal_is_decided_before_the_body_is_read(true);
+}
+
+#[test]
+fn a_refusal_is_decided_before_the_body_is_read_shared() {
+    a_refusal_is_decided_before_the_body_is_read(false);
+}
+
+#[test]
+fn refusals_follow_the_connection_policy_per_core() {
+    refusals_follow_the_connection_policy(true);
+}
+
+#[test]
+fn refusals_follow_the_connection_policy_shared() {
+    refusals_follow_the_connection_policy(false);
 }

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# A retry storm through `seda proxy`, under each refusal policy, in one run; writes its section
+# of docs/benchmarks.md.
+#
+#   bench/retry-storm.sh [SECONDS] [POLICY...]
+#
+# The upstream is gunicorn (Debian's, 4 sync workers), as the lab's `proxy-spike` runs it, with
+# a designed capacity: each page renders 200 rows of HTML (the lab's page, from rows in memory
+# rather than PostgreSQL) and holds its worker until HOLD_S (40 ms) since it began, so the
+# service answers 4 / 0.04 = 100 pages a second whatever else the machine runs, as long as its
+# workers get the CPU for the page's real work. gunicorn and `seda proxy --target-ms 500` are
+# pinned to core 0, sharing it as a proxy and its service share a machine; `seda load` runs
+# on core 1: USERS (200) closed users with no think time and no back-off (a 503 is followed by
+# the next request at once, on the same connection, unless the proxy closes it).
+#
+# For each policy (default: none delay:10ms delay:50ms close:1 close:8 cap:10 cap:50), a fresh
+# proxy and upstream, 2 s of warm-up, then SECONDS (10) measured:
+#   - goodput / capacity: replies within the 500 ms target per second, over 100/s;
+#   - p90 of the replies (ms);
+#   - refusals (503s) per second, and the errors and timeouts the clients saw;
+#   - the proxy's and the upstream's CPU, seconds per second (user + system from /proc,
+#     all threads, the whole process tree for gunicorn), over warm-up and run.
+# A last row runs policy `none` with users that wait BACKOFF (100 ms) after a 503: what the
+# service keeps when its clients behave, the figure a policy aims at.
+# All figures come from one run; they move with other load on the machine (the load average
+# is printed).
+#
+# Env: SEDA_BIN (default: cargo build --release -p seda-cli, in CARGO_TARGET_DIR or target/),
+# OUT (default docs/benchmarks.md, whose section between the retry-storm markers is replaced;
+# `-` for stdout only), USERS (200).
+set -euo pipefail
+DUR=${1:-10}
+shift || true
+POLICIES=("$@")
+[ ${#POLICIES[@]} -gt 0 ] || POLICIES=(none delay:10ms delay:50ms close:1 close:8 cap:10 cap:50)
+USERS=${USERS:-200}
+WARMUP=2
+BACKOFF=100ms
+HOLD_S=0.04
+WORKERS=4
+TARGET_MS=500
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$HERE/docs/benchmarks.md}
+ARGS="$DUR ${POLICIES[*]}"
+
+need=()
+command -v gunicorn >/dev/null || need+=(gunicorn)
+command -v taskset >/dev/null || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get install -y "${need[@]}"
+fi
+[ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (servers on core 0, generator on core 1)"; exit 1; }
+if [ -z "${SEDA_BIN:-}" ]; then
+  (cd "$HERE" && cargo build --release -q -p seda-cli)
+  SEDA_BIN="${CARGO_TARGET_DIR:-$HERE/target}/release/seda"
+fi
+
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+HZ=$(getconf CLK_TCK)
+# User + system ticks of a process tree (every thread of every process).
+tree_ticks() {
+  local t=0 p s
+  for p in "$@" $(pgrep -P "$1" || true); do
+    for s in /proc/"$p"/task/*/stat; do
+      t=$((t + $(awk '{print $14 + $15}' "$s" 2>/dev/null || echo 0)))
+    done
+  done
+  echo "$t"
+}
+wait_up() {
+  for _ in $(seq 300); do
+    curl -s -o /dev/null "$1" && return 0
+    sleep 0.1
+  done
+  echo "no answer from $1" >&2; return 1
+}
+
+cat > "$TMP/page.py" <<'PY'
+# The lab's proxy-spike page (crates/seda-lab/src/peers/gunicorn.rs) without its database: a
+# page of 200 rows rendered as HTML, the worker held until HOLD_S since the page began.
+import hashlib
+import html
+import os
+import random
+import time
+
+HOLD_S = float(os.environ["HOLD_S"])
+ROWS = [(i, "item %d" % i, hashlib.md5(str(i).encode()).hexdigest() * 8) for i in range(1, 1001)]
+PAGE = 200
+
+
+def app(environ, start_response):
+    began = time.monotonic()
+    start = random.randrange(len(ROWS) - PAGE)
+    cells = "".join(
+        f"<tr><td>{i}</td><td>{html.escape(t)}</td><td>{html.escape(b)}</td></tr>"
+        for i, t, b in ROWS[start:start + PAGE]
+    )
+    body = f"<html><body><table>{cells}</table></body></html>".encode()
+    rest = HOLD_S - (time.monotonic() - began)
+    if rest > 0:
+        time.sleep(rest)
+    start_response(
+        "200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
+PY
+CAPACITY=$(awk -v w="$WORKERS" -v h="$HOLD_S" 'BEGIN {print w / h}')
+
+# run POLICY [LABEL LOAD_ARGS...]: one row of the table
+run() {
+  local policy=$1 label=${2:-$1} up px gun proxy a_p a_u b_p b_u secs
+  shift; shift || true
+  up=$(free_port); px=$(free_port)
+  HOLD_S=$HOLD_S taskset -c 0 gunicorn --workers "$WORKERS" --worker-class sync \
+    --bind "127.0.0.1:$up" --backlog 2048 --chdir "$TMP" page:app > "$TMP/gunicorn.log" 2>&1 &
+  gun=$!; PIDS+=("$gun")
+  taskset -c 0 "$SEDA_BIN" proxy --listen "127.0.0.1:$px" --upstream "http://127.0.0.1:$up" \
+    --target-ms "$TARGET_MS" --refusal "$policy" --admin off > "$TMP/proxy.log" 2>&1 &
+  proxy=$!; PIDS+=("$proxy")
+  wait_up "http://127.0.0.1:$up/"; wait_up "http://127.0.0.1:$px/"
+  a_p=$(tree_ticks "$proxy"); a_u=$(tree_ticks "$gun")
+  taskset -c 1 "$SEDA_BIN" load "http://127.0.0.1:$px/" -c "$USERS" -d "${DUR}s" \
+    --warmup "${WARMUP}s" --goodput-target "${TARGET_MS}ms" --no-progress --json "$@" \
+    > "$TMP/load.json"
+  b_p=$(tree_ticks "$proxy"); b_u=$(tree_ticks "$gun")
+  kill "$proxy" "$gun"; wait "$proxy" "$gun" 2>/dev/null || true
+  secs=$((DUR + WARMUP))
+  python3 - "$TMP/load.json" "$label" "$CAPACITY" "$((b_p - a_p))" "$((b_u - a_u))" "$HZ" "$secs" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+s = report["summary"]
+policy, cap = sys.argv[2], float(sys.argv[3])
+proxy_ticks, up_ticks, hz, secs = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
+errors = s["errors"] + s["timeouts"]
+print(
+    f"| {policy} | {s['goodput_per_s'] / cap:.3f} | {s['latency']['p90_ms']:.0f} "
+    f"| {s['rejected'] / s['duration_s']:.0f} | {errors} "
+    f"| {proxy_ticks / hz / secs:.3f} | {up_ticks / hz / secs:.3f} |"
+)
+PY
+}
+
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+ROWS=$TMP/rows.md
+for p in "${POLICIES[@]}"; do
+  run "$p" | tee -a "$ROWS"
+done
+# The reference: the same users, had they backed off (no policy needed then).
+run none "none, users back off ${BACKOFF}" --backoff "$BACKOFF" | tee -a "$ROWS"
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+{
+  echo "<!-- retry-storm:begin -->"
+  echo "## A retry storm through the proxy, by refusal policy"
+  echo
+  echo "Generated by \`bench/retry-storm.sh $ARGS\` on $(date -u '+%Y-%m-%d %H:%M UTC'),"
+  echo "commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$HERE" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)');"
+  echo "load average $LOAD_BEFORE before and $LOAD_AFTER after. Do not edit by hand: run the"
+  echo "command again."
+  echo
+  echo "$USERS closed users with no back-off (\`seda load -c $USERS\`, core 1) through \`seda proxy"
+  echo "--target-ms $TARGET_MS --refusal POLICY\` to gunicorn ($WORKERS sync workers, each page holding"
+  echo "its worker ${HOLD_S} s: a capacity of $CAPACITY pages/s), both on core 0. Goodput: replies"
+  echo "within ${TARGET_MS} ms per second over the capacity; p90 of the replies; refusals (503s) per"
+  echo "second; errors and timeouts at the client; CPU seconds per second of the proxy and of"
+  echo "gunicorn's processes. ${DUR} s measured per policy after ${WARMUP} s of warm-up. The"
+  echo "last row is the reference: policy \`none\` with users that wait ${BACKOFF} after a 503."
+  echo
+  echo "| refusal policy | goodput / capacity | p90 ms | refusals/s | errors | proxy CPU s/s | upstream CPU s/s |"
+  echo "|---|---|---|---|---|---|---|"
+  cat "$ROWS"
+  echo "<!-- retry-storm:end -->"
+} > "$TMP/section.md"
+
+if [ "$OUT" = - ]; then
+  cat "$TMP/section.md"
+  exit 0
+fi
+# Replace the section between the markers, or append it; the rest of the file is left as is.
+python3 - "$OUT" "$TMP/section.md" <<'PY'
+import re, sys
+path, section = sys.argv[1], open(sys.argv[2]).read()
+try:
+    text = open(path).read()
+except FileNotFoundError:
+    text = ""
+pattern = re.compile(r"<!-- retry-storm:begin -->.*?<!-- retry-storm:end -->\n?", re.S)
+if pattern.search(text):
+    text = pattern.sub(lambda _: section, text)
+else:
+    text = text.rstrip("\n") + ("\n\n" if text else "") + section
+open(path, "w").write(text)
+PY
+echo "wrote $OUT"
