@@ -20,8 +20,11 @@
 #   - refusals (503s) per second, and the errors and timeouts the clients saw;
 #   - the proxy's and the upstream's CPU, seconds per second (user + system from /proc,
 #     all threads, the whole process tree for gunicorn), over warm-up and run.
-# A last row runs policy `none` with users that wait BACKOFF (100 ms) after a 503: what the
-# service keeps when its clients behave, the figure a policy aims at.
+# Three last rows run policy `none` with clients that help, or make it worse: users that wait
+# BACKOFF (100 ms) after a 503 (what the service keeps when its clients behave, the figure a
+# policy aims at); users that retry a refused request 3 times at once (`seda load --retries
+# 3`); and the same users throttling themselves (Google SRE's adaptive throttling, `--throttle`)
+# with their retries in a 10% budget (`--retry-budget 0.1`).
 # All figures come from one run; they move with other load on the machine (the load average
 # is printed).
 #
@@ -147,7 +150,8 @@ errors = s["errors"] + s["timeouts"]
 print(
     f"| {policy} | {s['goodput_per_s'] / cap:.3f} | {s['latency']['p90_ms']:.0f} "
     f"| {s['rejected'] / s['duration_s']:.0f} | {errors} "
-    f"| {proxy_ticks / hz / secs:.3f} | {up_ticks / hz / secs:.3f} |"
+    f"| {proxy_ticks / hz / secs:.3f} | {up_ticks / hz / secs:.3f} "
+    f"| {s['retries'] / max(s['sent'], 1):.3f} |"
 )
 PY
 }
@@ -159,6 +163,10 @@ for p in "${POLICIES[@]}"; do
 done
 # The reference: the same users, had they backed off (no policy needed then).
 run none "none, users back off ${BACKOFF}" --backoff "$BACKOFF" | tee -a "$ROWS"
+# Clients that retry at once, then the same clients throttled with a retry budget.
+run none "none, users retry 3 x at once" --retries 3 | tee -a "$ROWS"
+run none "none, users retry 3 x in a 10% budget, throttled" --retries 3 --retry-budget 0.1 \
+  --throttle | tee -a "$ROWS"
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 {
@@ -176,10 +184,13 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "within ${TARGET_MS} ms per second over the capacity; p90 of the replies; refusals (503s) per"
   echo "second; errors and timeouts at the client; CPU seconds per second of the proxy and of"
   echo "gunicorn's processes. ${DUR} s measured per policy after ${WARMUP} s of warm-up. The"
-  echo "last row is the reference: policy \`none\` with users that wait ${BACKOFF} after a 503."
+  echo "last rows are references with policy \`none\`: users that wait ${BACKOFF} after a 503;"
+  echo "users that retry a refused request 3 times at once (\`seda load --retries 3\`); and"
+  echo "the same users throttled (\`--throttle\`, Google SRE's) with a 10% retry budget"
+  echo "(\`--retry-budget 0.1\`). Retries / request: retries sent over requests sent."
   echo
-  echo "| refusal policy | goodput / capacity | p90 ms | refusals/s | errors | proxy CPU s/s | upstream CPU s/s |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| refusal policy | goodput / capacity | p90 ms | refusals/s | errors | proxy CPU s/s | upstream CPU s/s | retries / request |"
+  echo "|---|---|---|---|---|---|---|---|"
   cat "$ROWS"
   echo "<!-- retry-storm:end -->"
 } > "$TMP/section.md"
