@@ -132,6 +132,8 @@ pub struct ClientConfig {
     /// request is refused here, never sent, with probability `max(0, (requests - K x
     /// accepts) / (requests + 1))` over the throttle's window, `accepts` the replies that were
     /// not a 503 (counted in [`Counts::refused`](crate::record::Counts) as the AIMD stub's are).
+    /// A closed-model user refused this way waits as after a 503 ([`backoff_on_503`](
+    /// Self::backoff_on_503)), or [`error_pause`](Self::error_pause) without one.
     pub throttle: Option<ThrottleConfig>,
     /// Send a request the server refused (`503`) again at once, up to this many times: a
     /// client with retries (gRPC's `maxAttempts` - 1), which makes a retry storm of an

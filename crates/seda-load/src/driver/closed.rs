@@ -110,8 +110,18 @@ async fn user(
                 tokio::time::sleep(ctx.cfg.client.error_pause).await;
                 last = None;
             }
-            // Refused only happens in the open model (`LoadConfig::validate`).
-            Outcome::Timeout | Outcome::Refused => last = None,
+            // The client's throttle refused the request without sending it: the user gets the
+            // error at once, and waits as after a 503 (or an error), so that a user without
+            // think time does not spin refusing itself millions of times a second (the
+            // throttle counts each try: its refusal probability would stay near 1).
+            Outcome::Refused => {
+                let wait = ctx.cfg.client.wait_after_503(None);
+                tokio::time::sleep(wait.unwrap_or(ctx.cfg.client.error_pause)).await;
+                session.restart();
+                last = None;
+                continue;
+            }
+            Outcome::Timeout => last = None,
             Outcome::Response { .. } => {}
         }
         let think = session.think_time().unwrap_or_else(|| {

@@ -304,6 +304,28 @@ fn retries_storm_a_refusing_server_unless_a_budget_bounds_them() {
 }
 
 #[test]
+fn a_throttled_user_without_think_time_pauses_after_its_own_refusal() {
+    // 10 closed users with no think time and no back-off, throttled, against a server that
+    // refuses everything for 1 s. A user refused by its own throttle waits the error pause
+    // (100 ms) instead of trying again at once: at most about 10 users x 10 pauses of
+    // refusals, where a spinning user would refuse itself millions of times.
+    let server = TestServer::start(|_| Reply::status(503));
+    let mut cfg = closed(&server.url("/"), 10, Duration::ZERO, MS(1000));
+    cfg.client.throttle = Some(ThrottleConfig {
+        k: 2.0,
+        window: MS(1000),
+    });
+    let r = seda_load::run(cfg).unwrap();
+    assert_counts_add_up(&r);
+    let c = r.summary.counts;
+    assert!(c.refused > 0, "the throttle refused: {c:?}");
+    assert!(
+        c.refused <= 150,
+        "users paused after refusing themselves: {c:?}"
+    );
+}
+
+#[test]
 fn a_full_aimd_window_refuses_open_arrivals_at_once() {
     // 500/s against a server that takes 20 ms and a window of at most 3: at most 150/s fit,
     // the rest must be refused by the client without reaching the server or waiting.
