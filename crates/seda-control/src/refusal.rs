@@ -4,17 +4,16 @@
 //! Why: a refusal is cheap, not free. A client that ignores `Retry-After` and resends at once
 //! turns every refusal into another request: the connection refuses as fast as the front end
 //! can parse, decide and write. `bench/retry-storm.sh` (200 such users through `seda proxy` to
-//! a 4-worker gunicorn of 100 pages/s, proxy and gunicorn sharing one core; its table is in
-//! `docs/benchmarks.md`) measured, answering every refusal at once, 52,765 refusals a second,
-//! 0.30 of a core in the proxy, and a goodput of 0.925 x the capacity; with `cap:10`, 1,918
-//! refusals a second, 0.05 of a core and 0.978 x, as much as users that back off 100 ms get
-//! (0.977 x). What the refusals took is not simply CPU: gunicorn's own CPU was the same in
-//! every row (0.05 s/s), and `close:8`, which refused even more often than `none` (58,783 a
-//! second) with more proxy CPU (0.43 s/s), still kept 0.973 x; a second run of the same
-//! command gave the same picture (`none` 0.929 x, every policy 0.973-0.978 x). The runs do
-//! not say which part of answering every resend at once, on connections that never pause or
-//! close, costs the admitted requests their time; pacing or closing them recovers it, and the
-//! cap does so with the fewest refusals and the least CPU.
+//! a 4-worker gunicorn of 100 pages/s, proxy and gunicorn sharing one core) writes its table
+//! into `docs/benchmarks.md`. Its runs: answering every refusal at once costs the proxy most
+//! of a core (50,000-160,000 refusals a second) and some of the goodput (0.93-0.97 x the
+//! capacity, the lower on a busier machine); with `cap:10` the proxy answers about 1,900
+//! refusals a second at a twentieth of a core, and keeps as much goodput as users that back
+//! off 100 ms. What the refusals took is not simply CPU: gunicorn's own CPU was the same in
+//! every row, and `close:8`, which refused as often as `none`, kept as much goodput as the
+//! other policies. The runs do not say which part of answering every resend at once costs the
+//! admitted requests their time; pacing or closing recovers it, and the cap does so with the
+//! fewest refusals and the least CPU.
 //!
 //! The policies, per connection:
 //! - [`RefusalPolicy::Immediate`]: answer every refusal at once (what HTTP servers do).

@@ -18,8 +18,8 @@
 //! connection's refusal policy ([`ProxyConfig::refusal`], `seda_control::refusal`): by
 //! default a connection's first 10 refusals a second go out at once and the rest are paced to
 //! 10 a second by a timer, so clients that resend at once on a 503 cannot keep the proxy busy
-//! refusing them (`bench/retry-storm.sh`: 52,765 refusals a second and 0.925 x the upstream's
-//! capacity without it, 1,918 and 0.978 x with it).
+//! refusing them (`bench/retry-storm.sh` compares the policies; its table is in
+//! `docs/benchmarks.md`).
 //!
 //! Behind a load balancer, [`serve_agent`] answers HAProxy's `agent-check` from the share of
 //! requests the routes serve, so a replica that sheds load gets less of it.
