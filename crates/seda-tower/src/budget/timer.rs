@@ -12,9 +12,9 @@ use super::request::RequestDeadline;
 pin_project! {
     /// One admitted request's deadline timer, armed on the first poll (inside the server's
     /// runtime). It never fires for a request without a deadline, nor outside a tokio runtime
-    /// with a timer.
+    /// with a timer. The HTTP form's deadlines and the gRPC form's `grpc-timeout` both use it.
     pub(crate) struct BudgetTimer {
-        deadline: Option<RequestDeadline>,
+        deadline: Option<std::time::Instant>,
         #[pin]
         sleep: Option<Sleep>,
     }
@@ -22,6 +22,11 @@ pin_project! {
 
 impl BudgetTimer {
     pub(crate) fn new(deadline: Option<RequestDeadline>) -> Self {
+        Self::at(deadline.map(|d| d.at()))
+    }
+
+    /// A timer that passes at `deadline` (never, for `None`).
+    pub(crate) fn at(deadline: Option<std::time::Instant>) -> Self {
         BudgetTimer {
             deadline,
             sleep: None,
@@ -39,7 +44,7 @@ impl BudgetTimer {
                 *this.deadline = None;
                 return Poll::Pending;
             }
-            let at = Instant::from_std(deadline.at());
+            let at = Instant::from_std(deadline);
             // tokio panics making a timer in a runtime built without one (`enable_time`): the
             // request is then served without its deadline, never failed for the server's setup.
             match std::panic::catch_unwind(|| tokio::time::sleep_until(at)) {

@@ -11,14 +11,14 @@
 //! (99,999,999 hours fits a `Duration`); a deadline past what the clock can represent is no
 //! deadline.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http::HeaderMap;
 use pin_project_lite::pin_project;
-use tokio::time::Sleep;
+
+use crate::budget::BudgetTimer;
 
 /// The header a gRPC client sends its remaining time in (the one constant the HTTP form's
 /// deadlines read too).
@@ -30,15 +30,14 @@ pub(crate) fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
 }
 
 pin_project! {
-    /// The timer of one request's `grpc-timeout`. Armed on the first poll inside a tokio
-    /// runtime (tonic's server runs in one); outside one, or without a readable header, it
-    /// never fires.
+    /// The timer of one request's `grpc-timeout` (the HTTP form's deadline timer). Armed on the
+    /// first poll inside a tokio runtime (tonic's server runs in one); outside one, or without a
+    /// readable header, it never fires.
     pub(crate) struct ClientDeadline {
         at: Option<Instant>,
         timeout: Duration,
         #[pin]
-        timer: Option<Sleep>,
-        unarmed: bool,
+        timer: BudgetTimer,
     }
 }
 
@@ -46,11 +45,11 @@ impl ClientDeadline {
     /// The deadline of a request that arrived at `now` with `headers`.
     pub(crate) fn new(headers: &HeaderMap, now: Instant) -> Self {
         let timeout = grpc_timeout(headers);
+        let at = timeout.and_then(|t| now.checked_add(t));
         ClientDeadline {
-            at: timeout.and_then(|t| now.checked_add(t)),
+            at,
             timeout: timeout.unwrap_or_default(),
-            timer: None,
-            unarmed: false,
+            timer: BudgetTimer::at(at),
         }
     }
 
@@ -61,25 +60,7 @@ impl ClientDeadline {
 
     /// `Ready` once the deadline has passed.
     pub(crate) fn poll_passed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut this = self.project();
-        let Some(at) = *this.at else {
-            return Poll::Pending;
-        };
-        if *this.unarmed {
-            return Poll::Pending;
-        }
-        if this.timer.is_none() {
-            if tokio::runtime::Handle::try_current().is_err() {
-                *this.unarmed = true;
-                return Poll::Pending;
-            }
-            let at = tokio::time::Instant::from_std(at);
-            this.timer.set(Some(tokio::time::sleep_until(at)));
-        }
-        match this.timer.as_pin_mut() {
-            Some(timer) => timer.poll(cx),
-            None => Poll::Pending,
-        }
+        self.project().timer.poll_passed(cx)
     }
 }
 
