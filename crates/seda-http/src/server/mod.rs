@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     /// The `Retry-After` of a 503, stretched while refusals outnumber admissions.
     pub(crate) retry: SharedRetryAfter,
     pub(crate) shutdown: tokio_watch::Sender<bool>,
+    /// Signalled when the shutdown starts, for parked connections (a `Notified` is less than
+    /// half the size of a `watch` wait, and a parked connection keeps one).
+    pub(crate) stopping: Notify,
     /// Signalled whenever a connection closes (shutdown waits on it).
     pub(crate) closed: Notify,
     /// When a shutdown stops waiting for connections.
@@ -43,6 +46,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Tells every connection that the server is shutting down.
+    pub(crate) fn begin_shutdown(&self) {
+        let _ = self.shutdown.send(true);
+        self.stopping.notify_waiters();
+    }
+
     /// The counters, and the `Retry-After` a refusal gets now.
     fn stats(&self) -> FrontendStats {
         self.counters.snapshot(self.retry.seconds())
@@ -146,6 +155,7 @@ impl HttpServer {
             sink,
             counters: Counters::default(),
             shutdown,
+            stopping: Notify::new(),
             closed: Notify::new(),
             deadline: Mutex::new(None),
         });
@@ -218,7 +228,7 @@ impl HttpServer {
                     handles.push(handle);
                 }
                 Err(e) => {
-                    let _ = shared.shutdown.send(true);
+                    shared.begin_shutdown();
                     for h in handles {
                         let _ = h.join();
                     }
@@ -257,7 +267,7 @@ impl HttpServer {
             admin.shutdown();
         }
         *self.shared.deadline.lock() = Some(deadline);
-        let _ = self.shared.shutdown.send(true);
+        self.shared.begin_shutdown();
         let connections_cut = match self.engine.take() {
             None => 0,
             Some(Engine::Shared(tokio)) => {
@@ -324,7 +334,7 @@ impl Drop for HttpServer {
             Some(Engine::Shared(tokio)) => tokio.shutdown_background(),
             Some(Engine::PerCore(_)) => {
                 *self.shared.deadline.lock() = Some(Instant::now());
-                let _ = self.shared.shutdown.send(true);
+                self.shared.begin_shutdown();
             }
             None => {}
         }

@@ -195,10 +195,10 @@ impl WatchedStream {
         !self.prefix.is_empty()
     }
 
-    /// Waits until the socket has something to read (bytes, EOF or an error). hyper returned
-    /// to the parked loop only after a read met `WouldBlock`, so the readiness is fresh.
-    pub(crate) async fn readable(&self) -> io::Result<()> {
-        self.inner.readable().await
+    /// Whether the socket has something to read (bytes, EOF or an error). hyper returned to
+    /// the parked loop only after a read met `WouldBlock`, so the readiness is fresh.
+    pub(crate) fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.inner.poll_read_ready(cx)
     }
 }
 
