@@ -33,8 +33,9 @@ pub struct Cut {
     /// The front's requests stopped: its handler dropped (client gone, or cut by its layer),
     /// or answered 504 from below (the budget it sent down ran out there first).
     pub front_stopped: u64,
-    /// The middle's handlers dropped with their call to the back in flight.
-    pub middle_cancelled_in_call: u64,
+    /// The middle's calls to the back dropped before their answer: its handler dropped with
+    /// the call in flight, or the call cut at the budget the middle was sent.
+    pub middle_dropped_calls: u64,
     /// The back's requests whose client (the middle) left.
     pub back_cancelled: u64,
     /// From the abandonment to the back's count of all of them, ms.
@@ -147,7 +148,10 @@ fn cut(stack: &Stack, budget_ms: Option<u64>) -> Result<Cut> {
             let f = f1.since(&f0);
             f.cancelled + f.downstream_deadline
         },
-        middle_cancelled_in_call: m1.since(&m0).cancelled_in_call,
+        middle_dropped_calls: {
+            let m = m1.since(&m0);
+            m.cancelled_in_call + m.downstream_deadline
+        },
         back_cancelled: b1.since(&b0).cancelled,
         back_stopped_ms: stopped.as_secs_f64() * 1e3,
         probe_status,

@@ -21,7 +21,7 @@ fn goodput_fraction(m: &Measured) -> f64 {
 /// back's workers were free for the next request.
 fn stopped_everywhere(c: &Cut) -> bool {
     c.front_stopped >= c.requests
-        && c.middle_cancelled_in_call >= c.requests
+        && c.middle_dropped_calls >= c.requests
         && c.back_cancelled >= c.requests
         && c.back_stopped_ms <= CONTROL_PERIOD_MS
         && c.probe_status == 200
@@ -29,11 +29,11 @@ fn stopped_everywhere(c: &Cut) -> bool {
 
 fn cut_detail(c: &Cut) -> String {
     format!(
-        "{} requests: the front stopped {}, the middle dropped {} calls in flight, the back \
+        "{} requests: the front stopped {}, the middle dropped {} calls to the back, the back \
          counted {} cancelled within {:.1} ms; a {} ms request right after: {} in {:.0} ms",
         c.requests,
         c.front_stopped,
-        c.middle_cancelled_in_call,
+        c.middle_dropped_calls,
         c.back_cancelled,
         c.back_stopped_ms,
         stack::HOLD_MS,
@@ -46,7 +46,10 @@ fn checks(runs: &[Measured], t: &Termination) -> Vec<Check> {
     let mut checks = Vec::new();
     if let Some(ours) = find(runs, "ours") {
         let g = goodput_fraction(ours);
-        checks.push(Check::new(
+        // Known shortfalls: held in the first quick run (0.994 x, 2.03%) and missed in two
+        // on a machine at load average 26-31 (0.758 x and 0.834 x; 1.18% and 5.66%, the
+        // waste there deadline misses): docs/lab-notebook.md, 2026-12-06.
+        checks.push(Check::shortfall(
             format!(
                 "back at {OVERLOAD} x its capacity, ours: the front's goodput >= \
                  {GOODPUT_GOAL} x the back's capacity"
@@ -60,7 +63,7 @@ fn checks(runs: &[Measured], t: &Termination) -> Vec<Check> {
         ));
         let w = ours.wasted_share();
         let alone = find(runs, "alone").map_or(f64::NAN, Measured::wasted_share);
-        checks.push(Check::new(
+        checks.push(Check::shortfall(
             format!(
                 "ours: the work the front and middle spend on requests the back then refused \
                  or that missed their deadline <= {:.0}% of their work",
