@@ -238,7 +238,7 @@ mod tests {
 
     /// Real namespaces: skipped with a printed reason where this process may not make them.
     #[test]
-    fn the_chain_is_made_reachable_and_removed() {
+    fn the_chain_is_made_and_removed() {
         let net = match TierNet::create() {
             Ok(n) => n,
             Err(e) => {
@@ -248,6 +248,8 @@ mod tests {
         };
         let names: Vec<String> = (0..3).map(|t| net.namespace(t)).collect();
         let back = net.tier_addr(2).to_string();
+        // Reachability where `ping` is installed (the scenario itself shows it on real
+        // connections through the chain).
         let ping = Command::new("ping")
             .args(["-c", "1", "-W", "2", &back])
             .output();
