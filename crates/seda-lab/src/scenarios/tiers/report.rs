@@ -46,9 +46,9 @@ fn checks(runs: &[Measured], t: &Termination) -> Vec<Check> {
     let mut checks = Vec::new();
     if let Some(ours) = find(runs, "ours") {
         let g = goodput_fraction(ours);
-        // Known shortfalls: held in the first quick run (0.994 x, 2.03%) and missed in two
-        // on a machine at load average 26-31 (0.758 x and 0.834 x; 1.18% and 5.66%, the
-        // waste there deadline misses): docs/lab-notebook.md, 2026-12-06.
+        // Known shortfalls: held in two quick runs of four (0.994 x and 0.992 x; 2.03% and
+        // 1.99%), missed in two on a machine at load average 26-31 (0.758 x and 0.834 x;
+        // 1.18% and 5.66%, that waste deadline misses): docs/lab-notebook.md, 2026-12-06.
         checks.push(Check::shortfall(
             format!(
                 "back at {OVERLOAD} x its capacity, ours: the front's goodput >= \
