@@ -196,7 +196,7 @@ pub(super) fn outcome(runs: &[Measured], t: &Termination, delay_ms: Option<u32>)
         t.spent_status, t.spent_reached_handler
     );
     Outcome {
-        paper: "issue 53 (DAGOR18, AWS load shedding, SERT06's future work)".into(),
+        paper: "issue 53 ([DAGOR18]'s upstream coordination, [SERT06]'s future work)".into(),
         config: json!({
             "back_workers": stack::BACK_WORKERS,
             "back_hold_ms": stack::HOLD_MS,
