@@ -15,6 +15,7 @@ mod mail;
 mod proxy;
 mod serve;
 mod serve_bottleneck;
+mod serve_tier;
 mod serve_tower;
 mod sim;
 mod timed_listener;
@@ -68,6 +69,9 @@ enum ServeCommand {
     /// The lab's axum service (`tower-spike`): bare, tower's limit, or seda's layer.
     #[command(hide = true)]
     TowerDemo(serve_tower::TowerDemoArgs),
+    /// A front or middle tier of `seda lab run tiers` (lab only).
+    #[command(hide = true)]
+    Tier(serve_tier::TierArgs),
 }
 
 #[derive(Subcommand)]
@@ -103,6 +107,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(ServeCommand::Mail(args)) => mail::serve(&args),
         Command::Serve(ServeCommand::Bottleneck(args)) => serve_bottleneck::serve(&args),
         Command::Serve(ServeCommand::TowerDemo(args)) => serve_tower::serve(&args),
+        Command::Serve(ServeCommand::Tier(args)) => serve_tier::serve(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Load(args) => load::run(*args),
         Command::Sim(args) => sim::run(args),

@@ -32,6 +32,17 @@ pub fn stats(addr: SocketAddr) -> Result<StatsDocument> {
     serde_json::from_slice(&body).with_context(|| format!("http://{addr}/_seda/stats"))
 }
 
+/// `GET path` from a lab service's own counters endpoint at `addr` (not an admin address:
+/// `seda serve tier`'s `/_tier/stats`), read as `T`.
+///
+/// # Errors
+///
+/// The server did not answer 200 or its body is not a `T`.
+pub fn get_json<T: serde::de::DeserializeOwned>(addr: SocketAddr, path: &str) -> Result<T> {
+    let body = request(addr, "GET", path)?;
+    serde_json::from_slice(&body).with_context(|| format!("http://{addr}{path}"))
+}
+
 /// `POST`s `path_and_query` (no body) to the admin address `addr`, as an operator would.
 ///
 /// # Errors

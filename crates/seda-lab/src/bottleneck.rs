@@ -46,7 +46,11 @@ pub(crate) fn spawn_configured(
 }
 
 /// Writes `config` to `<name>.toml` in the lab's directory; returns the path.
-fn write_config(lab: &Lab, name: &str, config: &BottleneckServeConfig) -> Result<PathBuf> {
+pub(crate) fn write_config(
+    lab: &Lab,
+    name: &str,
+    config: &BottleneckServeConfig,
+) -> Result<PathBuf> {
     let path = lab.file(&format!("{name}.toml"));
     let text = config
         .to_toml()

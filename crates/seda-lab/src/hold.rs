@@ -39,6 +39,38 @@ pub struct HoldSetup {
     pub stats_period_ms: Option<u64>,
 }
 
+impl HoldSetup {
+    /// The service's configuration for `setup`.
+    pub(crate) fn serve_config(&self) -> BottleneckServeConfig {
+        // Batch 1: each worker takes one request at a time, and a request's running time
+        // starts when its worker takes it.
+        // A 20 ms control tick: a request is cut within 20 ms of passing the threshold.
+        let mut config = BottleneckServeConfig {
+            bottleneck: BottleneckConfig {
+                threads: self.workers,
+                work_kb: 4.0,
+                base_kb: 4.0,
+                ..BottleneckConfig::default()
+            },
+            ..BottleneckServeConfig::default()
+        };
+        config.runtime.runtime.tick_ms = TICK_MS;
+        if let Some(ms) = self.stats_period_ms {
+            config.runtime.runtime.stats_period_ms = ms;
+        }
+        config.runtime.stages.insert(
+            STAGE.to_string(),
+            seda::StageConfig {
+                batch: Some(1),
+                threshold: Some(self.queue),
+                terminate: self.terminate.clone(),
+                ..seda::StageConfig::default()
+            },
+        );
+        config
+    }
+}
+
 /// A running hold service.
 #[derive(Debug)]
 pub struct HoldServer {
@@ -52,31 +84,7 @@ pub struct HoldServer {
 impl HoldServer {
     /// Starts `seda serve bottleneck` as `name` with `setup`.
     pub fn start(lab: &Lab, name: &str, setup: &HoldSetup) -> Result<HoldServer> {
-        // Batch 1: each worker takes one request at a time, and a request's running time
-        // starts when its worker takes it.
-        // A 20 ms control tick: a request is cut within 20 ms of passing the threshold.
-        let mut config = BottleneckServeConfig {
-            bottleneck: BottleneckConfig {
-                threads: setup.workers,
-                work_kb: 4.0,
-                base_kb: 4.0,
-                ..BottleneckConfig::default()
-            },
-            ..BottleneckServeConfig::default()
-        };
-        config.runtime.runtime.tick_ms = TICK_MS;
-        if let Some(ms) = setup.stats_period_ms {
-            config.runtime.runtime.stats_period_ms = ms;
-        }
-        config.runtime.stages.insert(
-            STAGE.to_string(),
-            seda::StageConfig {
-                batch: Some(1),
-                threshold: Some(setup.queue),
-                terminate: setup.terminate.clone(),
-                ..seda::StageConfig::default()
-            },
-        );
+        let config = setup.serve_config();
         let (addr, admin, child) = crate::bottleneck::spawn_configured(lab, name, &config)?;
         Ok(HoldServer { addr, admin, child })
     }

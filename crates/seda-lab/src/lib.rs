@@ -49,6 +49,7 @@ pub mod scenario;
 mod scenarios;
 pub mod spike;
 pub mod steady;
+pub mod tier_stats;
 pub mod vocabulary;
 
 pub use child::{Child, free_port};

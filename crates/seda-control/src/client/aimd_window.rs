@@ -109,6 +109,12 @@ impl AimdWindow {
         self.shrink();
     }
 
+    /// The request was abandoned by its own caller (client gone, deadline cut above): the slot
+    /// is freed, and the window neither grows nor shrinks, since the service said nothing.
+    pub fn on_cancel(&mut self) {
+        self.release();
+    }
+
     fn release(&mut self) {
         self.outstanding = self.outstanding.saturating_sub(1);
     }
@@ -168,6 +174,20 @@ mod tests {
         w.try_acquire();
         w.on_reply(Duration::from_secs(2));
         assert_eq!(w.window(), 4.0);
+    }
+
+    #[test]
+    fn a_cancelled_request_frees_its_slot_and_leaves_the_window() {
+        let mut w = AimdWindow::new(AimdWindowConfig {
+            initial: 1.0,
+            ..Default::default()
+        });
+        assert!(w.try_acquire());
+        assert!(!w.try_acquire());
+        w.on_cancel();
+        assert_eq!(w.window(), 1.0);
+        assert_eq!(w.outstanding(), 0);
+        assert!(w.try_acquire());
     }
 
     #[test]

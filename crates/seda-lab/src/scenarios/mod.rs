@@ -21,6 +21,7 @@ mod sert_shift;
 mod sert_threshold;
 mod static_sweep;
 mod thesis_open;
+mod tiers;
 mod tower_spike;
 
 /// Every scenario.
@@ -45,4 +46,5 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &dynamic_groups::DynamicGroups,
     &follow_target::FollowTarget,
     &overload_curve::OverloadCurve,
+    &tiers::Tiers,
 ];

@@ -1,0 +1,226 @@
+//! One request through a tier: a slot in the window below (ours), the tier's own work (a hold
+//! of one of its workers), the call below with the budget left, and the answer relayed up
+//! with what the tier that answered said (`Retry-After`, `x-seda-reject`).
+//!
+//! A [`Ledger`] follows the request: when the handler's future is dropped before the answer
+//! (the caller left, or the seda layer cut the request at its deadline), its `Drop` counts the
+//! request cancelled, the work spent on it wasted, and frees its slot. Dropping the future
+//! also drops the call below, which closes that connection, and the tier below sees its
+//! client gone: cancellation runs down the tiers.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, Request, Response, StatusCode, Uri, header};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use seda_tower::{REJECT_HEADER, RequestDeadline};
+use tokio::sync::Semaphore;
+
+use super::counters::{Below, Counters};
+use super::window::{DownstreamWindow, Slot};
+
+/// The largest answer from below relayed whole.
+const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A tier: its work, its workers, the tier below and how it is called.
+pub struct Tier {
+    pub counters: Counters,
+    /// Ours: the window over the tiers below; `None`: the tier controls alone.
+    pub window: Option<Mutex<DownstreamWindow>>,
+    pub workers: Semaphore,
+    pub work: Duration,
+    /// The tier below, as `http://host:port/path`; the request's query is passed on.
+    pub downstream: String,
+    pub client: Client<HttpConnector, Body>,
+}
+
+impl Tier {
+    fn window(&self) -> Option<std::sync::MutexGuard<'_, DownstreamWindow>> {
+        // A poisoned lock only means a panic elsewhere held it; the window is still a number.
+        self.window
+            .as_ref()
+            .map(|w| w.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The window's size now, for the stats.
+    pub fn window_size(&self) -> Option<f64> {
+        self.window().map(|w| w.size())
+    }
+}
+
+/// A request's account in its tier, settled once or counted cancelled when dropped.
+struct Ledger<'a> {
+    tier: &'a Tier,
+    slot: Option<Slot>,
+    spent: Duration,
+    working_since: Option<Instant>,
+    in_call: bool,
+    settled: bool,
+}
+
+impl Ledger<'_> {
+    fn settle(&mut self, below: Below, latency: Duration) {
+        self.settled = true;
+        let c = &self.tier.counters;
+        c.below(below);
+        if below != Below::Ok {
+            c.wasted(self.spent);
+        }
+        if let (Some(slot), Some(mut w)) = (self.slot.take(), self.tier.window()) {
+            match below {
+                Below::Ok => w.succeeded(slot, latency),
+                Below::Refused | Below::Deadline => w.refused(slot),
+                Below::Failed => w.cancelled(slot),
+            }
+        }
+    }
+}
+
+impl Drop for Ledger<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let c = &self.tier.counters;
+        if let Some(since) = self.working_since.take() {
+            let part = since.elapsed();
+            c.worked(part, false);
+            self.spent += part;
+        }
+        c.cancelled(self.in_call);
+        c.wasted(self.spent);
+        if let (Some(slot), Some(mut w)) = (self.slot.take(), self.tier.window()) {
+            w.cancelled(slot);
+        }
+    }
+}
+
+fn answer(status: StatusCode, reject: Option<&'static str>, body: &'static str) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    if let Some(why) = reject {
+        r.headers_mut()
+            .insert(REJECT_HEADER, header::HeaderValue::from_static(why));
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    r
+}
+
+/// `GET /?...`: the tier's part of a request, then the call below.
+pub async fn handle(
+    State(tier): State<Arc<Tier>>,
+    deadline: Option<axum::Extension<RequestDeadline>>,
+    uri: Uri,
+) -> Response<Body> {
+    let tier = &*tier;
+    tier.counters.arrived();
+    let slot = match tier.window() {
+        Some(mut w) => match w.try_acquire() {
+            Some(s) => Some(s),
+            None => {
+                tier.counters.refused_at_door();
+                return answer(StatusCode::SERVICE_UNAVAILABLE, Some("downstream"), "");
+            }
+        },
+        None => None,
+    };
+    let mut ledger = Ledger {
+        tier,
+        slot,
+        spent: Duration::ZERO,
+        working_since: None,
+        in_call: false,
+        settled: false,
+    };
+    // The tier's own work: one of its workers held for `work` (its capacity is workers over
+    // work, known before a run).
+    let Ok(_worker) = tier.workers.acquire().await else {
+        ledger.settle(Below::Failed, Duration::ZERO);
+        return answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), "");
+    };
+    let start = Instant::now();
+    ledger.working_since = Some(start);
+    tokio::time::sleep(tier.work).await;
+    ledger.working_since = None;
+    ledger.spent = start.elapsed();
+    tier.counters.worked(ledger.spent, true);
+    drop(_worker);
+
+    let target = match uri.query() {
+        Some(q) => format!("{}?{q}", tier.downstream),
+        None => tier.downstream.clone(),
+    };
+    let mut request = match Request::get(target.as_str()).body(Body::empty()) {
+        Ok(r) => r,
+        Err(_) => {
+            ledger.settle(Below::Failed, Duration::ZERO);
+            return answer(StatusCode::BAD_REQUEST, None, "bad query\n");
+        }
+    };
+    let budget = match deadline {
+        Some(axum::Extension(d)) => d.propagate(request.headers_mut()),
+        None => Duration::from_secs(30),
+    };
+    if budget.is_zero() {
+        // No tier below could finish in time: no call (`RequestDeadline::propagate`).
+        ledger.settle(Below::Deadline, Duration::ZERO);
+        return answer(StatusCode::GATEWAY_TIMEOUT, Some("deadline"), "");
+    }
+    ledger.in_call = true;
+    let sent = Instant::now();
+    let reply = tokio::time::timeout(budget, async {
+        let response = tier.client.request(request).await.ok()?;
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(Body::new(body), MAX_BODY_BYTES)
+            .await
+            .ok()?;
+        Some((parts.status, parts.headers, bytes))
+    })
+    .await;
+    let latency = sent.elapsed();
+    match reply {
+        Err(_) => {
+            ledger.settle(Below::Deadline, latency);
+            answer(StatusCode::GATEWAY_TIMEOUT, Some("deadline"), "")
+        }
+        Ok(None) => {
+            ledger.settle(Below::Failed, latency);
+            answer(
+                StatusCode::BAD_GATEWAY,
+                None,
+                "the tier below did not answer\n",
+            )
+        }
+        Ok(Some((status, headers, bytes))) => {
+            let below = match status.as_u16() {
+                200..=299 => Below::Ok,
+                503 => Below::Refused,
+                504 => Below::Deadline,
+                _ => Below::Failed,
+            };
+            ledger.settle(below, latency);
+            relay(status, &headers, bytes)
+        }
+    }
+}
+
+/// The answer from below, with the headers that tell the tiers above why it refused.
+fn relay(status: StatusCode, headers: &HeaderMap, bytes: axum::body::Bytes) -> Response<Body> {
+    let mut r = Response::new(Body::from(bytes));
+    *r.status_mut() = status;
+    let keep: [HeaderName; 3] = [
+        header::RETRY_AFTER,
+        HeaderName::from_static(REJECT_HEADER),
+        header::CONTENT_TYPE,
+    ];
+    for name in keep {
+        if let Some(v) = headers.get(&name) {
+            r.headers_mut().insert(name, v.clone());
+        }
+    }
+    r
+}

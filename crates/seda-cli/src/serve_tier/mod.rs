@@ -1,0 +1,167 @@
+//! `seda serve tier` (hidden): a front or middle tier of `seda lab run tiers`. An axum service
+//! behind seda's tower layer (response-time admission and deadlines: a request's budget read
+//! from `x-seda-deadline-ms`, or this tier's default, and sent on as the budget left) that does
+//! work of its own, a hold of one of its workers, then calls the tier below and relays its
+//! answer. It lives in the `seda` binary so the lab has it without building an example; it is
+//! not on any product's request path.
+//!
+//! `--policy alone`: the tier controls only itself (its layer), and learns that the back is
+//! overloaded only from the answer to a call it has already done its work for. `--policy
+//! ours`: it also keeps a window over the tiers below ([`window`]), taken before its own work
+//! and fed by the refusals relayed up from below, so an overloaded back is refused at this
+//! tier's door.
+
+mod call;
+mod counters;
+mod window;
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::routing::get;
+use clap::Args;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use seda_tower::{Deadlines, SedaLayer};
+use tokio::sync::Semaphore;
+
+use call::Tier;
+use counters::Counters;
+use window::DownstreamWindow;
+
+/// How a tier controls its load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Its own layer only.
+    Alone,
+    /// Its own layer and a window over the tiers below, fed by their refusals.
+    Ours,
+}
+
+impl FromStr for Policy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "alone" => Ok(Policy::Alone),
+            "ours" => Ok(Policy::Ours),
+            _ => Err(format!("`{s}` is not a policy: alone or ours")),
+        }
+    }
+}
+
+/// Arguments of `seda serve tier`.
+#[derive(Args, Debug)]
+pub struct TierArgs {
+    /// Address to listen on.
+    #[arg(long)]
+    addr: SocketAddr,
+    /// The tier below, as http://host:port/path (each request's query is passed on).
+    #[arg(long)]
+    downstream: String,
+    /// alone (the tier's own layer) or ours (also a window over the tiers below).
+    #[arg(long, default_value = "alone")]
+    policy: Policy,
+    /// The tier's own work per request: a hold of one of its workers, ms.
+    #[arg(long, default_value_t = 5.0)]
+    work_ms: f64,
+    /// Workers of the tier's own work.
+    #[arg(long, default_value_t = 64)]
+    workers: usize,
+    /// Budget of a request that brings none, ms (the route's default deadline).
+    #[arg(long, default_value_t = 500)]
+    deadline_ms: u64,
+    /// p90 response-time target of the tier's seda layer, ms.
+    #[arg(long, default_value_t = 500)]
+    target_ms: u64,
+    /// The window's size at start (ours), requests in flight below.
+    #[arg(long, default_value_t = 8.0)]
+    window: f64,
+}
+
+impl TierArgs {
+    fn check(&self) -> anyhow::Result<()> {
+        if !(self.work_ms.is_finite() && self.work_ms > 0.0 && self.work_ms <= 60_000.0) {
+            bail!("--work-ms must be in (0, 60000], got {}", self.work_ms);
+        }
+        if self.workers == 0 || self.deadline_ms == 0 || self.target_ms == 0 {
+            bail!("--workers, --deadline-ms and --target-ms must be at least 1");
+        }
+        if !(self.window.is_finite() && self.window >= 1.0) {
+            bail!("--window must be at least 1, got {}", self.window);
+        }
+        let uri: axum::http::Uri = self
+            .downstream
+            .parse()
+            .with_context(|| format!("--downstream `{}` is not a URL", self.downstream))?;
+        if uri.scheme_str() != Some("http") || uri.query().is_some() {
+            bail!(
+                "--downstream must be http://host:port/path without a query, got `{}`",
+                self.downstream
+            );
+        }
+        Ok(())
+    }
+}
+
+async fn stats(State(tier): State<Arc<Tier>>) -> ([(header::HeaderName, &'static str); 1], String) {
+    let s = tier.counters.snapshot(tier.window_size());
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_string(&s).unwrap_or_default(),
+    )
+}
+
+/// Serves until SIGINT or SIGTERM.
+pub fn serve(args: &TierArgs) -> anyhow::Result<()> {
+    args.check()?;
+    let deadline = Duration::from_millis(args.deadline_ms);
+    let layer = SedaLayer::response_time(Duration::from_millis(args.target_ms))
+        .map_err(|e| anyhow!("--target-ms: {e}"))?
+        .http()
+        .deadlines(Deadlines::new().default_budget(deadline))
+        .map_err(|e| anyhow!("--deadline-ms: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let tier = Arc::new(Tier {
+            counters: Counters::default(),
+            window: (args.policy == Policy::Ours)
+                .then(|| Mutex::new(DownstreamWindow::new(args.window, deadline))),
+            workers: Semaphore::new(args.workers),
+            work: Duration::from_secs_f64(args.work_ms / 1000.0),
+            downstream: args.downstream.clone(),
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        });
+        let app = Router::new()
+            .route("/", get(call::handle))
+            .route_layer(layer)
+            .route(seda_lab::tier_stats::PATH, get(stats))
+            .with_state(tier);
+        let listener = seda_proxy::listen(args.addr)
+            .with_context(|| format!("cannot listen on {}", args.addr))?;
+        println!(
+            "seda serve tier: {:?}, {} ms of work on {} workers, calling {}, on http://{}/",
+            args.policy,
+            args.work_ms,
+            args.workers,
+            args.downstream,
+            listener.local_addr()?
+        );
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = crate::serve::wait_for_signal_async().await;
+            })
+            .await
+            .context("the server stopped")
+    })
+}

@@ -1,0 +1,180 @@
+//! The three tiers of one variant, each a process in its own namespace ([`TierNet`]): the
+//! front and the middle are `seda serve tier` (axum behind seda's tower layer, 5 ms of their
+//! own work a request, then a call below), the back is the hold service ([`crate::hold`]),
+//! whose capacity is its workers over the hold each request asks for.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use seda_http::admin::StatsDocument;
+
+use super::net::TierNet;
+use crate::child::Child;
+use crate::hold::HoldSetup;
+use crate::tier_stats::{PATH, TierStats};
+use crate::{Lab, bottleneck};
+
+/// Port every tier listens on (each namespace has its own ports).
+const PORT: u16 = 8080;
+/// The back's admin port.
+const ADMIN_PORT: u16 = 8081;
+/// The back's workers.
+pub const BACK_WORKERS: usize = 4;
+/// The back's queue bound: past it, 503 with `Retry-After`.
+pub const BACK_QUEUE: usize = 32;
+/// The hold each request asks of the back, ms.
+pub const HOLD_MS: u64 = 20;
+/// The front's and the middle's own work a request, ms (a hold of one of their workers).
+pub const TIER_WORK_MS: f64 = 5.0;
+/// The front's and the middle's workers: their own capacity (12,800/s) is far above the
+/// back's, so the back is the one tier overloaded.
+pub const TIER_WORKERS: usize = 64;
+/// A request's budget, set by the front for requests that bring none, ms.
+pub const DEADLINE_MS: u64 = 500;
+
+/// The back's capacity, requests a second, by design: workers over the hold.
+pub fn back_capacity_per_s() -> f64 {
+    BACK_WORKERS as f64 / (HOLD_MS as f64 / 1e3)
+}
+
+/// The running tiers of one variant.
+pub struct Stack {
+    /// The front's address (where the load goes).
+    pub front: SocketAddr,
+    middle: SocketAddr,
+    back_admin: SocketAddr,
+    children: Vec<Child>,
+}
+
+impl Stack {
+    /// Starts the back, the middle and the front of variant `policy` (`alone` or `ours`).
+    pub fn start(lab: &Lab, net: &TierNet, policy: &str) -> Result<Stack> {
+        let at = |tier: usize, port: u16| SocketAddr::from((net.tier_addr(tier), port));
+        let (front, middle, back) = (at(0, PORT), at(1, PORT), at(2, PORT));
+        let back_admin = at(2, ADMIN_PORT);
+        let mut children = Vec::new();
+
+        let setup = HoldSetup {
+            workers: BACK_WORKERS,
+            queue: BACK_QUEUE,
+            terminate: None,
+            stats_period_ms: None,
+        };
+        let name = format!("{policy}-back");
+        let config = bottleneck::write_config(lab, &name, &setup.serve_config())?;
+        let mut cmd = lab.seda(&["serve", "bottleneck"]);
+        cmd.args([
+            "--addr",
+            &back.to_string(),
+            "--admin",
+            &back_admin.to_string(),
+        ])
+        .arg("--config")
+        .arg(config);
+        children.push(Self::spawn(lab, net, 2, &name, &cmd, back)?);
+
+        for (tier, addr, below) in [
+            (1, middle, format!("http://{back}/hold")),
+            (0, front, format!("http://{middle}/")),
+        ] {
+            let name = format!("{policy}-{}", super::net::TIERS[tier]);
+            let cmd = lab.seda(&[
+                "serve",
+                "tier",
+                "--addr",
+                &addr.to_string(),
+                "--downstream",
+                &below,
+                "--policy",
+                policy,
+                "--work-ms",
+                &TIER_WORK_MS.to_string(),
+                "--workers",
+                &TIER_WORKERS.to_string(),
+                "--deadline-ms",
+                &DEADLINE_MS.to_string(),
+                "--target-ms",
+                &DEADLINE_MS.to_string(),
+            ]);
+            children.push(Self::spawn(lab, net, tier, &name, &cmd, addr)?);
+        }
+        Ok(Stack {
+            front,
+            middle,
+            back_admin,
+            children,
+        })
+    }
+
+    fn spawn(
+        lab: &Lab,
+        net: &TierNet,
+        tier: usize,
+        name: &str,
+        cmd: &std::process::Command,
+        addr: SocketAddr,
+    ) -> Result<Child> {
+        let mut child = lab.spawn(name, &net.inside(tier, cmd))?;
+        child.wait_port(addr, Duration::from_secs(30))?;
+        Ok(child)
+    }
+
+    /// The front's and the middle's counters now.
+    pub fn tiers(&self) -> Result<[TierStats; 2]> {
+        Ok([
+            crate::admin::get_json(self.front, PATH).context("the front's counters")?,
+            crate::admin::get_json(self.middle, PATH).context("the middle's counters")?,
+        ])
+    }
+
+    /// The back's admin document now.
+    pub fn back(&self) -> Result<StatsDocument> {
+        crate::admin::stats(self.back_admin).context("the back's counters")
+    }
+
+    /// Stops the tiers, front first.
+    pub fn stop(mut self) {
+        while let Some(c) = self.children.pop() {
+            c.stop();
+        }
+    }
+}
+
+/// The back's counters that matter here: requests its front end saw cancelled by their client
+/// (the middle's call dropped), and its stage's refusals and completions.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BackCounts {
+    pub cancelled: u64,
+    pub refused: u64,
+    pub completed: u64,
+    pub requests: u64,
+}
+
+impl BackCounts {
+    /// Read from the back's document.
+    pub fn of(doc: &StatsDocument) -> BackCounts {
+        let frontend = doc.frontend.as_ref();
+        let stage = doc.runtime.as_ref().and_then(|r| {
+            r.stages
+                .iter()
+                .find(|s| s.name == seda_http::bottleneck::STAGE)
+        });
+        BackCounts {
+            cancelled: frontend.map_or(0, |f| f.cancelled_requests),
+            requests: frontend.map_or(0, |f| f.requests),
+            refused: stage.map_or(0, |s| s.totals.counters.rejected_total),
+            completed: stage.map_or(0, |s| s.totals.counters.completed),
+        }
+    }
+
+    /// The counts gained since `before`.
+    pub fn since(&self, before: &BackCounts) -> BackCounts {
+        BackCounts {
+            cancelled: self.cancelled.saturating_sub(before.cancelled),
+            refused: self.refused.saturating_sub(before.refused),
+            completed: self.completed.saturating_sub(before.completed),
+            requests: self.requests.saturating_sub(before.requests),
+        }
+    }
+}
