@@ -44,6 +44,7 @@ pub mod plot;
 pub mod poll;
 pub mod postgres;
 pub mod repeat;
+pub mod rogues;
 pub mod results;
 pub mod scenario;
 mod scenarios;

@@ -16,6 +16,7 @@ mod overload_curve;
 mod per_stage;
 mod pool_control;
 mod proxy_spike;
+mod rogue;
 mod sert_motivation;
 mod sert_shift;
 mod sert_threshold;
@@ -45,4 +46,5 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &dynamic_groups::DynamicGroups,
     &follow_target::FollowTarget,
     &overload_curve::OverloadCurve,
+    &rogue::Rogue,
 ];
