@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use seda_http::HttpConfig;
+use seda_mail::search_gate::SearchConnections;
 use seda_mail::store::{self, Store};
 use seda_mail::{Corpus, MailServer, MailServerConfig, ServiceOptions};
-use seda_mail::search_gate::SearchConnections;
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Where `seda serve mail` keeps its database when no `--db` is given.

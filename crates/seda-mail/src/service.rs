@@ -195,7 +195,9 @@ impl MailService {
         // did moved `mail-spike`'s rejected share by 28-37% from run to run.)
         let retry = SharedRetryAfter::around(RETRY_AFTER_S);
         let search_costs = Arc::new(SearchCosts::default());
-        let gate = options.search_connections.map(|s| Arc::new(SearchGate::new(s)));
+        let gate = options
+            .search_connections
+            .map(|s| Arc::new(SearchGate::new(s)));
         if let Some(g) = &gate {
             rt.watch(g.resource().clone());
         }

@@ -267,7 +267,8 @@ impl Scenario for Rogue {
             summary.insert(r.name.to_string(), r.to_json(baseline));
         }
         Ok(Outcome {
-            paper: "Atropos (SOSP 2025), on the e-mail service; SERT06's threshold beside it".into(),
+            paper: "Atropos (SOSP 2025), on the e-mail service; SERT06's threshold beside it"
+                .into(),
             config: json!({
                 "service": "seda serve mail, SQLite, searches on a pool of their own (--search-connections)",
                 "design": design.describe(),
@@ -373,7 +374,11 @@ fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
         by("no termination"),
         by("sert"),
     ) else {
-        return vec![Check::new("every variant ran", false, "a variant is missing")];
+        return vec![Check::new(
+            "every variant ran",
+            false,
+            "a variant is missing",
+        )];
     };
     let fixed = runs
         .iter()
@@ -430,7 +435,10 @@ fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
     ];
     for r in runs {
         out.push(Check::new(
-            format!("{}: nothing lost or doubled in the store (audit after the run)", r.name),
+            format!(
+                "{}: nothing lost or doubled in the store (audit after the run)",
+                r.name
+            ),
             audit_clean(&r.audit, before),
             format!(
                 "{} users, {} messages, folder counts {}, {} bad folders (corpus: {} users, {} \
