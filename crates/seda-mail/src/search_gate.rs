@@ -12,7 +12,7 @@
 //! waits, and how long holds usually last. With culprit cutting on
 //! (`--cut-culprits`, [`CulpritPolicy`]), the runtime's control loop cuts, as terminated, the
 //! holder that has held its connection far past the usual hold while others wait: the
-//! request hogging the pool, not the victims queued behind it (Atropos, SOSP 2025; see
+//! request hogging the pool, not the victims queued behind it (`[ATROPOS25]`, see
 //! docs/papers.md), which a threshold on running time cannot tell apart. The cut is the
 //! store's usual safe release: the running statement is interrupted through the request's
 //! token (SQLite's interrupt, PostgreSQL's cancel, MariaDB's `KILL QUERY`), the connection is

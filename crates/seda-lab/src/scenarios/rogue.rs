@@ -1,4 +1,4 @@
-//! `rogue` (issue 55, Atropos on the e-mail service): a few rogue searches hog the searches'
+//! `rogue` (issue 55, `[ATROPOS25]` on the e-mail service): a few rogue searches hog the searches'
 //! one database connection while many short searches queue behind them; no termination,
 //! fixed timeouts, SERT's threshold and our culprit-aware termination side by side, against
 //! the same load without the rogues.
@@ -267,7 +267,7 @@ impl Scenario for Rogue {
             summary.insert(r.name.to_string(), r.to_json(baseline));
         }
         Ok(Outcome {
-            paper: "Atropos (SOSP 2025), on the e-mail service; SERT06's threshold beside it"
+            paper: "[ATROPOS25] (Atropos, SOSP 2025), on the e-mail service; SERT06's threshold beside it"
                 .into(),
             config: json!({
                 "service": "seda serve mail, SQLite, searches on a pool of their own (--search-connections)",
@@ -523,6 +523,9 @@ fn markdown(runs: &[Run], design: &Design, before: &Audit) -> String {
            the threshold (the same words in a mailbox of the same size), counted terminated: \
            after the first cut rogue, the next ones never hold the connection. Culprit-aware \
            termination (`--cut-culprits`, seda's `CulpritPolicy` default: 2 waiters, 8 x the \
-           median hold, 100 ms at least) cuts the holder only while others wait.\n";
+           median hold, 100 ms at least) cuts the holder only while others wait. A user whose search was cut (503 with \
+           `Retry-After`) waits the lab's 5 s before its next request, as after any refusal, \
+           so a cut victim's user stops searching for most of a quick run: the throughput a \
+           cut victim costs.\n";
     md
 }
