@@ -12,7 +12,7 @@
 //! the mailbox it scans).
 //!
 //! Capacity by design: the short searchers log in as the corpus's [`SHORT_ACCOUNTS`] smallest
-//! mailboxes, whose searches' stated mean cost `c` (about 2.6 ms) makes the pool's capacity
+//! mailboxes, whose searches' stated mean cost `c` (2.31 ms) makes the pool's capacity
 //! `CONNECTIONS / c` searches a second; the processor's [`mail::CORES`] core is never the
 //! bottleneck of one connection. The closed-loop users are sized to [`LOAD`] of that capacity
 //! with the lab's think time; one rogue user logs in as the largest mailbox (12,680 messages:
@@ -57,9 +57,11 @@ const THREADS: usize = 32;
 /// Accounts the short searchers log in as: the corpus's smallest mailboxes.
 const SHORT_ACCOUNTS: usize = 20;
 /// The offered load, a share of the pool's capacity by design.
-const LOAD: f64 = 0.7;
-/// Rogue searches among the requests, by design.
-const ROGUE_SHARE: f64 = 0.0008;
+const LOAD: f64 = 0.8;
+/// Rogue searches among the requests, by design: half the 0.1% that ours may cut, since a
+/// quick run holds one rogue and a loaded machine answers fewer requests than the design's
+/// closed loop (one of three quick runs on 2026-12-06 answered 1,051 requests in 6 s).
+const ROGUE_SHARE: f64 = 0.0005;
 /// The runtime's control tick, ms.
 const TICK_MS: u64 = 20;
 /// Issue 55's goals for ours.
@@ -157,7 +159,7 @@ impl Design {
             capacity_per_s,
             users: users.max(1),
             rogue_every_s: 1.0 / (ROGUE_SHARE * LOAD * capacity_per_s),
-            duration_s: lab.pick(6.0, 40.0),
+            duration_s: lab.pick(7.0, 40.0),
         }
     }
 
