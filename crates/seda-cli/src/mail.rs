@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use seda_http::HttpConfig;
+use seda_mail::search_gate::SearchConnections;
 use seda_mail::store::{self, Store};
 use seda_mail::{Corpus, MailServer, MailServerConfig, ServiceOptions};
 use tokio::signal::unix::{SignalKind, signal};
@@ -106,6 +107,30 @@ pub struct ServeArgs {
     /// run cluster`), as a noisy neighbour or a failing disk would.
     #[arg(long, requires = "cores", value_parser = clap::value_parser!(u32).range(1..=1000))]
     slow_on_usr1: Option<u32>,
+    /// Run searches on a pool of this many database connections of their own (more stage
+    /// threads than connections queue searches on the pool): a contended resource the runtime
+    /// watches, holder and waiters (see `seda_mail::search_gate`). Off by default.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    search_connections: Option<u64>,
+    /// Cut, as terminated, the search hogging a connection of --search-connections while
+    /// others wait for it (held 8 x the usual hold and 100 ms, 2 waiters: seda's
+    /// `CulpritPolicy`), instead of the searches queued behind it.
+    #[arg(long, requires = "search_connections")]
+    cut_culprits: bool,
+}
+
+/// `--search-connections` and `--cut-culprits`.
+fn search_connections(args: &ServeArgs) -> Result<Option<SearchConnections>> {
+    let Some(n) = args.search_connections else {
+        return Ok(None);
+    };
+    let n = usize::try_from(n).context("--search-connections")?;
+    let pool = SearchConnections::new(n).map_err(|e| anyhow!("--search-connections: {e}"))?;
+    Ok(Some(if args.cut_culprits {
+        pool.cutting(seda::CulpritPolicy::default())
+    } else {
+        pool
+    }))
 }
 
 /// `--cores`: a number of virtual cores in [0.01, 1024].
@@ -193,6 +218,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
                 .map(|c| Arc::new(seda::EmulatedProcessor::new(c))),
             shared_admission,
             trust_class_header: args.trust_class_header,
+            search_connections: search_connections(args)?,
             ..ServiceOptions::default()
         },
         deadline: args.deadline_ms.map(Duration::from_millis),

@@ -45,6 +45,7 @@ pub mod poll;
 pub mod postgres;
 pub mod repeat;
 pub mod results;
+pub mod rogues;
 pub mod scenario;
 mod scenarios;
 pub mod spike;

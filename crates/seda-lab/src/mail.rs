@@ -108,6 +108,9 @@ const SHARED_DOMAIN: &str = "mail";
 /// search stage's terminator if asked for.
 fn stage_config(control: &Control, options: &ServeOptions) -> seda::Config {
     let mut config = seda::Config::default();
+    if let Some(ms) = options.tick_ms {
+        config.runtime.tick_ms = ms;
+    }
     if let Some(n) = options.shared_pool {
         // A fixed size: the runtime's pool sizer would otherwise grow and shrink it.
         let pool = seda::PoolSettings {
@@ -204,6 +207,14 @@ pub struct ServeOptions {
     pub shared_pool: Option<usize>,
     /// Make the search stage terminable (SERT06) with this terminator.
     pub terminate_search: Option<TerminateConfig>,
+    /// `--search-connections`: searches run on this many connections of their own, a
+    /// contended resource (`seda_mail::search_gate`).
+    pub search_connections: Option<usize>,
+    /// `--cut-culprits`: the runtime cuts the search hogging one of those connections.
+    pub cut_culprits: bool,
+    /// The runtime's control tick (`runtime.tick_ms`), when not its default: how often
+    /// terminators and the culprit policy look at running requests.
+    pub tick_ms: Option<u64>,
 }
 
 impl Default for ServeOptions {
@@ -218,6 +229,9 @@ impl Default for ServeOptions {
             slow_on_usr1: None,
             shared_pool: None,
             terminate_search: None,
+            search_connections: None,
+            cut_culprits: false,
+            tick_ms: None,
         }
     }
 }
@@ -306,6 +320,12 @@ impl MailServer {
         }
         if options.serve_abandoned {
             cmd.arg("--serve-abandoned");
+        }
+        if let Some(n) = options.search_connections {
+            cmd.args(["--search-connections", &n.to_string()]);
+        }
+        if options.cut_culprits {
+            cmd.arg("--cut-culprits");
         }
         match control {
             Control::ConnectionCap(n) => {

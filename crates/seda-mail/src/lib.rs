@@ -75,6 +75,7 @@ pub mod html;
 pub mod password;
 mod request;
 mod search_cost;
+pub mod search_gate;
 mod server;
 mod service;
 pub mod session;

@@ -16,6 +16,7 @@ use crate::cost::CostTable;
 use crate::html;
 use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
 use crate::search_cost::{SearchCosts, SearchJob};
+use crate::search_gate::{CountCutsOnly, SearchConnections, SearchGate};
 use crate::session::{Refused, Session, SessionLimits, Sessions};
 use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, Page, SearchField, Sort, Store, StoreError};
 
@@ -65,6 +66,10 @@ pub struct ServiceOptions {
     /// configuration's `terminate` for one of these stages overrides it; one for a write stage
     /// is refused.
     pub terminate: Option<seda::TerminateConfig>,
+    /// Searches run on a small pool of connections of their own, watched as a contended
+    /// resource whose culprits the runtime may cut ([`crate::search_gate`]); `None` (the
+    /// default): a search takes a connection like any other request.
+    pub search_connections: Option<SearchConnections>,
 }
 
 /// The admission class of a request that carries no established session and is no login of a
@@ -93,6 +98,7 @@ impl Default for ServiceOptions {
             sessions: SessionLimits::default(),
             trust_class_header: false,
             terminate: None,
+            search_connections: None,
         }
     }
 }
@@ -189,6 +195,12 @@ impl MailService {
         // did moved `mail-spike`'s rejected share by 28-37% from run to run.)
         let retry = SharedRetryAfter::around(RETRY_AFTER_S);
         let search_costs = Arc::new(SearchCosts::default());
+        let gate = options
+            .search_connections
+            .map(|s| Arc::new(SearchGate::new(s)));
+        if let Some(g) = &gate {
+            rt.watch(g.resource().clone());
+        }
         for kind in RequestKind::ALL {
             let c = core.clone();
             let processor = options.processor.clone();
@@ -196,6 +208,7 @@ impl MailService {
             let cpu = cpu.clone();
             let search_costs = search_costs.clone();
             let retry = retry.clone();
+            let gate = gate.clone().filter(|_| kind == RequestKind::Search);
             let mut builder = Stage::builder(kind.stage_name());
             if let Some(shared) = &options.shared_admission {
                 builder = builder.admission(Box::new(shared.clone()));
@@ -209,6 +222,8 @@ impl MailService {
                     })
                 })?;
                 builder = builder.terminate(terminator);
+            } else if gate.as_ref().is_some_and(|g| g.cuts_culprits()) {
+                builder = builder.terminate(Box::new(CountCutsOnly));
             }
             let sink = rt.stage(
                 builder
@@ -228,12 +243,18 @@ impl MailService {
                         let refused = search
                             .as_ref()
                             .is_some_and(|(job, t)| search_costs.would_run_past(job, *t));
+                        let cancel = &ev.request.meta.cancel;
+                        // A search holds one of the searches' connections from its statement
+                        // to the end of its work on the processor (the scan's time).
+                        let slot = gate.as_ref().filter(|_| !refused).map(|g| g.enter(cancel));
                         let mut response = if refused {
                             MailResponse::predicted_too_long(retry.refused())
+                        } else if slot.as_ref().is_some_and(|s| s.is_none()) {
+                            // Cut (or cancelled) while it waited for a connection.
+                            MailResponse::unavailable(RETRY_AFTER_S)
                         } else {
                             c.respond(kind, &ev.request)
                         };
-                        let cancel = &ev.request.meta.cancel;
                         let mut used = seda::thread_cpu_time().saturating_sub(start);
                         let mut cut_while_held = false;
                         if let Some(p) = processor.as_ref().filter(|_| !refused) {
@@ -260,6 +281,7 @@ impl MailService {
                                 p.run(cost, || cancel.reason() == Some(CancelReason::Terminated));
                             cut_while_held = used < cost;
                         }
+                        drop(slot);
                         if refused {
                             // Counted terminated by the stage, as if cut.
                             cancel.terminate_now();

@@ -16,6 +16,7 @@ mod overload_curve;
 mod per_stage;
 mod pool_control;
 mod proxy_spike;
+mod rogue;
 mod sert_motivation;
 mod sert_shift;
 mod sert_threshold;
@@ -47,4 +48,5 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &follow_target::FollowTarget,
     &overload_curve::OverloadCurve,
     &tiers::Tiers,
+    &rogue::Rogue,
 ];

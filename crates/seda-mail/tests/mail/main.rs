@@ -7,6 +7,7 @@ mod checkpoint;
 mod common;
 mod conformance;
 mod consistency;
+mod culprit;
 mod escaping;
 mod http;
 mod input;
