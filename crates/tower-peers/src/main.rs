@@ -83,8 +83,7 @@ async fn set_slowdown(State(p): State<Processor>, Path(f): Path<String>) -> (Sta
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if args.slots == 0 || !(args.mean_ms > 0.0 && args.mean_ms <= 60_000.0) || args.target_ms == 0
-    {
+    if args.slots == 0 || !(args.mean_ms > 0.0 && args.mean_ms <= 60_000.0) || args.target_ms == 0 {
         bail!("--slots and --target-ms must be at least 1, --mean-ms in (0, 60000]");
     }
     let processor = Processor::new(
@@ -119,6 +118,8 @@ fn main() -> anyhow::Result<()> {
             args.dist,
             listener.local_addr()?
         );
-        axum::serve(listener, app).await.context("the server stopped")
+        axum::serve(listener, app)
+            .await
+            .context("the server stopped")
     })
 }

@@ -149,7 +149,10 @@ mod tests {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         let mut v: Vec<f64> = (0..400_000).map(|_| dist.draw(1.0, &mut rng)).collect();
         v.sort_by(f64::total_cmp);
-        (v.iter().sum::<f64>() / v.len() as f64, v[v.len() * 99 / 100])
+        (
+            v.iter().sum::<f64>() / v.len() as f64,
+            v[v.len() * 99 / 100],
+        )
     }
 
     #[test]
@@ -165,7 +168,12 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused_with_a_reason() {
-        assert!("pareto".parse::<Dist>().unwrap_err().contains("exp or heavy"));
+        assert!(
+            "pareto"
+                .parse::<Dist>()
+                .unwrap_err()
+                .contains("exp or heavy")
+        );
         let p = Processor::new(1, Duration::from_millis(1), Dist::Exp);
         assert!(p.set_slowdown(0.5).is_err());
         assert!(p.set_slowdown(f64::NAN).is_err());

@@ -21,8 +21,8 @@ use axum::error_handling::HandleErrorLayer;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tower::util::BoxCloneSyncService;
 use tower::ServiceBuilder;
+use tower::util::BoxCloneSyncService;
 
 /// The page behind its front, as one service every connection clones.
 pub type Shared = BoxCloneSyncService<Request, Response, Infallible>;
@@ -90,7 +90,11 @@ impl FromStr for Variant {
 
 /// The 503 every peer answers a shed request with, as ours does (`Retry-After: 1`).
 fn shed() -> Response {
-    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "1")]).into_response()
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "1")],
+    )
+        .into_response()
 }
 
 /// tower's idiom for a limiter that waits for a permit in `poll_ready`: `LoadShed` turns "not
@@ -121,16 +125,20 @@ pub fn shared(variant: Variant, target: Duration, page: Router) -> anyhow::Resul
     };
     Ok(match variant {
         Variant::Bare => BoxCloneSyncService::new(page),
-        Variant::Limit(n) => shed_when_not_ready!(tower::limit::ConcurrencyLimitLayer::new(n), page),
+        Variant::Limit(n) => {
+            shed_when_not_ready!(tower::limit::ConcurrencyLimitLayer::new(n), page)
+        }
         // Its docs: a target *mean* latency and an EWMA parameter (its example: 0.01). A reply
         // within `target` for nine in ten requests is a mean near half of it at exponential
         // service times, so the mean asked for is target / 2.
         Variant::Little => BoxCloneSyncService::new(
             ServiceBuilder::new()
-                .map_response(|r: little_loadshedder::LoadShedResponse<Response>| match r {
-                    little_loadshedder::LoadShedResponse::Inner(r) => r,
-                    little_loadshedder::LoadShedResponse::Overload => shed(),
-                })
+                .map_response(
+                    |r: little_loadshedder::LoadShedResponse<Response>| match r {
+                        little_loadshedder::LoadShedResponse::Inner(r) => r,
+                        little_loadshedder::LoadShedResponse::Overload => shed(),
+                    },
+                )
                 .layer(little_loadshedder::LoadShedLayer::new(0.01, target / 2))
                 .service(page),
         ),
@@ -143,7 +151,10 @@ pub fn shared(variant: Variant, target: Duration, page: Router) -> anyhow::Resul
             shed_when_not_ready!(acc::ConcurrencyLimitLayer::new(acc::Vegas::default()), page)
         }
         Variant::Acc(Algorithm::Gradient2) => {
-            shed_when_not_ready!(acc::ConcurrencyLimitLayer::new(acc::Gradient2::default()), page)
+            shed_when_not_ready!(
+                acc::ConcurrencyLimitLayer::new(acc::Gradient2::default()),
+                page
+            )
         }
         // Its docs' builders at their defaults; AIMD's latency threshold (default 100 ms) is
         // the one figure its docs ask for, and a user with a target sets it to the target.

@@ -62,7 +62,7 @@ fn loads(lab: &Lab) -> Vec<Load> {
     let open = |x: f64| Load {
         name: format!("open_{x}x"),
         x,
-        run_s: lab.pick(3.0, 12.0),
+        run_s: lab.pick(3.0, 10.0),
         calls: Vec::new(),
         measure_from_s: settle,
         incident_end_s: None,
@@ -184,8 +184,16 @@ fn start(lab: &Lab, v: &Variant) -> Result<(SocketAddr, Child)> {
     let cmd = lab.beside_seda(
         "tower-peers",
         &[
-            "--addr", &addr_s, "--mode", &v.mode, "--slots", &slots, "--mean-ms", &mean_ms,
-            "--target-ms", &target_ms,
+            "--addr",
+            &addr_s,
+            "--mode",
+            &v.mode,
+            "--slots",
+            &slots,
+            "--mean-ms",
+            &mean_ms,
+            "--target-ms",
+            &target_ms,
         ],
     )?;
     let mut child = lab.spawn(&v.name, &cmd)?;
@@ -355,7 +363,12 @@ impl Scenario for TowerPeers {
             data: Value::Object(
                 cells
                     .iter()
-                    .map(|c| (format!("{}/{}", c.variant.name, c.load.name), json!(c.series)))
+                    .map(|c| {
+                        (
+                            format!("{}/{}", c.variant.name, c.load.name),
+                            json!(c.series),
+                        )
+                    })
                     .collect(),
             ),
             checks: report::checks(&cells, &loads),

@@ -45,7 +45,11 @@ fn best_peer(cells: &[Cell], load: &str, keep: impl Fn(&Variant) -> bool) -> Opt
 
 /// "ours 0.93 vs best peer little 0.91 (+2.2%: ahead)".
 fn versus(ours: f64, best: &(String, f64)) -> String {
-    let diff = if best.1 > 0.0 { ours / best.1 - 1.0 } else { 0.0 };
+    let diff = if best.1 > 0.0 {
+        ours / best.1 - 1.0
+    } else {
+        0.0
+    };
     let call = if diff.abs() < TIE {
         "a tie"
     } else if diff > 0.0 {
@@ -145,7 +149,12 @@ enum Goal {
 /// The goals ours does not meet yet at a load, decided from the runs recorded in
 /// docs/lab-notebook.md (2026-12-06), not from this run: reported as known shortfalls with
 /// their figures; every other goal is enforced and fails the run when missed.
-const KNOWN_SHORTFALLS: &[(Goal, &str)] = &[];
+///
+/// Through the incident, tower's `ConcurrencyLimit` at half of capacity x target (25) read
+/// 0.686 and 0.753 x capacity in two quick runs against ours' 0.719 and 0.730 (+4.9%, -3.0%):
+/// at half the capacity its 25 in flight answer near the target, while ours trims its bound
+/// and holds the p90 at 0.14 s, under-using the budget.
+const KNOWN_SHORTFALLS: &[(Goal, &str)] = &[(Goal::Beats, "incident")];
 
 fn goal(which: Goal, load: &str, claim: String, held: bool, detail: String) -> Check {
     if KNOWN_SHORTFALLS.contains(&(which, load)) {
