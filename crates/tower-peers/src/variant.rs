@@ -5,11 +5,11 @@
 //!
 //! Every variant wraps the page's router into one service, built once, that every connection
 //! clones ([`shared`]): a clone of each of these services shares its limiter (an `Arc`), so
-//! all connections see one limit. That is how their users should deploy them. The pitfall:
-//! axum's `Router::layer` applies a layer to each route's handler, and where a handler is
-//! turned into a service per request (a router whose handlers are still boxed, awaiting their
-//! state), a layer that keeps its state in the *service* (tower's `ConcurrencyLimit`, and the
-//! crates below) gets a fresh limiter each time and limits nothing (issue 54). Ours keeps its
+//! all connections see one limit. That is how their users should deploy them. The pitfall,
+//! as issue 54 reports it: with axum's `Router::layer` and `axum::serve`, a fresh copy of the
+//! layered service was built per connection, so a layer that keeps its state in the *service*
+//! (tower's `ConcurrencyLimit`, and the crates below) limited each connection separately.
+//! This binary never layers the router that way, and does not test that report; ours keeps its
 //! state in the layer, so either way is the same for it.
 
 use std::convert::Infallible;
