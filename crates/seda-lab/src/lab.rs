@@ -109,6 +109,26 @@ impl Lab {
         c
     }
 
+    /// A command running `program`, a lab-only binary of the workspace that `cargo build
+    /// --workspace` puts beside the `seda` binary (`tower-peers`: kept out of `seda` so the
+    /// crates it compares ours with stay out of the product's dependencies).
+    ///
+    /// # Errors
+    ///
+    /// The binary is not there (only `seda` was built).
+    pub fn beside_seda(&self, program: &str, args: &[&str]) -> Result<Command> {
+        let path = self.seda_bin.with_file_name(program);
+        if !path.is_file() {
+            anyhow::bail!(
+                "{} is missing: build it with `cargo build --release --workspace` (or `-p {program}`)",
+                path.display()
+            );
+        }
+        let mut c = Command::new(path);
+        c.args(args);
+        Ok(c)
+    }
+
     /// Starts a server process pinned to the server core, logging to `<name>.log`.
     pub fn spawn(&self, name: &str, cmd: &Command) -> Result<Child> {
         self.log(format!("starting {name}"));

@@ -23,6 +23,7 @@ mod sert_threshold;
 mod static_sweep;
 mod thesis_open;
 mod tiers;
+mod tower_peers;
 mod tower_spike;
 
 /// Every scenario.
@@ -36,6 +37,7 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &controllers::Controllers,
     &static_sweep::StaticSweep,
     &tower_spike::TowerSpike,
+    &tower_peers::TowerPeers,
     &cluster::Cluster,
     &proxy_spike::ProxySpike,
     &sert_shift::SertShift,

@@ -119,6 +119,15 @@ pub struct TunedConfig {
     /// target, like the latency-minimising peers, but it rejects requests that would have met
     /// the target (see `seda sim users`); off, the percentile is steered to the setpoint.
     pub trim: bool,
+    /// Where trimming calls a queue standing: it never fell to `standing_share x` its limit
+    /// since the last window (0: it never emptied, the stages' rule). A queue that counts the
+    /// requests in flight in a service (seda-tower's `QueueModel::InFlight`) includes those
+    /// being served, so it seldom empties while the service keeps up: at 0.8 x capacity on 8
+    /// emulated cores, it never did, each burst's refusals halved the budget, and the layer
+    /// refused 6.4% of the requests (`tower-peers`, issue 54). Falling to half the limit says
+    /// the limit did not bind the whole window: the refusals were a burst's, not a standing
+    /// queue's.
+    pub standing_share: f64,
     /// Drop at dequeue events that queued longer than this; `None` disables dropping.
     pub drop_queued: Option<Duration>,
 }
@@ -141,6 +150,7 @@ impl TunedConfig {
             min_queue: 10.0,
             adapt: target * 2,
             trim: false,
+            standing_share: 0.0,
             drop_queued: Some(target.mul_f64(TunedConfig::DROP_FRACTION)),
         }
     }
@@ -165,6 +175,7 @@ impl TunedConfig {
             min_queue: p.f64("min_queue", d.min_queue),
             adapt: p.secs("adapt_s", d.adapt),
             trim: p.flag("trim", trim),
+            standing_share: p.f64("standing_share", d.standing_share),
             drop_queued,
         }
     }
@@ -182,6 +193,15 @@ impl TunedConfig {
             return Err(InvalidConfig::new(
                 "adapt_s",
                 "adapt_s must be greater than 0",
+            ));
+        }
+        if !(0.0..1.0).contains(&self.standing_share) {
+            return Err(InvalidConfig::new(
+                "standing_share",
+                format!(
+                    "standing_share must be in [0, 1), got {}",
+                    self.standing_share
+                ),
             ));
         }
         if !(self.min_queue.is_finite() && self.min_queue >= 1.0) {
@@ -317,7 +337,8 @@ impl TunedResponseTimeController {
     pub fn observe(&mut self, now: Time, sample_s: f64) {
         self.last_p_s = sample_s;
         let last = self.last_outer.replace(now).unwrap_or(now);
-        let ran_dry = std::mem::replace(&mut self.min_queued, self.queued) == 0;
+        let lowest = std::mem::replace(&mut self.min_queued, self.queued);
+        let ran_dry = lowest as f64 <= self.cfg.standing_share * self.queue_limit();
         let drops = std::mem::take(&mut self.drops_since_outer);
         let dequeues = std::mem::take(&mut self.dequeues_since_outer);
         let wasting = drops as f64 > DROP_TOLERANCE * dequeues as f64;
@@ -425,157 +446,5 @@ impl AdmissionController for TunedResponseTimeController {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(x: f64) -> Duration {
-        Duration::from_secs_f64(x)
-    }
-
-    fn ctl() -> TunedResponseTimeController {
-        TunedResponseTimeController::new(TunedConfig::new(s(1.0))).unwrap()
-    }
-
-    #[test]
-    fn admits_min_queue_before_any_departure_then_rejects() {
-        let mut c = ctl();
-        let admitted = (0..100).filter(|_| c.admit(s(0.0), 0).is_ok()).count();
-        assert_eq!(admitted, 10);
-        assert_eq!(c.admit(s(0.0), 0), Err(RejectReason::QueueFull));
-        c.undo_admit(s(0.0), 0);
-        assert!(c.admit(s(0.0), 0).is_ok());
-    }
-
-    #[test]
-    fn the_queue_limit_follows_the_departure_rate() {
-        let mut c = ctl();
-        c.tick(s(0.0));
-        // 100 dequeues in 0.1 s: 1000/s, smoothed by alpha 0.8 -> 200/s.
-        for i in 0..100 {
-            assert!(c.admit(s(i as f64 * 0.001), 0).is_ok());
-            c.on_dequeue(s(i as f64 * 0.001), Duration::ZERO);
-        }
-        c.tick(s(0.1));
-        assert!(
-            (c.departures_per_s() - 200.0).abs() < 1e-9,
-            "{}",
-            c.departures_per_s()
-        );
-        // Budget 0.5 s: limit 100 queued events.
-        assert!((c.queue_limit() - 100.0).abs() < 1e-9);
-        let admitted = (0..1000).filter(|_| c.admit(s(0.1), 0).is_ok()).count();
-        assert_eq!(admitted, 100);
-    }
-
-    #[test]
-    fn the_budget_moves_slowly_toward_the_setpoint_while_rejecting() {
-        let mut c = ctl();
-        c.observe(s(0.0), 2.0);
-        c.observe(s(1.0), 2.0); // no rejection in between: unchanged
-        assert_eq!(c.wait_budget(), s(0.5));
-        c.rejections = 1;
-        c.observe(s(2.0), 3.2); // ratio clamps at 0.5, over half the time constant (2 s)
-        assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
-        let before = c.wait_budget();
-        c.rejections = 1;
-        c.observe(s(3.0), 0.8); // at the setpoint: unchanged
-        assert_eq!(c.wait_budget(), before);
-        for i in 0..100 {
-            c.rejections = 1;
-            c.observe(s(4.0 + i as f64), 0.01);
-        }
-        assert_eq!(c.wait_budget(), s(1.0), "never above the target");
-    }
-
-    #[test]
-    fn trimming_shrinks_a_standing_queue_and_grows_one_that_runs_dry() {
-        let mut cfg = TunedConfig::new(s(1.0));
-        cfg.trim = true;
-        let mut c = TunedResponseTimeController::new(cfg).unwrap();
-        for _ in 0..5 {
-            assert!(c.admit(s(0.0), 0).is_ok());
-        }
-        c.observe(s(0.0), 0.1);
-        // The queue never emptied (5 queued throughout) and the limit rejected: shrink by
-        // 0.5 ^ (1 s / 2 s).
-        c.rejections = 1;
-        c.observe(s(1.0), 0.1);
-        assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
-        // Now it runs dry: grow by 2 ^ (1 s / 2 s).
-        for _ in 0..5 {
-            c.on_dequeue(s(1.5), Duration::ZERO);
-        }
-        c.rejections = 1;
-        c.observe(s(2.0), 0.1);
-        assert!((c.wait_budget().as_secs_f64() - 0.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn drops_past_the_tolerance_shrink_the_budget_whatever_the_percentile() {
-        let mut c = ctl();
-        c.observe(s(0.0), 0.1);
-        // 100 dequeues, one dropped: within the 1% tolerance, so the low percentile grows the
-        // budget by 2 ^ (1 s / 2 s).
-        for _ in 0..100 {
-            c.admit_anyway(s(0.5));
-        }
-        assert!(c.on_dequeue(s(0.5), s(0.9)));
-        for _ in 0..99 {
-            assert!(!c.on_dequeue(s(0.5), s(0.1)));
-        }
-        c.rejections = 1;
-        c.observe(s(1.0), 0.1);
-        let grown = 0.5 * 2f64.sqrt();
-        assert!((c.wait_budget().as_secs_f64() - grown).abs() < 1e-9);
-        // Two of 100 dropped: shrink by 0.5 ^ (1 s / 2 s), though the percentile is low.
-        for _ in 0..100 {
-            c.admit_anyway(s(1.5));
-        }
-        for i in 0..100 {
-            c.on_dequeue(s(1.5), s(if i < 2 { 0.9 } else { 0.1 }));
-        }
-        c.rejections = 1;
-        c.observe(s(2.0), 0.1);
-        assert!((c.wait_budget().as_secs_f64() - grown * 0.5f64.sqrt()).abs() < 1e-9);
-    }
-
-    #[test]
-    fn the_dropper_leaves_room_for_the_rest_of_the_response() {
-        // Target 1 s: 0.8 s until the rest of a response is known.
-        let mut c = ctl();
-        assert_eq!(c.drop_threshold(), Some(s(0.8)));
-        // 200 responses, one of them 0.24 s beyond its wait: over the setpoint (0.8) 0.3 s, so
-        // a wait over 0.7 s is dropped.
-        for i in 0..REST_SAMPLES {
-            c.on_served(s(0.0), 0, s(if i == 7 { 0.24 } else { 0.01 }));
-        }
-        assert_eq!(c.drop_threshold(), Some(s(0.7)));
-        assert!(c.on_dequeue(s(0.1), s(0.71)));
-        assert!(!c.on_dequeue(s(0.1), s(0.69)));
-        // A tail longer than the target leaves the threshold at half of `drop_queued`.
-        for _ in 0..REST_SAMPLES {
-            c.on_served(s(1.0), 0, s(2.0));
-        }
-        assert_eq!(c.drop_threshold(), Some(s(0.4)));
-        // A short tail never raises it past `drop_queued`.
-        for _ in 0..REST_SAMPLES {
-            c.on_served(s(2.0), 0, s(0.001));
-        }
-        assert_eq!(c.drop_threshold(), Some(s(0.8)));
-    }
-
-    #[test]
-    fn drops_events_that_queued_past_the_dropper_threshold() {
-        // Target 1 s: the threshold is 0.8 s.
-        let mut c = ctl();
-        assert!(c.admit(s(0.0), 0).is_ok());
-        assert!(c.admit(s(0.0), 0).is_ok());
-        assert!(!c.on_dequeue(s(5.0), s(0.7)));
-        assert!(c.on_dequeue(s(5.0), s(0.9)));
-        assert_eq!(c.state()[1], ("queued", 0.0));
-        let mut cfg = TunedConfig::new(s(1.0));
-        cfg.drop_queued = None;
-        let mut c = TunedResponseTimeController::new(cfg).unwrap();
-        assert!(!c.on_dequeue(s(5.0), s(100.0)));
-    }
-}
+#[path = "tuned_tests.rs"]
+mod tests;

@@ -1,0 +1,188 @@
+//! Unit tests of the tuned response-time controller (`tuned.rs`).
+
+use super::*;
+
+fn s(x: f64) -> Duration {
+    Duration::from_secs_f64(x)
+}
+
+fn ctl() -> TunedResponseTimeController {
+    TunedResponseTimeController::new(TunedConfig::new(s(1.0))).unwrap()
+}
+
+#[test]
+fn admits_min_queue_before_any_departure_then_rejects() {
+    let mut c = ctl();
+    let admitted = (0..100).filter(|_| c.admit(s(0.0), 0).is_ok()).count();
+    assert_eq!(admitted, 10);
+    assert_eq!(c.admit(s(0.0), 0), Err(RejectReason::QueueFull));
+    c.undo_admit(s(0.0), 0);
+    assert!(c.admit(s(0.0), 0).is_ok());
+}
+
+#[test]
+fn the_queue_limit_follows_the_departure_rate() {
+    let mut c = ctl();
+    c.tick(s(0.0));
+    // 100 dequeues in 0.1 s: 1000/s, smoothed by alpha 0.8 -> 200/s.
+    for i in 0..100 {
+        assert!(c.admit(s(i as f64 * 0.001), 0).is_ok());
+        c.on_dequeue(s(i as f64 * 0.001), Duration::ZERO);
+    }
+    c.tick(s(0.1));
+    assert!(
+        (c.departures_per_s() - 200.0).abs() < 1e-9,
+        "{}",
+        c.departures_per_s()
+    );
+    // Budget 0.5 s: limit 100 queued events.
+    assert!((c.queue_limit() - 100.0).abs() < 1e-9);
+    let admitted = (0..1000).filter(|_| c.admit(s(0.1), 0).is_ok()).count();
+    assert_eq!(admitted, 100);
+}
+
+#[test]
+fn the_budget_moves_slowly_toward_the_setpoint_while_rejecting() {
+    let mut c = ctl();
+    c.observe(s(0.0), 2.0);
+    c.observe(s(1.0), 2.0); // no rejection in between: unchanged
+    assert_eq!(c.wait_budget(), s(0.5));
+    c.rejections = 1;
+    c.observe(s(2.0), 3.2); // ratio clamps at 0.5, over half the time constant (2 s)
+    assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
+    let before = c.wait_budget();
+    c.rejections = 1;
+    c.observe(s(3.0), 0.8); // at the setpoint: unchanged
+    assert_eq!(c.wait_budget(), before);
+    for i in 0..100 {
+        c.rejections = 1;
+        c.observe(s(4.0 + i as f64), 0.01);
+    }
+    assert_eq!(c.wait_budget(), s(1.0), "never above the target");
+}
+
+/// A queue of 10 that fell to 4 between two windows (and filled again): standing by the
+/// stages' rule (it never emptied), not at a standing share of 0.5 (4 <= 0.5 x 10).
+fn budget_after_a_dip(standing_share: f64) -> f64 {
+    let mut cfg = TunedConfig::new(s(1.0));
+    cfg.trim = true;
+    cfg.standing_share = standing_share;
+    let mut c = TunedResponseTimeController::new(cfg).unwrap();
+    for _ in 0..10 {
+        assert!(c.admit(s(0.0), 0).is_ok());
+    }
+    c.observe(s(0.0), 0.1);
+    for _ in 0..6 {
+        c.on_dequeue(s(0.5), Duration::ZERO);
+    }
+    for _ in 0..6 {
+        assert!(c.admit(s(0.6), 0).is_ok());
+    }
+    c.rejections = 1;
+    c.observe(s(1.0), 0.1);
+    c.wait_budget().as_secs_f64()
+}
+
+#[test]
+fn a_queue_that_fell_to_the_standing_share_of_its_limit_is_not_standing() {
+    assert!((budget_after_a_dip(0.0) - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
+    assert!((budget_after_a_dip(0.5) - 0.5 * 2f64.sqrt()).abs() < 1e-9);
+    let bad = TunedConfig {
+        standing_share: 1.0,
+        ..TunedConfig::new(s(1.0))
+    };
+    let e = TunedResponseTimeController::new(bad).unwrap_err();
+    assert!(e.to_string().contains("standing_share"), "{e}");
+}
+
+#[test]
+fn trimming_shrinks_a_standing_queue_and_grows_one_that_runs_dry() {
+    let mut cfg = TunedConfig::new(s(1.0));
+    cfg.trim = true;
+    let mut c = TunedResponseTimeController::new(cfg).unwrap();
+    for _ in 0..5 {
+        assert!(c.admit(s(0.0), 0).is_ok());
+    }
+    c.observe(s(0.0), 0.1);
+    // The queue never emptied (5 queued throughout) and the limit rejected: shrink by
+    // 0.5 ^ (1 s / 2 s).
+    c.rejections = 1;
+    c.observe(s(1.0), 0.1);
+    assert!((c.wait_budget().as_secs_f64() - 0.5 * 0.5f64.sqrt()).abs() < 1e-9);
+    // Now it runs dry: grow by 2 ^ (1 s / 2 s).
+    for _ in 0..5 {
+        c.on_dequeue(s(1.5), Duration::ZERO);
+    }
+    c.rejections = 1;
+    c.observe(s(2.0), 0.1);
+    assert!((c.wait_budget().as_secs_f64() - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn drops_past_the_tolerance_shrink_the_budget_whatever_the_percentile() {
+    let mut c = ctl();
+    c.observe(s(0.0), 0.1);
+    // 100 dequeues, one dropped: within the 1% tolerance, so the low percentile grows the
+    // budget by 2 ^ (1 s / 2 s).
+    for _ in 0..100 {
+        c.admit_anyway(s(0.5));
+    }
+    assert!(c.on_dequeue(s(0.5), s(0.9)));
+    for _ in 0..99 {
+        assert!(!c.on_dequeue(s(0.5), s(0.1)));
+    }
+    c.rejections = 1;
+    c.observe(s(1.0), 0.1);
+    let grown = 0.5 * 2f64.sqrt();
+    assert!((c.wait_budget().as_secs_f64() - grown).abs() < 1e-9);
+    // Two of 100 dropped: shrink by 0.5 ^ (1 s / 2 s), though the percentile is low.
+    for _ in 0..100 {
+        c.admit_anyway(s(1.5));
+    }
+    for i in 0..100 {
+        c.on_dequeue(s(1.5), s(if i < 2 { 0.9 } else { 0.1 }));
+    }
+    c.rejections = 1;
+    c.observe(s(2.0), 0.1);
+    assert!((c.wait_budget().as_secs_f64() - grown * 0.5f64.sqrt()).abs() < 1e-9);
+}
+
+#[test]
+fn the_dropper_leaves_room_for_the_rest_of_the_response() {
+    // Target 1 s: 0.8 s until the rest of a response is known.
+    let mut c = ctl();
+    assert_eq!(c.drop_threshold(), Some(s(0.8)));
+    // 200 responses, one of them 0.24 s beyond its wait: over the setpoint (0.8) 0.3 s, so
+    // a wait over 0.7 s is dropped.
+    for i in 0..REST_SAMPLES {
+        c.on_served(s(0.0), 0, s(if i == 7 { 0.24 } else { 0.01 }));
+    }
+    assert_eq!(c.drop_threshold(), Some(s(0.7)));
+    assert!(c.on_dequeue(s(0.1), s(0.71)));
+    assert!(!c.on_dequeue(s(0.1), s(0.69)));
+    // A tail longer than the target leaves the threshold at half of `drop_queued`.
+    for _ in 0..REST_SAMPLES {
+        c.on_served(s(1.0), 0, s(2.0));
+    }
+    assert_eq!(c.drop_threshold(), Some(s(0.4)));
+    // A short tail never raises it past `drop_queued`.
+    for _ in 0..REST_SAMPLES {
+        c.on_served(s(2.0), 0, s(0.001));
+    }
+    assert_eq!(c.drop_threshold(), Some(s(0.8)));
+}
+
+#[test]
+fn drops_events_that_queued_past_the_dropper_threshold() {
+    // Target 1 s: the threshold is 0.8 s.
+    let mut c = ctl();
+    assert!(c.admit(s(0.0), 0).is_ok());
+    assert!(c.admit(s(0.0), 0).is_ok());
+    assert!(!c.on_dequeue(s(5.0), s(0.7)));
+    assert!(c.on_dequeue(s(5.0), s(0.9)));
+    assert_eq!(c.state()[1], ("queued", 0.0));
+    let mut cfg = TunedConfig::new(s(1.0));
+    cfg.drop_queued = None;
+    let mut c = TunedResponseTimeController::new(cfg).unwrap();
+    assert!(!c.on_dequeue(s(5.0), s(100.0)));
+}
