@@ -111,7 +111,9 @@ pub use runtime::{
     DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder, RuntimeSnapshot,
     ShutdownReport,
 };
-pub use seda_control::{AdmissionController, Knob, KnobKind, Quality, RejectReason, Time};
+pub use seda_control::{
+    AdmissionController, InvalidConfig, Knob, KnobKind, Quality, RejectReason, Time,
+};
 pub use sink::{Prepared, Rejected, Sink};
 pub use sizer::{SizerConfig, SizerKind};
 pub use stage::{Stage, StageBuilder, TerminationSnapshot};
