@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::Registry;
+use crate::erased::StageDyn;
 use crate::global::GlobalControl;
 use crate::pool::Pool;
 use crate::shared::Shared;
-use crate::stage::StageDyn;
 
 pub(super) fn control_loop(
     registry: &Registry,

@@ -19,12 +19,13 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::Event;
 use crate::config::{Config, PoolSettings};
+use crate::erased::StageDyn;
 use crate::error::BuildError;
 use crate::global::GlobalControl;
 use crate::pool::Pool;
 use crate::shared::Shared;
 use crate::sink::Sink;
-use crate::stage::{StageCore, StageDyn};
+use crate::stage::StageCore;
 
 pub use builder::RuntimeBuilder;
 pub use shutdown::ShutdownReport;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::Inner;
-use crate::stage::StageDyn;
+use crate::erased::StageDyn;
 
 /// What a shutdown achieved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
