@@ -230,105 +230,9 @@ pub fn run(mut args: LoadArgs) -> anyhow::Result<()> {
 
 fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
     let target = Target::parse(&a.urls[0])?;
-    let mut paths = Vec::new();
-    for u in &a.urls {
-        let t = Target::parse(u)?;
-        if t.addr != target.addr || t.host_header != target.host_header {
-            bail!(
-                "all URLs must be on one host and port: {u} differs from {}",
-                a.urls[0]
-            );
-        }
-        paths.push(t.path);
-    }
-    if let Some(f) = &a.url_file {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-        for line in text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        {
-            let path = if line.starts_with('/') {
-                line.to_string()
-            } else {
-                Target::parse(line)?.path
-            };
-            paths.push(path);
-        }
-    }
-    let workload: Arc<dyn Workload> = match a.workload {
-        WorkloadArg::Urls => Arc::new(UrlList::new(paths)?),
-        WorkloadArg::Specweb => Arc::new(SpecWeb::new(&target.path, a.specweb_dirs)?),
-        WorkloadArg::SpecwebOriginal => {
-            Arc::new(SpecWeb::original_file_mix(&target.path, a.specweb_dirs)?)
-        }
-        WorkloadArg::Synthetic => Arc::new(Synthetic::parse(
-            &a.synthetic,
-            &target.path,
-            &a.synthetic_param,
-        )?),
-        WorkloadArg::Mail => {
-            let workload = seda_mail::workload::MailWorkload::new(a.mail_users);
-            match &a.mail_only {
-                None => Arc::new(workload),
-                Some(name) => {
-                    let kind = seda_mail::RequestKind::ALL
-                        .into_iter()
-                        .find(|k| k.name() == name.as_str())
-                        .ok_or_else(|| {
-                            let names: Vec<&str> = seda_mail::RequestKind::ALL
-                                .iter()
-                                .map(|k| k.name())
-                                .collect();
-                            anyhow::anyhow!(
-                                "--mail-only {name:?}: give one of {}",
-                                names.join(", ")
-                            )
-                        })?;
-                    Arc::new(workload.only(kind))
-                }
-            }
-        }
-    };
-    // WC03's e-mail users think 20 ms unless told otherwise; `--think 0ms` says otherwise.
-    let think = a
-        .think
-        .unwrap_or(if matches!(a.workload, WorkloadArg::Mail) {
-            seda_mail::user_model::THINK_TIME
-        } else {
-            Duration::ZERO
-        });
-    let model = match a.model {
-        ModelArg::Closed => Model::Closed(Closed {
-            users: a.users,
-            think,
-            think_exponential: a.think_exp,
-            ramp: a.ramp,
-        }),
-        ModelArg::Open => Model::Open(Open {
-            rate_per_s: a.rate,
-            arrivals: match a.arrivals {
-                ArrivalsArg::Poisson => Arrivals::Poisson,
-                ArrivalsArg::Constant => Arrivals::Constant,
-            },
-            max_connections: a.max_connections,
-            max_backlog: a.max_backlog,
-        }),
-        ModelArg::Eager => Model::Eager(Eager {
-            users: a.users,
-            patience_min: a.patience_min,
-            patience_max: a.patience_max,
-            think,
-            max_outstanding: a.max_outstanding,
-        }),
-        ModelArg::PartlyOpen => Model::PartlyOpen(PartlyOpen {
-            sessions_per_s: a.rate,
-            stay_probability: a.stay,
-            think,
-            max_sessions: a.max_connections,
-        }),
-    };
+    let paths = paths(a, &target)?;
+    let workload = workload(a, &target, paths)?;
+    let model = model(a);
     let schedule = match (&a.schedule, &a.schedule_file) {
         (Some(s), _) => Some(Schedule::parse(s)?),
         (None, Some(f)) => {
@@ -374,6 +278,123 @@ fn build(a: &LoadArgs) -> anyhow::Result<LoadConfig> {
     config.seed = a.seed;
     config.precise_pacing = !a.coarse_pacing;
     Ok(config)
+}
+
+/// The paths the URL workload asks for: every `URL` argument's (all on one host and port)
+/// and every line of `--url-file`.
+fn paths(a: &LoadArgs, target: &Target) -> anyhow::Result<Vec<String>> {
+    let mut paths = Vec::new();
+    for u in &a.urls {
+        let t = Target::parse(u)?;
+        if t.addr != target.addr || t.host_header != target.host_header {
+            bail!(
+                "all URLs must be on one host and port: {u} differs from {}",
+                a.urls[0]
+            );
+        }
+        paths.push(t.path);
+    }
+    if let Some(f) = &a.url_file {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        for line in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let path = if line.starts_with('/') {
+                line.to_string()
+            } else {
+                Target::parse(line)?.path
+            };
+            paths.push(path);
+        }
+    }
+    Ok(paths)
+}
+
+/// The workload `--workload` names, over `paths` for the URL list.
+fn workload(
+    a: &LoadArgs,
+    target: &Target,
+    paths: Vec<String>,
+) -> anyhow::Result<Arc<dyn Workload>> {
+    Ok(match a.workload {
+        WorkloadArg::Urls => Arc::new(UrlList::new(paths)?),
+        WorkloadArg::Specweb => Arc::new(SpecWeb::new(&target.path, a.specweb_dirs)?),
+        WorkloadArg::SpecwebOriginal => {
+            Arc::new(SpecWeb::original_file_mix(&target.path, a.specweb_dirs)?)
+        }
+        WorkloadArg::Synthetic => Arc::new(Synthetic::parse(
+            &a.synthetic,
+            &target.path,
+            &a.synthetic_param,
+        )?),
+        WorkloadArg::Mail => {
+            let workload = seda_mail::workload::MailWorkload::new(a.mail_users);
+            match &a.mail_only {
+                None => Arc::new(workload),
+                Some(name) => {
+                    let kind = seda_mail::RequestKind::ALL
+                        .into_iter()
+                        .find(|k| k.name() == name.as_str())
+                        .ok_or_else(|| {
+                            let names: Vec<&str> = seda_mail::RequestKind::ALL
+                                .iter()
+                                .map(|k| k.name())
+                                .collect();
+                            anyhow::anyhow!(
+                                "--mail-only {name:?}: give one of {}",
+                                names.join(", ")
+                            )
+                        })?;
+                    Arc::new(workload.only(kind))
+                }
+            }
+        }
+    })
+}
+
+/// The user model `--model` names, with its flags.
+fn model(a: &LoadArgs) -> Model {
+    // WC03's e-mail users think 20 ms unless told otherwise; `--think 0ms` says otherwise.
+    let think = a
+        .think
+        .unwrap_or(if matches!(a.workload, WorkloadArg::Mail) {
+            seda_mail::user_model::THINK_TIME
+        } else {
+            Duration::ZERO
+        });
+    match a.model {
+        ModelArg::Closed => Model::Closed(Closed {
+            users: a.users,
+            think,
+            think_exponential: a.think_exp,
+            ramp: a.ramp,
+        }),
+        ModelArg::Open => Model::Open(Open {
+            rate_per_s: a.rate,
+            arrivals: match a.arrivals {
+                ArrivalsArg::Poisson => Arrivals::Poisson,
+                ArrivalsArg::Constant => Arrivals::Constant,
+            },
+            max_connections: a.max_connections,
+            max_backlog: a.max_backlog,
+        }),
+        ModelArg::Eager => Model::Eager(Eager {
+            users: a.users,
+            patience_min: a.patience_min,
+            patience_max: a.patience_max,
+            think,
+            max_outstanding: a.max_outstanding,
+        }),
+        ModelArg::PartlyOpen => Model::PartlyOpen(PartlyOpen {
+            sessions_per_s: a.rate,
+            stay_probability: a.stay,
+            think,
+            max_sessions: a.max_connections,
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -79,9 +79,9 @@ mod server;
 pub mod specweb;
 pub mod statics;
 
-pub use admin::{AdminServer, AdminSources};
+pub use admin::{AdminServer, AdminSources, ExtraStats, FrontendStats};
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
 pub use request::{Body, HttpRequest, REASON_HEADER, Reply, overloaded, terminated, text};
 pub use serve::{ServerShutdown, StartError, StaticServer};
-pub use server::{ExtraStats, FrontendStats, HttpServer, ShutdownSummary};
+pub use server::{HttpServer, ShutdownSummary};
 pub use statics::{StaticError, StaticService};

@@ -4,8 +4,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::admin::{ExtraStats, FrontendStats};
 use crate::config::ServeConfig;
-use crate::server::{ExtraStats, FrontendStats, HttpServer, ShutdownSummary};
+use crate::server::{HttpServer, ShutdownSummary};
 use crate::statics::{CacheStats, StaticError, StaticService};
 
 /// Why a server could not start.

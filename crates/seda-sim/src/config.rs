@@ -207,13 +207,6 @@ impl SimConfig {
 
     /// Checks the configuration; the message says what is wrong.
     pub fn validate(&self) -> Result<(), String> {
-        let pos = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(format!("{name} must be > 0, got {v}"))
-            }
-        };
         pos("duration_s", self.duration_s)?;
         pos("bucket_s", self.bucket_s)?;
         pos("tick_s", self.tick_s)?;
@@ -234,6 +227,34 @@ impl SimConfig {
         if n > 60_000 {
             return Err(format!("at most 60000 stages, got {n}"));
         }
+        self.validate_stages(n)?;
+        let users: u64 = self
+            .sources
+            .iter()
+            .map(|s| match s.population {
+                Population::Closed { users, .. } => u64::from(users),
+                Population::Eager { clients, .. } => u64::from(clients),
+                _ => 0,
+            })
+            .sum();
+        if users > 100_000_000 {
+            return Err(format!(
+                "at most 100000000 closed users in all, got {users}"
+            ));
+        }
+        self.levers.validate()?;
+        if self.sources.len() > u16::MAX as usize {
+            return Err("too many sources".into());
+        }
+        for s in &self.sources {
+            validate_source(s)?;
+        }
+        Ok(())
+    }
+
+    /// Each stage's servers, service time and routes (to stages that exist, adding up to at
+    /// most 1, never back to the entry under `entry_control`).
+    fn validate_stages(&self, n: usize) -> Result<(), String> {
         let all = std::iter::once((&self.stage, &self.next))
             .chain(self.more_stages.iter().map(|m| (&m.stage, &m.next)));
         for (i, (stage, next)) in all.enumerate() {
@@ -266,89 +287,83 @@ impl SimConfig {
                 ));
             }
         }
-        let users: u64 = self
-            .sources
-            .iter()
-            .map(|s| match s.population {
-                Population::Closed { users, .. } => u64::from(users),
-                Population::Eager { clients, .. } => u64::from(clients),
-                _ => 0,
-            })
-            .sum();
-        if users > 100_000_000 {
-            return Err(format!(
-                "at most 100000000 closed users in all, got {users}"
-            ));
-        }
-        self.levers.validate()?;
-        if self.sources.len() > u16::MAX as usize {
-            return Err("too many sources".into());
-        }
-        for s in &self.sources {
-            if let Some(t) = s.timeout_s {
-                pos("timeout_s", t)?;
-            }
-            match &s.population {
-                Population::Closed {
-                    think,
-                    reject_wait,
-                    start_s,
-                    end_s,
-                    ..
-                } => {
-                    think.validate()?;
-                    if let Some(w) = reject_wait {
-                        w.validate()?;
-                    }
-                    if !(start_s.is_finite() && end_s >= start_s) {
-                        return Err("a closed source needs start_s <= end_s".into());
-                    }
-                }
-                Population::Open {
-                    rate_per_s,
-                    start_s,
-                    end_s,
-                    ..
-                } => {
-                    pos("rate_per_s", *rate_per_s)?;
-                    if !(start_s.is_finite() && end_s >= start_s) {
-                        return Err("an open source needs start_s <= end_s".into());
-                    }
-                }
-                Population::PartlyOpen {
-                    session_rate_per_s,
-                    stay,
-                    think,
-                    start_s,
-                    end_s,
-                } => {
-                    pos("session_rate_per_s", *session_rate_per_s)?;
-                    think.validate()?;
-                    if !(0.0..=1.0).contains(stay) {
-                        return Err(format!("stay must be in [0, 1], got {stay}"));
-                    }
-                    if !(start_s.is_finite() && end_s >= start_s) {
-                        return Err("a partly-open source needs start_s <= end_s".into());
-                    }
-                }
-                Population::Eager {
-                    patience,
-                    think,
-                    start_s,
-                    end_s,
-                    ..
-                } => {
-                    think.validate()?;
-                    patience.validate()?;
-                    if patience.mean_s() <= 0.0 {
-                        return Err("eager clients need a patience > 0".into());
-                    }
-                    if !(start_s.is_finite() && end_s >= start_s) {
-                        return Err("an eager source needs start_s <= end_s".into());
-                    }
-                }
-            }
-        }
         Ok(())
     }
+}
+
+/// `v` is a positive finite number, or a message naming `name`.
+fn pos(name: &str, v: f64) -> Result<(), String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{name} must be > 0, got {v}"))
+    }
+}
+
+/// One source's timeout, think times and window (`start_s <= end_s`), by population.
+fn validate_source(s: &SourceConfig) -> Result<(), String> {
+    if let Some(t) = s.timeout_s {
+        pos("timeout_s", t)?;
+    }
+    match &s.population {
+        Population::Closed {
+            think,
+            reject_wait,
+            start_s,
+            end_s,
+            ..
+        } => {
+            think.validate()?;
+            if let Some(w) = reject_wait {
+                w.validate()?;
+            }
+            if !(start_s.is_finite() && end_s >= start_s) {
+                return Err("a closed source needs start_s <= end_s".into());
+            }
+        }
+        Population::Open {
+            rate_per_s,
+            start_s,
+            end_s,
+            ..
+        } => {
+            pos("rate_per_s", *rate_per_s)?;
+            if !(start_s.is_finite() && end_s >= start_s) {
+                return Err("an open source needs start_s <= end_s".into());
+            }
+        }
+        Population::PartlyOpen {
+            session_rate_per_s,
+            stay,
+            think,
+            start_s,
+            end_s,
+        } => {
+            pos("session_rate_per_s", *session_rate_per_s)?;
+            think.validate()?;
+            if !(0.0..=1.0).contains(stay) {
+                return Err(format!("stay must be in [0, 1], got {stay}"));
+            }
+            if !(start_s.is_finite() && end_s >= start_s) {
+                return Err("a partly-open source needs start_s <= end_s".into());
+            }
+        }
+        Population::Eager {
+            patience,
+            think,
+            start_s,
+            end_s,
+            ..
+        } => {
+            think.validate()?;
+            patience.validate()?;
+            if patience.mean_s() <= 0.0 {
+                return Err("eager clients need a patience > 0".into());
+            }
+            if !(start_s.is_finite() && end_s >= start_s) {
+                return Err("an eager source needs start_s <= end_s".into());
+            }
+        }
+    }
+    Ok(())
 }

@@ -38,6 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use seda_control::InvalidConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::CancelToken;
@@ -79,14 +80,37 @@ impl CulpritPolicy {
     ///
     /// # Errors
     ///
-    /// A message naming the setting when `min_waiters` is 0 (every long hold would be cut)
-    /// or `hold_factor` is below 1 or not finite.
-    pub fn new(min_waiters: usize, hold_factor: f64, min_hold: Duration) -> Result<Self, String> {
+    /// [`InvalidConfig`] naming the setting when `min_waiters` is 0 (every long hold would be
+    /// cut) or `hold_factor` is below 1 or not finite.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use seda::CulpritPolicy;
+    ///
+    /// let policy = CulpritPolicy::new(3, 10.0, Duration::from_millis(200))?;
+    /// assert_eq!(policy.min_waiters, 3);
+    /// let wrong = CulpritPolicy::new(0, 10.0, Duration::ZERO).unwrap_err();
+    /// assert_eq!(wrong.param, "min_waiters");
+    /// # Ok::<(), seda::InvalidConfig>(())
+    /// ```
+    pub fn new(
+        min_waiters: usize,
+        hold_factor: f64,
+        min_hold: Duration,
+    ) -> Result<Self, InvalidConfig> {
         if min_waiters == 0 {
-            return Err("min_waiters must be at least 1".into());
+            return Err(InvalidConfig::new(
+                "min_waiters",
+                "min_waiters must be at least 1",
+            ));
         }
         if !(hold_factor.is_finite() && hold_factor >= 1.0) {
-            return Err(format!("hold_factor must be at least 1, got {hold_factor}"));
+            return Err(InvalidConfig::new(
+                "hold_factor",
+                format!("hold_factor must be at least 1, got {hold_factor}"),
+            ));
         }
         Ok(CulpritPolicy {
             min_waiters,

@@ -1,9 +1,13 @@
-//! Why a stage could not be added or a stage or pool looked up: the runtime's one error type.
+//! The runtime's errors, in one file as tokio's `mpsc/error.rs` has them: [`BuildError`], why a
+//! stage could not be added or a stage or pool looked up, and [`Rejected`], an enqueue turned
+//! away with its event(s) back.
 //!
 //! Match it with a `_` arm (it is `#[non_exhaustive]`), and do not depend on the text of its
 //! messages, which say what was wrong and what to do about it.
 
 use std::fmt;
+
+use seda_control::RejectReason;
 
 use crate::config::ConfigError;
 
@@ -101,3 +105,37 @@ impl From<ConfigError> for BuildError {
         BuildError::Config(e)
     }
 }
+
+/// An enqueue that was turned away: the event(s) come back with the reason.
+///
+/// Like crossbeam's `SendError<T>`, nothing is lost: the caller decides what to do (answer 503,
+/// degrade, retry elsewhere, or wait with [`Sink::enqueue_timeout`]).
+pub struct Rejected<T> {
+    /// What was not enqueued.
+    pub event: T,
+    /// Why.
+    pub reason: RejectReason,
+}
+
+impl<T> Rejected<T> {
+    /// The event(s) back, discarding the reason.
+    pub fn into_inner(self) -> T {
+        self.event
+    }
+}
+
+impl<T> fmt::Debug for Rejected<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Display for Rejected<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "enqueue rejected: {}", self.reason)
+    }
+}
+
+impl<T> std::error::Error for Rejected<T> {}

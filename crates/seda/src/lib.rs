@@ -76,6 +76,7 @@ mod clock;
 mod config;
 mod contended;
 mod cpu;
+mod erased;
 mod error;
 pub mod global;
 mod graph;
@@ -100,7 +101,7 @@ pub use config::{
 };
 pub use contended::{Contended, ContendedSnapshot, CulpritPolicy, Held};
 pub use cpu::{server_timing_cpu, thread_cpu_time};
-pub use error::BuildError;
+pub use error::{BuildError, Rejected};
 pub use global::GlobalControlConfig;
 pub use graph::{Graph, GraphEdge, GraphNode};
 pub use handler::{Cx, Handler};
@@ -111,10 +112,13 @@ pub use runtime::{
     DEFAULT_BATCH, DEFAULT_THRESHOLD, PoolSnapshot, Runtime, RuntimeBuilder, RuntimeSnapshot,
     ShutdownReport,
 };
-pub use seda_control::{AdmissionController, Knob, KnobKind, Quality, RejectReason, Time};
-pub use sink::{Prepared, Rejected, Sink};
+pub use seda_control::{
+    AdmissionController, InvalidConfig, Knob, KnobKind, Quality, RejectReason, Time,
+};
+pub use sink::{Prepared, Sink};
 pub use sizer::{SizerConfig, SizerKind};
-pub use stage::{Stage, StageBuilder, TerminationSnapshot};
+pub use stage::{Stage, StageBuilder};
+pub use stats::TerminationSnapshot;
 
 /// The README's example, compiled and run as a doctest so it cannot rot.
 #[cfg(doctest)]

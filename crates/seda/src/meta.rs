@@ -92,6 +92,11 @@ impl CancelToken {
     /// A safe point: `Ok` if the request goes on, else why it must stop. Returning
     /// `Err(Terminated)` records that the handler gave the request up, so the stage counts it
     /// as terminated (see the type's documentation).
+    ///
+    /// # Errors
+    ///
+    /// [`CancelReason::Cancelled`] when the client left, [`CancelReason::Terminated`] when the
+    /// stage's terminator cut the request: the handler stops and returns.
     pub fn checkpoint(&self) -> Result<(), CancelReason> {
         match self.0.load(Ordering::Acquire) {
             LIVE => Ok(()),
@@ -135,7 +140,10 @@ impl CancelToken {
 /// Created when a request enters the service and passed on (cloned) to every event derived from
 /// it, so any stage can compute the request's response time (`now - born`), honour its deadline,
 /// apply class-based admission and see whether its client gave up.
+///
+/// Build it with [`Meta::new`] and its `with_*` methods: new fields may be added.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Meta {
     /// A process-unique request id.
     pub id: u64,

@@ -20,9 +20,9 @@ use seda_control::{Controller, PoolObservation, ThreadPoolConfig, ThreadPoolCont
 
 use crate::Time;
 use crate::clock;
+use crate::erased::StageDyn;
 use crate::handoff::{Handoff, Parked};
 use crate::sizer::{OutsideTargets, PoolPeriod, SizerConfig, SizerKind, SizerState, TargetSizer};
-use crate::stage::StageDyn;
 
 /// Rounds of looking for work before parking (as crossbeam's `Backoff`): the first
 /// [`BUSY_SPIN_ROUNDS`] spin `2^round` times, the rest yield the CPU to a thread that may be

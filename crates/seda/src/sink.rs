@@ -7,46 +7,13 @@ use std::time::{Duration, Instant};
 use seda_control::RejectReason;
 
 use crate::Event;
+use crate::error::Rejected;
 use crate::stage::{StageCore, current_stage};
 
 /// `enqueue_timeout` spins for this many rounds (2^round spins each) before yielding...
 const BACKOFF_SPIN_ROUNDS: u32 = 6;
 /// ...and yields until this many rounds before it sleeps waiting for room.
 const BACKOFF_ROUNDS: u32 = 10;
-
-/// An enqueue that was turned away: the event(s) come back with the reason.
-///
-/// Like crossbeam's `SendError<T>`, nothing is lost: the caller decides what to do (answer 503,
-/// degrade, retry elsewhere, or wait with [`Sink::enqueue_timeout`]).
-pub struct Rejected<T> {
-    /// What was not enqueued.
-    pub event: T,
-    /// Why.
-    pub reason: RejectReason,
-}
-
-impl<T> Rejected<T> {
-    /// The event(s) back, discarding the reason.
-    pub fn into_inner(self) -> T {
-        self.event
-    }
-}
-
-impl<T> fmt::Debug for Rejected<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rejected")
-            .field("reason", &self.reason)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T> fmt::Display for Rejected<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "enqueue rejected: {}", self.reason)
-    }
-}
-
-impl<T> std::error::Error for Rejected<T> {}
 
 /// The enqueue end of a stage. Cheap to clone; send it to whoever feeds the stage.
 ///

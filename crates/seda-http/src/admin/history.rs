@@ -167,42 +167,13 @@ impl History {
                 })
                 .filter(|(_, v)| *v > 0.0)
                 .collect();
-            let ring = match self.stages.iter().position(|r| r.name == s.name) {
-                Some(i) => &mut self.stages[i],
-                None => {
-                    self.stages.push(StageRing {
-                        name: s.name.clone(),
-                        controller_keys: Vec::new(),
-                        points: VecDeque::with_capacity(CAPACITY),
-                    });
-                    let n = self.stages.len();
-                    &mut self.stages[n - 1]
-                }
-            };
-            ring.controller_keys = keys.clone();
-            if ring.points.len() == CAPACITY {
-                ring.points.pop_front();
-            }
-            ring.points.push_back(point);
+            self.push_point(&s.name, keys.clone(), point);
             let terminated = rate(c.terminated, last.terminated, dt);
             rows.push((s, point, rejected_by, keys, values, terminated));
             self.last.insert(s.name.clone(), Last::of(t_s, c));
         }
         let dt = t_s - self.current.get("t").and_then(Value::as_f64).unwrap_or(t_s);
-        let edges: Vec<(String, String, f32)> = graph
-            .edges
-            .iter()
-            .map(|e| {
-                let key = (e.from.clone(), e.to.clone());
-                let before = *self.edges_last.get(&key).unwrap_or(&e.events);
-                (e.from.clone(), e.to.clone(), rate(e.events, before, dt))
-            })
-            .collect();
-        self.edges_last = graph
-            .edges
-            .iter()
-            .map(|e| ((e.from.clone(), e.to.clone()), e.events))
-            .collect();
+        let edges = self.edge_rates(graph, dt);
         let named: Vec<(&str, Point)> = rows
             .iter()
             .map(|(s, p, ..)| (s.name.as_str(), *p))
@@ -240,6 +211,48 @@ impl History {
             "history_bytes_max": Self::bytes_for(self.stages.len()),
         });
         self.newest_t = Some(t);
+    }
+
+    /// Appends `point` to the ring of stage `name` (a new ring for a new stage), dropping the
+    /// oldest point of a full ring.
+    fn push_point(&mut self, name: &str, controller_keys: Vec<Cow<'static, str>>, point: Point) {
+        let ring = match self.stages.iter().position(|r| r.name == name) {
+            Some(i) => &mut self.stages[i],
+            None => {
+                self.stages.push(StageRing {
+                    name: name.to_string(),
+                    controller_keys: Vec::new(),
+                    points: VecDeque::with_capacity(CAPACITY),
+                });
+                let n = self.stages.len();
+                &mut self.stages[n - 1]
+            }
+        };
+        ring.controller_keys = controller_keys;
+        if ring.points.len() == CAPACITY {
+            ring.points.pop_front();
+        }
+        ring.points.push_back(point);
+    }
+
+    /// Each edge's events per second over the last `dt` seconds, remembering the counts for
+    /// the next sample.
+    fn edge_rates(&mut self, graph: &seda::Graph, dt: f64) -> Vec<(String, String, f32)> {
+        let edges = graph
+            .edges
+            .iter()
+            .map(|e| {
+                let key = (e.from.clone(), e.to.clone());
+                let before = *self.edges_last.get(&key).unwrap_or(&e.events);
+                (e.from.clone(), e.to.clone(), rate(e.events, before, dt))
+            })
+            .collect();
+        self.edges_last = graph
+            .edges
+            .iter()
+            .map(|e| ((e.from.clone(), e.to.clone()), e.events))
+            .collect();
+        edges
     }
 
     /// The newest view plus every stage's points newer than `since` (all with `None`).

@@ -127,7 +127,18 @@ fn encode_runtime(
     rt: &seda::Runtime,
 ) -> Result<(), std::fmt::Error> {
     let stats = rt.stats();
-    let stages = &stats.stages;
+    encode_stage_counters(enc, &stats.stages)?;
+    encode_stage_gauges(enc, &stats)?;
+    encode_controllers(enc, &stats.stages)?;
+    encode_stage_histograms(enc, rt)
+}
+
+/// Each stage's event counters since start: arrivals, admissions, rejections and drops by
+/// reason, terminations, completions, failures, batches.
+fn encode_stage_counters(
+    enc: &mut DescriptorEncoder<'_>,
+    stages: &[seda::stats::StageSnapshot],
+) -> Result<(), std::fmt::Error> {
     let per_stage =
         |f: &dyn Fn(&seda::stats::StageSnapshot) -> u64| -> Vec<(Vec<(&str, &str)>, u64)> {
             stages
@@ -198,6 +209,16 @@ fn encode_runtime(
         "Batches handed to the handler.",
         per_stage(&|s| s.totals.counters.batches),
     )?;
+    Ok(())
+}
+
+/// Each stage's state now: queue length and threshold, threads (and the sizer's target and
+/// busy threads), batch size.
+fn encode_stage_gauges(
+    enc: &mut DescriptorEncoder<'_>,
+    stats: &seda::RuntimeSnapshot,
+) -> Result<(), std::fmt::Error> {
+    let stages = &stats.stages;
     let gauge = |f: &dyn Fn(&seda::stats::StageSnapshot) -> Option<u64>| -> Vec<(&str, u64)> {
         stages
             .iter()
@@ -281,7 +302,15 @@ fn encode_runtime(
             gauge(&|s| Some(s.batch_size as u64)),
         ),
     )?;
-    encode_controllers(enc, stages)?;
+    Ok(())
+}
+
+/// Each stage's queueing, service and response-time histograms, rendered into fixed buckets
+/// at scrape time from the runtime's log-linear ones.
+fn encode_stage_histograms(
+    enc: &mut DescriptorEncoder<'_>,
+    rt: &seda::Runtime,
+) -> Result<(), std::fmt::Error> {
     let hist = rt.histograms();
     type Pick = fn(&seda::stats::StageHistograms) -> &Histogram;
     let kinds: [(&str, &str, Pick); 3] = [

@@ -45,9 +45,8 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
 use crate::request::Body;
-use crate::server::{ExtraStats, FrontendStats};
 use history::History;
-pub use stats::StatsDocument;
+pub use stats::{ExtraStats, FrontendStats, StatsDocument};
 
 /// Connections the admin address serves at once; more wait in the backlog.
 const MAX_CONNECTIONS: usize = 64;

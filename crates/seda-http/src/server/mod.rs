@@ -18,15 +18,10 @@ use seda_control::SharedRetryAfter;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Notify, watch as tokio_watch};
 
-use crate::admin::{AdminServer, AdminSources};
+use crate::admin::{AdminServer, AdminSources, ExtraStats, FrontendStats};
 use crate::config::HttpConfig;
 use crate::request::HttpRequest;
 use stats::Counters;
-pub use stats::FrontendStats;
-
-/// Extra figures for the admin address's `/_seda/stats` (a service's own counters, e.g. its
-/// cache's).
-pub type ExtraStats = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 /// State shared by the accept loops and every connection.
 pub(crate) struct Shared {

@@ -1,8 +1,9 @@
-//! The front end's counters, shown in `/_seda/stats`.
+//! The front end's live counters; their snapshot is [`FrontendStats`], a part of the
+//! `/_seda/stats` document (in `admin/stats.rs`, beside the document).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use serde::{Deserialize, Serialize};
+use crate::admin::FrontendStats;
 
 /// Live counters of the front end.
 #[derive(Debug, Default)]
@@ -51,45 +52,4 @@ impl Counters {
             connection_errors: get(&self.connection_errors),
         }
     }
-}
-
-/// A snapshot of the front end's counters.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct FrontendStats {
-    /// The `Retry-After` a refusal gets now, seconds, at least: the configured base while
-    /// refusals are few, up to 24 x it while they outnumber admissions; each refusal is told
-    /// up to half as much again, within 24 x the base (spread so that refused clients do not
-    /// return together).
-    pub retry_after_s: u32,
-    /// Connections open now.
-    pub open_connections: usize,
-    /// Open HTTP/1 connections parked between requests: idle keep-alive connections that hold
-    /// only their socket and task (hyper's buffers are freed until the next bytes arrive).
-    pub parked_connections: usize,
-    /// Connections accepted and served since start.
-    pub accepted_connections: u64,
-    /// Connections answered 503 and closed because `max_connections` were open.
-    pub refused_connections: u64,
-    /// Requests whose head was parsed.
-    pub requests: u64,
-    /// Requests the first stage did not admit (answered 503).
-    pub rejected_requests: u64,
-    /// Admitted requests dropped without an answer (answered 503).
-    pub unanswered_requests: u64,
-    /// Requests whose client went away before the answer.
-    pub cancelled_requests: u64,
-    /// Requests answered 504 because their deadline (`grpc-timeout`, `x-seda-deadline-ms`)
-    /// was spent on arrival or passed before they were served (not counted as rejected or
-    /// unanswered).
-    #[serde(default)]
-    pub deadline_missed: u64,
-    /// Connections cut off because a request head took too long (slowloris).
-    pub header_timeouts: u64,
-    /// Keep-alive connections closed after the idle timeout.
-    pub idle_closed: u64,
-    /// Requests answered 413 because of their body size.
-    pub body_too_large: u64,
-    /// Connections that ended with an I/O or protocol error.
-    pub connection_errors: u64,
 }

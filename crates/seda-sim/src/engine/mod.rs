@@ -92,6 +92,43 @@ pub(crate) fn dur(ns: u64) -> Duration {
     Duration::from_nanos(ns)
 }
 
+/// A configured source as the engine runs it (times in nanoseconds).
+fn source_of(s: crate::config::SourceConfig) -> Source {
+    let (start_s, end_s) = match &s.population {
+        Population::Closed { start_s, end_s, .. }
+        | Population::Open { start_s, end_s, .. }
+        | Population::PartlyOpen { start_s, end_s, .. }
+        | Population::Eager { start_s, end_s, .. } => (*start_s, *end_s),
+    };
+    Source {
+        population: s.population,
+        class: s.class,
+        timeout_ns: s.timeout_s.map(secs_to_ns),
+        window: s.window.map(AimdWindow::new),
+        start_ns: secs_to_ns(start_s.max(0.0)),
+        end_ns: secs_to_ns(end_s.max(0.0)),
+    }
+}
+
+/// One controller tick at `t`: every stage's admission controller ticks; a `quality` in its
+/// state scales the degradable share of the stage's service time; the entry stage's state is
+/// recorded in the metrics.
+fn tick_controllers(sim: &mut Sim, t: u64, degradable: f64) {
+    for (i, st) in sim.stages.iter_mut().enumerate() {
+        let Some(a) = st.admission.as_mut() else {
+            continue;
+        };
+        a.tick(dur(t));
+        let state = a.state();
+        if let Some(&(_, q)) = state.iter().find(|(k, _)| *k == "quality") {
+            st.service_scale = 1.0 - degradable + degradable * q.clamp(0.0, 1.0);
+        }
+        if i == 0 {
+            sim.metrics.at(t).0.state = state;
+        }
+    }
+}
+
 pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
     cfg.validate()?;
     let wall = Instant::now();
@@ -137,20 +174,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
     };
     let degradable = cfg.degradable;
     for (i, s) in cfg.sources.into_iter().enumerate() {
-        let (start_s, end_s) = match &s.population {
-            Population::Closed { start_s, end_s, .. }
-            | Population::Open { start_s, end_s, .. }
-            | Population::PartlyOpen { start_s, end_s, .. }
-            | Population::Eager { start_s, end_s, .. } => (*start_s, *end_s),
-        };
-        sim.sources.push(Source {
-            population: s.population,
-            class: s.class,
-            timeout_ns: s.timeout_s.map(secs_to_ns),
-            window: s.window.map(AimdWindow::new),
-            start_ns: secs_to_ns(start_s.max(0.0)),
-            end_ns: secs_to_ns(end_s.max(0.0)),
-        });
+        sim.sources.push(source_of(s));
         sim.start_source(i as u16);
     }
     let tick_ns = secs_to_ns(cfg.tick_s).max(1);
@@ -183,19 +207,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
             }
             Kind::Timeout => sim.on_timeout(ev.a, ev.b),
             Kind::Tick => {
-                for (i, st) in sim.stages.iter_mut().enumerate() {
-                    let Some(a) = st.admission.as_mut() else {
-                        continue;
-                    };
-                    a.tick(dur(t));
-                    let state = a.state();
-                    if let Some(&(_, q)) = state.iter().find(|(k, _)| *k == "quality") {
-                        st.service_scale = 1.0 - degradable + degradable * q.clamp(0.0, 1.0);
-                    }
-                    if i == 0 {
-                        sim.metrics.at(t).0.state = state;
-                    }
-                }
+                tick_controllers(&mut sim, t, degradable);
                 sim.events.push(t + tick_ns, Kind::Tick, 0, 0);
             }
         }

@@ -17,7 +17,7 @@ use anyhow::{Result, bail};
 use seda_control::catalogue::sizers::HILL_CLIMBING;
 use seda_control::selftune::{HillClimbing, Law, SelfTuningConfig};
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::common::{sim, stage};
 use super::{Options, Output, Scenario};
@@ -235,6 +235,75 @@ pub fn tracking(periods: &[Period], targets: &[f64]) -> Tracking {
     t
 }
 
+/// One controller on one plant: the stepped-target run (its tracking) and the run asked for
+/// 2 x the best fixed pool's throughput (the fraction of it reached); its table row goes to
+/// `text`, its summary and series are returned.
+fn run_controller(
+    plant: &Plant,
+    name: &str,
+    steps: &[(f64, f64)],
+    targets: &[f64],
+    best: f64,
+    seed: u64,
+    text: &mut String,
+) -> Result<Value> {
+    let r = run_plant(
+        plant,
+        sizer(name, TargetPlan::Steps(steps.to_vec()))?,
+        INITIAL,
+        STEP_S * STEPS.len() as f64,
+        seed,
+    )?;
+    let track = tracking(&r.periods, targets);
+    let max_run = run_plant(
+        plant,
+        sizer(name, TargetPlan::Steps(vec![(0.0, 2.0 * best)]))?,
+        INITIAL,
+        BEST_RUN_S,
+        seed,
+    )?;
+    let reached = mean_throughput(&max_run.periods, BEST_RUN_S / 2.0);
+    let threads_max = max_run.periods.last().map_or(0, |p| p.servers);
+    let fraction = reached / best;
+    let arx = r.arx_error;
+    *text += &format!(
+        "{:>15} {:>12.3} {:>8.0} {:>11.0} {:>11.2} {:>13.3} {:>12} {:>9}\n",
+        name,
+        track.steady_error,
+        track.settle_periods,
+        track.first_settle_periods,
+        track.thread_overshoot,
+        fraction,
+        threads_max,
+        arx.map_or("-".into(), |e| format!("{e:.3}"))
+    );
+    let mut s = RunSummary::new(0.0);
+    s.controller = Some(name.to_string());
+    s.throughput_per_s = Some(reached);
+    s.extend(&track);
+    s.insert("plant", plant.name);
+    s.insert("fraction_of_best_fixed", fraction);
+    s.insert("threads_at_end_of_max_run", threads_max);
+    if let Some(e) = arx {
+        s.insert("arx_error", e);
+    }
+    let series: Vec<_> = r
+        .periods
+        .iter()
+        .map(|p| json!([p.end_s, p.servers, p.throughput_per_s, p.target_per_s]))
+        .collect();
+    let max_series: Vec<_> = max_run
+        .periods
+        .iter()
+        .map(|p| json!([p.end_s, p.servers, p.throughput_per_s]))
+        .collect();
+    Ok(json!({
+        "summary": s.to_json(),
+        "periods": series,
+        "max_run_periods": max_series,
+    }))
+}
+
 fn run(args: &Options) -> Result<Output> {
     let names: Vec<&str> = match &args.controller {
         None => CONTROLLERS.to_vec(),
@@ -287,61 +356,9 @@ fn run(args: &Options) -> Result<Output> {
             .collect();
         let mut runs = Vec::new();
         for &name in &names {
-            let r = run_plant(
-                plant,
-                sizer(name, TargetPlan::Steps(steps.clone()))?,
-                INITIAL,
-                STEP_S * STEPS.len() as f64,
-                args.seed,
-            )?;
-            let track = tracking(&r.periods, &targets);
-            let max_run = run_plant(
-                plant,
-                sizer(name, TargetPlan::Steps(vec![(0.0, 2.0 * best)]))?,
-                INITIAL,
-                BEST_RUN_S,
-                args.seed,
-            )?;
-            let reached = mean_throughput(&max_run.periods, BEST_RUN_S / 2.0);
-            let threads_max = max_run.periods.last().map_or(0, |p| p.servers);
-            let fraction = reached / best;
-            let arx = r.arx_error;
-            text += &format!(
-                "{:>15} {:>12.3} {:>8.0} {:>11.0} {:>11.2} {:>13.3} {:>12} {:>9}\n",
-                name,
-                track.steady_error,
-                track.settle_periods,
-                track.first_settle_periods,
-                track.thread_overshoot,
-                fraction,
-                threads_max,
-                arx.map_or("-".into(), |e| format!("{e:.3}"))
-            );
-            let mut s = RunSummary::new(0.0);
-            s.controller = Some(name.to_string());
-            s.throughput_per_s = Some(reached);
-            s.extend(&track);
-            s.insert("plant", plant.name);
-            s.insert("fraction_of_best_fixed", fraction);
-            s.insert("threads_at_end_of_max_run", threads_max);
-            if let Some(e) = arx {
-                s.insert("arx_error", e);
-            }
-            let series: Vec<_> = r
-                .periods
-                .iter()
-                .map(|p| json!([p.end_s, p.servers, p.throughput_per_s, p.target_per_s]))
-                .collect();
-            let max_series: Vec<_> = max_run
-                .periods
-                .iter()
-                .map(|p| json!([p.end_s, p.servers, p.throughput_per_s]))
-                .collect();
-            runs.push(json!({
-                "summary": s.to_json(),
-                "periods": series,
-                "max_run_periods": max_series,
-            }));
+            runs.push(run_controller(
+                plant, name, &steps, &targets, best, args.seed, &mut text,
+            )?);
         }
         plants_json.push(json!({
             "plant": plant.name,

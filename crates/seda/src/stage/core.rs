@@ -14,13 +14,14 @@ use seda_control::{BatchController, BatchObservation, Controller, RejectReason};
 use super::admission::Admission;
 use super::builder::DropHook;
 use super::terminate::Termination;
-use super::{Mode, StageDyn, current_stage, set_current_stage};
+use super::{Mode, current_stage, set_current_stage};
 use crate::clock::{self, Stamp};
+use crate::erased::StageDyn;
+use crate::error::Rejected;
 use crate::handler::{Cx, Handler};
 use crate::pool::Pool;
 use crate::queue::{Queue, Run};
 use crate::shared::Shared;
-use crate::sink::Rejected;
 use crate::stats::{ControllerSnapshot, StageSnapshot, StageStats, per_event};
 use crate::{Event, Meta};
 

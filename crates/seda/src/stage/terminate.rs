@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use seda_control::terminate::{PeriodCounts, Terminator};
-use serde::{Deserialize, Serialize};
 
-use crate::stats::Counters;
+use crate::stats::{Counters, TerminationSnapshot};
 use crate::{CancelToken, Meta};
 
 /// A terminable stage's terminator and running requests.
@@ -41,24 +40,6 @@ struct Running {
     started: Instant,
     born: Instant,
     token: CancelToken,
-}
-
-/// The state of a stage's terminator, for snapshots and the dashboard.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct TerminationSnapshot {
-    /// The terminator's kind (`sert`, `fixed`, `percentile`).
-    pub kind: std::borrow::Cow<'static, str>,
-    /// The running time past which requests are cut now, seconds.
-    pub threshold_s: f64,
-    /// Requests running in the stage now.
-    pub running: usize,
-    /// Termination requests made so far (some handlers finish before their next safe point;
-    /// those count as completed).
-    pub requested: u64,
-    /// The terminator's own state (SERT's loss `p`...).
-    #[serde(deserialize_with = "crate::stats::state_numbers")]
-    pub state: std::collections::BTreeMap<std::borrow::Cow<'static, str>, f64>,
 }
 
 impl Termination {

@@ -360,7 +360,7 @@ pub struct StageSnapshot {
     /// Admission controller name and state, if one is attached.
     pub controller: Option<ControllerSnapshot>,
     /// The terminator's state, if the stage is terminable.
-    pub termination: Option<crate::stage::TerminationSnapshot>,
+    pub termination: Option<TerminationSnapshot>,
     /// Since start.
     pub totals: PeriodSnapshot,
     /// The last closed control period.
@@ -389,6 +389,24 @@ pub(crate) fn state_numbers<'de, D: Deserializer<'de>>(
         .into_iter()
         .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
         .collect())
+}
+
+/// The state of a stage's terminator, for snapshots and the dashboard.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TerminationSnapshot {
+    /// The terminator's kind (`sert`, `fixed`, `percentile`).
+    pub kind: std::borrow::Cow<'static, str>,
+    /// The running time past which requests are cut now, seconds.
+    pub threshold_s: f64,
+    /// Requests running in the stage now.
+    pub running: usize,
+    /// Termination requests made so far (some handlers finish before their next safe point;
+    /// those count as completed).
+    pub requested: u64,
+    /// The terminator's own state (SERT's loss `p`...).
+    #[serde(deserialize_with = "state_numbers")]
+    pub state: std::collections::BTreeMap<std::borrow::Cow<'static, str>, f64>,
 }
 
 /// A stage's cumulative histograms since start (see [`crate::Runtime::histograms`]).
