@@ -80,12 +80,16 @@ fn a_domain_serves_several_stages_with_one_pool() {
     got.sort();
     assert_eq!(got, (0..100).map(|i| i * 10 + 1).collect::<Vec<_>>());
     let stats = rt.stats();
-    assert_eq!(stats.pools.iter().filter(|p| p.name == "shared").count(), 1);
+    let shared: Vec<_> = stats.pools.iter().filter(|p| p.name == "shared").collect();
+    assert_eq!(shared.len(), 1);
+    // Both stages run on that one pool and report its threads (2 to start with; SEDA's pool
+    // controller may have added one while the events waited, on a busy machine).
+    assert!(shared[0].threads >= 2);
     assert!(
         stats
             .stages
             .iter()
-            .all(|s| s.threads == 2 && s.pool.as_deref() == Some("shared"))
+            .all(|s| s.threads == shared[0].threads && s.pool.as_deref() == Some("shared"))
     );
     rt.shutdown();
 }
