@@ -32,30 +32,41 @@ fn start(mode: &str) -> (Server, SocketAddr) {
         .stdout(Stdio::null())
         .spawn()
         .expect("start tower-peers");
-    let server = Server(child);
+    let mut server = Server(child);
+    // Ready once the page is answered, not once something accepts: a connect alone can be
+    // accepted by whatever else took the port, or be reset while the server still starts.
     let began = Instant::now();
-    while TcpStream::connect(addr).is_err() {
+    loop {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("tower-peers --mode {mode} exited at start: {status}");
+        }
+        if try_request(addr, "GET", "/").is_ok_and(|a| a.starts_with("HTTP/1.1 200")) {
+            return (server, addr);
+        }
         assert!(
             began.elapsed() < Duration::from_secs(10),
-            "no listener on {addr}"
+            "tower-peers --mode {mode} did not answer on {addr} within 10 s"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    (server, addr)
+}
+
+/// One request on its own connection: the whole answer, or the socket's error.
+fn try_request(addr: SocketAddr, method: &str, path: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
 }
 
 /// One request on its own connection: the whole answer.
 fn request(addr: SocketAddr, method: &str, path: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("read the answer");
-    out
+    try_request(addr, method, path).expect("read the answer")
 }
 
 #[test]
