@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::admin::StatsDocument;
 use crate::child::Child;
 use crate::lab::Lab;
+use crate::outcome::Check;
 
 /// Accounts in the lab's corpus (WC03's users each read one account's folders).
 pub const CORPUS_USERS: u64 = 100;
@@ -388,6 +389,29 @@ impl MailServer {
 /// The audit of the lab's corpus as seeded: what every server's copy starts from.
 pub fn corpus_audit(lab: &Lab) -> Result<Audit> {
     audit_db(&corpus(lab)?)
+}
+
+/// Whole: every user and message the corpus had, each folder's count right.
+pub(crate) fn audit_clean(a: &Audit, before: &Audit) -> bool {
+    a == before && a.bad_folders == 0 && a.messages == a.folder_counts
+}
+
+/// The enforced claim that variant `name`'s store came out of its run whole.
+pub(crate) fn audit_check(name: &str, audit: &Audit, before: &Audit) -> Check {
+    Check::new(
+        format!("{name}: nothing lost or doubled in the store (audit after the run)"),
+        audit_clean(audit, before),
+        format!(
+            "{} users, {} messages, folder counts {}, {} bad folders (corpus: {} users, {} \
+             messages)",
+            audit.users,
+            audit.messages,
+            audit.folder_counts,
+            audit.bad_folders,
+            before.users,
+            before.messages
+        ),
+    )
 }
 
 /// The store's audit of the SQLite database at `db`.

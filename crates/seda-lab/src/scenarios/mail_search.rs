@@ -43,7 +43,9 @@ use serde_json::{Map, Value, json};
 
 use crate::hold::{self, increase, window_summary};
 use crate::long_search::{self, LongSearches, MISSING_PHRASE};
-use crate::mail::{self, CORPUS_USERS, Control, MailServer, ServeOptions};
+use crate::mail::{
+    self, CORPUS_USERS, Control, MailServer, ServeOptions, audit_check, audit_clean,
+};
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
 use crate::poll::{StatsPoller, stage_series};
@@ -248,11 +250,6 @@ fn throughput(r: &Run) -> f64 {
     r.summary.throughput_per_s.unwrap_or(f64::NAN)
 }
 
-/// Whole: every user and message the corpus had, each folder's count right.
-fn audit_clean(a: &Audit, before: &Audit) -> bool {
-    a == before && a.bad_folders == 0 && a.messages == a.folder_counts
-}
-
 /// What a short run decides (enforced) and what it only observes.
 fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
     let (ac, term) = (&runs[0], &runs[1]);
@@ -303,23 +300,7 @@ fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
         ),
     ];
     for r in runs {
-        out.push(Check::new(
-            format!(
-                "{}: nothing lost or doubled in the store (audit after the run)",
-                r.name
-            ),
-            audit_clean(&r.audit, before),
-            format!(
-                "{} users, {} messages, folder counts {}, {} bad folders (corpus: {} users, {} \
-                 messages)",
-                r.audit.users,
-                r.audit.messages,
-                r.audit.folder_counts,
-                r.audit.bad_folders,
-                before.users,
-                before.messages
-            ),
-        ));
+        out.push(audit_check(r.name, &r.audit, before));
     }
     out.push(Check::observed(
         "with termination, throughput during the spike is higher than admission alone's",

@@ -49,7 +49,9 @@ use seda_mail::store::Audit;
 use serde_json::{Map, Value, json};
 
 use crate::long_search::largest_mailboxes;
-use crate::mail::{self, CORPUS_USERS, Control, MailServer, ServeOptions};
+use crate::mail::{
+    self, CORPUS_USERS, Control, MailServer, ServeOptions, audit_check, audit_clean,
+};
 use crate::outcome::{Check, Outcome};
 use crate::rogues::{ROGUE_CLASS, Rogues};
 use crate::{Lab, Scenario};
@@ -379,11 +381,6 @@ fn search_terminated(stats: &crate::admin::StatsDocument) -> u64 {
         .map_or(0, |s| s.totals.counters.terminated)
 }
 
-/// Whole: every user and message the corpus had, each folder's count right.
-pub(crate) fn audit_clean(a: &Audit, before: &Audit) -> bool {
-    a == before && a.bad_folders == 0 && a.messages == a.folder_counts
-}
-
 fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
     let by = |n: &str| runs.iter().find(|r| r.name == n);
     let (Some(base), Some(ours), Some(none), Some(sert)) = (
@@ -452,23 +449,7 @@ fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
         ),
     ];
     for r in runs {
-        out.push(Check::new(
-            format!(
-                "{}: nothing lost or doubled in the store (audit after the run)",
-                r.name
-            ),
-            audit_clean(&r.audit, before),
-            format!(
-                "{} users, {} messages, folder counts {}, {} bad folders (corpus: {} users, {} \
-                 messages)",
-                r.audit.users,
-                r.audit.messages,
-                r.audit.folder_counts,
-                r.audit.bad_folders,
-                before.users,
-                before.messages
-            ),
-        ));
+        out.push(audit_check(r.name, &r.audit, before));
     }
     out.push(Check::observed(
         "without termination, the rogues cost throughput",
