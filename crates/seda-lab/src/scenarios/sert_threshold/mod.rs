@@ -66,7 +66,7 @@ const QUEUE: usize = 200;
 const ADAPTIVE_RANGE_S: (f64, f64) = (0.5, 15.0);
 /// Our threshold's range, unscaled (`seda_sim::scenarios::sert::OURS_RANGE_S`): its own cuts
 /// do not push it down, so it may go below the slides' smallest threshold.
-const OURS_RANGE_S: (f64, f64) = (0.1, 15.0);
+const OURS_RANGE_S: (f64, f64) = (0.2, 15.0);
 /// The runtime's stats period (the period the terminators are fed at), unscaled.
 const PERIOD_S: f64 = 1.0;
 const PERCENTILE_RANGE_S: (f64, f64) = (0.1, 15.0);
