@@ -7,7 +7,8 @@
 //!
 //! - [`SertThreshold`]: SERT's adaptive threshold `LB + F(p)(UB - LB)` from the throughput loss.
 //! - [`CongestionThreshold`]: ours, a feedback loop on the congestion (rejected, dropped and late
-//!   replies, not its own cuts) that halves the threshold while congested and raises it slowly.
+//!   replies, not its own cuts) that cuts the threshold to 30% per period while congested and
+//!   raises it slowly.
 //! - [`FixedThreshold`]: a statement timeout (the baseline).
 //! - [`PercentileTimeout`]: a high percentile of recent running times (as Finagle's backup
 //!   requests and Restate's adaptive timeouts pick theirs).

@@ -250,7 +250,7 @@ pub fn workloads() -> [(&'static str, Dist, [f64; 3]); 2] {
 
 /// Our threshold's range: SERT's upper bound, and a lower bound it may use since its own cuts
 /// do not push it down (see `seda_control::terminate::CongestionThreshold`).
-pub const OURS_RANGE_S: (f64, f64) = (0.1, 15.0);
+pub const OURS_RANGE_S: (f64, f64) = (0.2, 15.0);
 
 /// The terminator a variant of `sert-threshold` runs, built by the registry's names.
 fn terminator(kind: &str, fixed: f64) -> Result<Box<dyn Terminator>> {

@@ -19,13 +19,14 @@ const AXES: [(&str, f64); 2] = [("throughput_loss", 0.01), ("mean_response_s", 0
 const RANKING_TRADE_OFF_BELOW: f64 = 1.5;
 
 /// Whether ours' goal for `service` at `load` on `key` is a known shortfall: ranking below
-/// [`RANKING_TRADE_OFF_BELOW`], and ranking's loss at 200% in the quick form, whose 3.5 s
-/// measure a start transient dominates: the queue built while the threshold falls from its
-/// upper bound is drained by cutting deep (a first quick run: 0.569 lost, 63% terminated,
-/// against 0.519 with 15 s; the simulator's steady state, seeds 1-3: 0.506 against 0.497 for
-/// the best fixed threshold).
-fn known_shortfall(service: &str, load: f64, key: &str, quick: bool) -> bool {
-    service == "ranking" && (load < RANKING_TRADE_OFF_BELOW || (quick && key == "throughput_loss"))
+/// [`RANKING_TRADE_OFF_BELOW`]. Ranking's loss at 200% in the quick form was one too (a start
+/// transient: the queue built while the threshold fell from its upper bound was drained by
+/// cutting at a 0.1 s floor, 0.569 lost against 0.519 with 15 s); with a 0.2 s floor it read
+/// 0.531 against 0.524 and 0.514 against 0.517 (threshold to a quarter per period) and 0.534
+/// against 0.520 (to 30%, the default) in quick runs on 2026-12-06 (the simulator's quick
+/// window, seeds 1-5, 30%: 0.506 against 0.497), so it is enforced.
+fn known_shortfall(service: &str, load: f64) -> bool {
+    service == "ranking" && load < RANKING_TRADE_OFF_BELOW
 }
 
 pub(super) fn find<'a>(
@@ -150,7 +151,7 @@ pub(super) fn checks(
                     out.push(if adaptive == "sert" {
                         // The baseline: reported beside ours, not a goal of this code.
                         Check::observed(claim, passed, detail)
-                    } else if known_shortfall(s.name, load, key, quick) {
+                    } else if known_shortfall(s.name, load) {
                         Check::shortfall(claim, passed, detail)
                     } else {
                         Check::new(claim, passed, detail)

@@ -28,9 +28,10 @@
 //! Checked: at 200% both adaptive thresholds' mean response time is below the largest fixed
 //! threshold's (the slides' point); ours within 5% of the best fixed threshold on throughput
 //! loss and on mean response time at every load (the goal), enforced, except for
-//! ranking below 150% (the best fixed threshold on each axis sits at an end of a trade-off)
-//! and ranking's loss at 200% in the quick form (a start transient), known shortfalls
-//! (`checks.rs` gives the figures); SERT's formula against the same goal, observed.
+//! ranking below 150% (the best fixed threshold on each axis sits at an end of a trade-off:
+//! at 80% no fixed threshold from 0.3 s to 15 s is within 0.01 of 15 s's loss and within 5%
+//! of 0.5 s's mean, docs/lab-notebook.md, 2026-12-06), a known shortfall (`checks.rs` gives
+//! the figures); SERT's formula against the same goal, observed.
 //!
 //! Before ours (SERT's formula only, a quick run on a loaded machine): at 200% the mean
 //! response time was 0.58 s adaptive, 0.23 s with 0.5 s, 1.56 s with 15 s (scaled times).
@@ -66,7 +67,7 @@ const QUEUE: usize = 200;
 const ADAPTIVE_RANGE_S: (f64, f64) = (0.5, 15.0);
 /// Our threshold's range, unscaled (`seda_sim::scenarios::sert::OURS_RANGE_S`): its own cuts
 /// do not push it down, so it may go below the slides' smallest threshold.
-const OURS_RANGE_S: (f64, f64) = (0.1, 15.0);
+const OURS_RANGE_S: (f64, f64) = (0.2, 15.0);
 /// The runtime's stats period (the period the terminators are fed at), unscaled.
 const PERIOD_S: f64 = 1.0;
 const PERCENTILE_RANGE_S: (f64, f64) = (0.1, 15.0);
