@@ -30,7 +30,7 @@
 //! 930-1,240 refusals in one second and almost none in the next, and the service completed
 //! about half as much in the seconds of each wave.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -200,6 +200,9 @@ pub struct SharedRetryAfter {
     start: Instant,
     admitted: Arc<AtomicU64>,
     advisor: Arc<Mutex<RetryAfter>>,
+    /// The advisor's [`RetryAfter::seconds`], stored by each refusal (the only call that
+    /// changes it), so that reading it takes no lock.
+    seconds: Arc<AtomicU32>,
 }
 
 impl SharedRetryAfter {
@@ -209,6 +212,7 @@ impl SharedRetryAfter {
             start: Instant::now(),
             admitted: Arc::new(AtomicU64::new(0)),
             advisor: Arc::new(Mutex::new(RetryAfter::around(base_s))),
+            seconds: Arc::new(AtomicU32::new(RetryAfter::around(base_s).seconds())),
         }
     }
 
@@ -226,13 +230,14 @@ impl SharedRetryAfter {
         let mut advisor = self.advisor.lock().unwrap_or_else(PoisonError::into_inner);
         let now = self.start.elapsed();
         advisor.admitted_n(now, self.admitted.swap(0, Ordering::Relaxed));
-        advisor.refused(now)
+        let told = advisor.refused(now);
+        self.seconds.store(advisor.seconds(), Ordering::Relaxed);
+        told
     }
 
-    /// The wait it would send now, seconds.
+    /// The wait it would send now, seconds (as of the last refusal: nothing else moves it).
     pub fn seconds(&self) -> u32 {
-        let advisor = self.advisor.lock().unwrap_or_else(PoisonError::into_inner);
-        advisor.seconds()
+        self.seconds.load(Ordering::Relaxed)
     }
 }
 

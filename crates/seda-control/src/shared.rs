@@ -26,6 +26,13 @@ impl SharedController {
         }
     }
 
+    /// Runs `f` on the controller under one lock: several calls that belong together (a
+    /// dequeue and the response time of one request) cost one lock, not one each, and no
+    /// clone of the handle (a reference count up and down) is needed to call them.
+    pub fn with<R>(&self, f: impl FnOnce(&mut dyn AdmissionController) -> R) -> R {
+        f(self.lock().as_mut())
+    }
+
     fn lock(&self) -> MutexGuard<'_, Box<dyn AdmissionController>> {
         // A controller is a plain state machine: a panic in another stage's call leaves it
         // usable, so a poisoned lock is taken over rather than spreading the panic.

@@ -86,7 +86,7 @@ impl Admission {
                 .compare_exchange(last, now_ns, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            self.controller.clone().tick(now);
+            self.controller.with(|c| c.tick(now));
             if let Some(t) = self.termination.get() {
                 // Refused or cut for its deadline: an arrival lost, as a rejection is.
                 let (refused, cut) = self.deadlines.get().map_or((0, 0), |d| d.refused_and_cut());
@@ -111,14 +111,15 @@ impl Admission {
     pub(crate) fn admit(self: &Arc<Self>, class: u8) -> Result<Ticket, RejectReason> {
         let now = self.now();
         self.maybe_tick(now);
-        let mut c = self.controller.clone();
-        let verdict = c.admit(now, class).and_then(|()| {
-            if self.queue == QueueModel::AtAdmission && c.on_dequeue(now, Duration::ZERO) {
-                c.on_drop(now, class);
-                Err(RejectReason::Expired)
-            } else {
-                Ok(())
-            }
+        let verdict = self.controller.with(|c| {
+            c.admit(now, class).and_then(|()| {
+                if self.queue == QueueModel::AtAdmission && c.on_dequeue(now, Duration::ZERO) {
+                    c.on_drop(now, class);
+                    Err(RejectReason::Expired)
+                } else {
+                    Ok(())
+                }
+            })
         });
         match verdict {
             Ok(()) => {
@@ -137,14 +138,21 @@ impl Admission {
         }
     }
 
-    /// In [`QueueModel::InFlight`], a finished request leaves the controller's queue now (a
-    /// drop verdict is moot: it has finished). Returns the controller to report to.
-    fn leave_queue(&self, now: Duration, waited: Duration) -> SharedController {
-        let mut c = self.controller.clone();
-        if self.queue == QueueModel::InFlight {
-            let _ = c.on_dequeue(now, waited);
-        }
-        c
+    /// A finished request: in [`QueueModel::InFlight`] it leaves the controller's queue now (a
+    /// drop verdict is moot: it has finished), then `report` tells the controller how it
+    /// ended, under the same lock.
+    fn finish(
+        &self,
+        now: Duration,
+        waited: Duration,
+        report: impl FnOnce(&mut dyn AdmissionController),
+    ) {
+        self.controller.with(|c| {
+            if self.queue == QueueModel::InFlight {
+                let _ = c.on_dequeue(now, waited);
+            }
+            report(c);
+        });
     }
 
     pub(crate) fn stats(&self) -> LayerStats {
@@ -184,9 +192,9 @@ impl Ticket {
         let a = &self.admission;
         let now = a.now();
         let took = now.saturating_sub(self.start);
-        let mut c = a.leave_queue(now, took);
         let response = took + a.lag.get();
-        c.on_complete(now, self.class, response, took);
+        let class = self.class;
+        a.finish(now, took, |c| c.on_complete(now, class, response, took));
         if let Some(t) = a.termination.get() {
             t.on_complete(took, response);
         }
@@ -202,8 +210,10 @@ impl Ticket {
     pub(crate) fn terminate(mut self) {
         let a = &self.admission;
         let now = a.now();
-        a.leave_queue(now, now.saturating_sub(self.start))
-            .on_drop(now, self.class);
+        let class = self.class;
+        a.finish(now, now.saturating_sub(self.start), |c| {
+            c.on_drop(now, class)
+        });
         if let Some(t) = a.termination.get() {
             t.terminated.fetch_add(1, Ordering::Relaxed);
         }
@@ -215,8 +225,10 @@ impl Ticket {
     pub(crate) fn cut(mut self) {
         let a = &self.admission;
         let now = a.now();
-        a.leave_queue(now, now.saturating_sub(self.start))
-            .on_drop(now, self.class);
+        let class = self.class;
+        a.finish(now, now.saturating_sub(self.start), |c| {
+            c.on_drop(now, class)
+        });
         if let Some(d) = a.deadlines.get() {
             d.on_cut();
         }
@@ -239,8 +251,10 @@ impl Drop for Ticket {
         if !self.done {
             let a = &self.admission;
             let now = a.now();
-            a.leave_queue(now, now.saturating_sub(self.start))
-                .on_drop(now, self.class);
+            let class = self.class;
+            a.finish(now, now.saturating_sub(self.start), |c| {
+                c.on_drop(now, class)
+            });
             a.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }

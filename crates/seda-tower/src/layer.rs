@@ -24,6 +24,11 @@ pub const DEFAULT_RETRY_AFTER_S: u32 = 1;
 /// at 0.8 x capacity too, and the layer refused 6.4% of requests there (`tower-peers`).
 pub const STANDING_SHARE: f64 = 0.5;
 
+/// How far [`SedaLayer::response_time`]'s trimming takes the p90 down, in units of the
+/// setpoint (`TunedConfig::trim_floor`): a standing queue is trimmed while the p90 is above
+/// it, and left alone below it, so the budget is used rather than trimmed away.
+pub const TRIM_FLOOR: f64 = 0.75;
+
 /// Puts an admission controller in front of a service; a rejected request fails with
 /// [`Overloaded`](crate::Overloaded) without reaching the service.
 ///
@@ -46,7 +51,10 @@ impl SedaLayer<SingleClass> {
     /// trimming (`response_time_tuned_trim`), bounding the requests in flight at departure
     /// rate x allowed wait (Little's law, [`QueueModel::InFlight`]). The allowed wait shrinks
     /// while the requests in flight never all finish and the p90 is under 0.8 x `target`,
-    /// and shrinks past it whatever happens.
+    /// and shrinks past it whatever happens, but only down to a p90 of 0.75 x 0.8 x
+    /// `target`: below that the budget is left to be used (tower-peers, issue 54: trimmed to
+    /// the bottom, the p90 sat at 0.10-0.15 s of a 0.25 s target while a fixed limit of 25
+    /// served more within it).
     ///
     /// Why trimming: requests in flight in a service share its cores and its upstream's
     /// queue, so a standing in-flight queue adds response time and no throughput (CoDel's
@@ -64,6 +72,7 @@ impl SedaLayer<SingleClass> {
             drop_queued: None,
             trim: true,
             standing_share: STANDING_SHARE,
+            trim_floor: TRIM_FLOOR,
             ..TunedConfig::new(target)
         };
         let controller = TunedResponseTimeController::new(config)?;

@@ -118,6 +118,42 @@ fn trimming_shrinks_a_standing_queue_and_grows_one_that_runs_dry() {
     assert!((c.wait_budget().as_secs_f64() - 0.5).abs() < 1e-9);
 }
 
+/// The budget after one window of a standing queue (5 queued throughout, a rejection) whose
+/// p90 was `p90_s`, trimming down to `trim_floor` of the setpoint (0.8 s of a 1 s target).
+fn trimmed_to(trim_floor: f64, p90_s: f64) -> f64 {
+    let cfg = TunedConfig {
+        trim: true,
+        trim_floor,
+        ..TunedConfig::new(s(1.0))
+    };
+    let mut c = TunedResponseTimeController::new(cfg).unwrap();
+    for _ in 0..5 {
+        assert!(c.admit(s(0.0), 0).is_ok());
+    }
+    c.observe(s(0.0), p90_s);
+    c.rejections = 1;
+    c.observe(s(2.0), p90_s);
+    c.wait_budget().as_secs_f64()
+}
+
+#[test]
+fn trimming_stops_at_the_floor() {
+    // No floor: halved over one time constant whatever the p90 under the setpoint.
+    assert!((trimmed_to(0.0, 0.7) - 0.25).abs() < 1e-9);
+    assert!((trimmed_to(0.0, 0.1) - 0.25).abs() < 1e-9);
+    // A floor of 0.75 (0.6 s): a p90 of 0.7 s shrinks by 0.6 / 0.7, one of 0.5 s is left alone.
+    assert!((trimmed_to(0.75, 0.7) - 0.5 * 0.6 / 0.7).abs() < 1e-9);
+    assert!((trimmed_to(0.75, 0.5) - 0.5).abs() < 1e-9);
+    // Far above the floor (0.2 s), still at most halved.
+    assert!((trimmed_to(0.25, 0.79) - 0.25).abs() < 1e-9);
+    let bad = TunedConfig {
+        trim_floor: 1.5,
+        ..TunedConfig::new(s(1.0))
+    };
+    let e = TunedResponseTimeController::new(bad).unwrap_err();
+    assert!(e.to_string().contains("trim_floor"), "{e}");
+}
+
 #[test]
 fn drops_past_the_tolerance_shrink_the_budget_whatever_the_percentile() {
     let mut c = ctl();

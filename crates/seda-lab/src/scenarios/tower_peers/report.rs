@@ -160,12 +160,17 @@ enum Goal {
 /// the incident a whole second at 0.9 x ended 2.25 s after it (quick: 1.75 and 1.5 s). A third
 /// quick run had ours refuse 1.7% at 0.8 x, and serve 0.740 there against `res-aimd`'s 0.775
 /// (-4.5%): the standing share made the refusals rarer, not rare enough.
+///
+/// With trimming stopped at a floor (`TunedConfig::trim_floor`), two quick runs (loaded
+/// machine) refused 0.0% at 0.8 x and served 0.748 and 0.713 there against the best peer's
+/// 0.733 and 0.710 (ahead, a tie): those two goals are enforced. Through the incident ours
+/// read +10.3% and -8.3% against `limit:25` and recovered in 1.5 s and not within the run; at
+/// 3 x -13.2% and -6.3% (p90 0.23-0.25 s: the budget used, and the clients' extra delay on a
+/// loaded machine on top).
 const KNOWN_SHORTFALLS: &[(Goal, &str)] = &[
     (Goal::Beats, "incident"),
-    (Goal::Beats, "open_0.8x"),
     (Goal::Beats, "open_3x"),
     (Goal::Leads, "shift"),
-    (Goal::Refuses, "open_0.8x"),
     (Goal::Recovers, "incident"),
 ];
 
