@@ -22,7 +22,10 @@ pub struct Mix;
 
 impl Workload for Mix {
     fn classes(&self) -> Vec<String> {
-        CLASSES.iter().map(|(name, _, _)| name.to_string()).collect()
+        CLASSES
+            .iter()
+            .map(|(name, _, _)| name.to_string())
+            .collect()
     }
 
     fn session(&self, seed: u64) -> Box<dyn Session> {

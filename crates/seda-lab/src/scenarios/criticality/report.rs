@@ -21,7 +21,10 @@ const SHEDDABLE_SHARE_GOAL: f64 = 0.99;
 /// ones answered below 500.
 fn ended_ok(c: &ClassStats) -> (u64, u64) {
     let k = &c.counts;
-    (k.completed + k.rejected + k.timeouts + k.errors, k.completed)
+    (
+        k.completed + k.rejected + k.timeouts + k.errors,
+        k.completed,
+    )
 }
 
 fn success(c: &ClassStats) -> f64 {
@@ -110,7 +113,10 @@ fn checks(report: &Report, samples: &[Sample], end: &CriticalityStats) -> Vec<Ch
         .iter()
         .filter(|x| x.levels_in_flight > x.bound)
         .count();
-    let peak = samples.iter().map(|x| x.levels_in_flight).fold(0.0, f64::max);
+    let peak = samples
+        .iter()
+        .map(|x| x.levels_in_flight)
+        .fold(0.0, f64::max);
     let peak_share = samples
         .iter()
         .filter(|x| x.bound > 0.0)
