@@ -40,6 +40,41 @@ fn class<'a>(report: &'a Report, name: &str) -> Option<&'a ClassStats> {
     report.classes.iter().find(|c| c.name == name)
 }
 
+/// The levels in flight against the global limiter, in every sample.
+fn global_limit(samples: &[Sample]) -> Check {
+    // Every sample read the gate under its lock: the levels' counts and the global limiter's
+    // own count are of the same instant.
+    let apart = samples
+        .iter()
+        .filter(|x| x.levels_in_flight > x.global_in_flight)
+        .count();
+    let over = samples
+        .iter()
+        .filter(|x| x.levels_in_flight > x.bound)
+        .count();
+    let peak = samples
+        .iter()
+        .map(|x| x.levels_in_flight)
+        .fold(0.0, f64::max);
+    let peak_share = samples
+        .iter()
+        .filter(|x| x.bound > 0.0)
+        .map(|x| x.levels_in_flight / x.bound)
+        .fold(0.0, f64::max);
+    Check::new(
+        "no partition ever exceeds the global limit: in every sample, the levels' requests in \
+         flight together are counted by the global limiter and within its bound",
+        samples.len() >= 10 && apart == 0 && over == 0,
+        format!(
+            "{} samples: levels above the global count in {apart}, above the bound in {over}; \
+             peak {peak:.0} in flight, {:.2} x the bound at its highest (the concurrency test \
+             `criticality_limit` checks it at every admission)",
+            samples.len(),
+            peak_share
+        ),
+    )
+}
+
 fn checks(report: &Report, samples: &[Sample], end: &CriticalityStats) -> Vec<Check> {
     let mut checks = Vec::new();
     let (Some(crit), Some(plus), Some(shed)) = (
@@ -103,37 +138,7 @@ fn checks(report: &Report, samples: &[Sample], end: &CriticalityStats) -> Vec<Ch
             s * 100.0
         ),
     ));
-    // Every sample read the gate under its lock: the levels' counts and the global limiter's
-    // own count are of the same instant.
-    let apart = samples
-        .iter()
-        .filter(|x| x.levels_in_flight > x.global_in_flight)
-        .count();
-    let over = samples
-        .iter()
-        .filter(|x| x.levels_in_flight > x.bound)
-        .count();
-    let peak = samples
-        .iter()
-        .map(|x| x.levels_in_flight)
-        .fold(0.0, f64::max);
-    let peak_share = samples
-        .iter()
-        .filter(|x| x.bound > 0.0)
-        .map(|x| x.levels_in_flight / x.bound)
-        .fold(0.0, f64::max);
-    checks.push(Check::new(
-        "no partition ever exceeds the global limit: in every sample, the levels' requests in \
-         flight together are counted by the global limiter and within its bound",
-        samples.len() >= 10 && apart == 0 && over == 0,
-        format!(
-            "{} samples: levels above the global count in {apart}, above the bound in {over}; \
-             peak {peak:.0} in flight, {:.2} x the bound at its highest (the concurrency test \
-             `criticality_limit` checks it at every admission)",
-            samples.len(),
-            peak_share
-        ),
-    ));
+    checks.push(global_limit(samples));
     checks.push(Check::new(
         "a client's own criticality header is not believed: no request admitted as \
          critical-plus (every request claimed it)",
