@@ -15,6 +15,7 @@ mod mail;
 mod proxy;
 mod serve;
 mod serve_bottleneck;
+mod serve_criticality;
 mod serve_tier;
 mod serve_tower;
 mod sim;
@@ -72,6 +73,9 @@ enum ServeCommand {
     /// A front or middle tier of `seda lab run tiers` (lab only).
     #[command(hide = true)]
     Tier(serve_tier::TierArgs),
+    /// The service of `seda lab run criticality` (lab only).
+    #[command(hide = true)]
+    Criticality(serve_criticality::CriticalityArgs),
 }
 
 #[derive(Subcommand)]
@@ -108,6 +112,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(ServeCommand::Bottleneck(args)) => serve_bottleneck::serve(&args),
         Command::Serve(ServeCommand::TowerDemo(args)) => serve_tower::serve(&args),
         Command::Serve(ServeCommand::Tier(args)) => serve_tier::serve(&args),
+        Command::Serve(ServeCommand::Criticality(args)) => serve_criticality::serve(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Load(args) => load::run(*args),
         Command::Sim(args) => sim::run(args),

@@ -28,6 +28,7 @@ pub mod admin;
 mod averages;
 pub mod bottleneck;
 mod child;
+pub mod criticality_stats;
 mod figure;
 pub mod haproxy;
 pub mod health;

@@ -282,6 +282,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_toml_block_of_the_readme_parses() {
+        let mut parsed = Vec::new();
+        let mut rest = include_str!("../README.md");
+        while let Some(at) = rest.find("```toml\n") {
+            let body = &rest[at + 8..];
+            let end = body.find("```").expect("a closed block");
+            let c = ProxyConfig::from_toml(&body[..end])
+                .unwrap_or_else(|e| panic!("README block {}: {e}", parsed.len()));
+            parsed.push(c);
+            rest = &body[end + 3..];
+        }
+        assert!(
+            parsed.len() >= 2,
+            "the README's TOML blocks: {}",
+            parsed.len()
+        );
+        // The criticality block says what it means.
+        let crit = parsed
+            .iter()
+            .find(|c| !c.trusted_tiers.is_empty())
+            .expect("the criticality block");
+        assert_eq!(crit.routes[0].criticality.to_string(), "sheddable");
+        assert_eq!(crit.routes[1].criticality, Criticality::default());
+    }
+
+    #[test]
     fn parses_the_documented_example() {
         let c = ProxyConfig::from_toml(
             r#"

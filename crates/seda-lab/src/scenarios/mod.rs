@@ -5,6 +5,7 @@ use crate::scenario::Scenario;
 mod classes;
 mod cluster;
 mod controllers;
+mod criticality;
 mod degrade;
 mod dynamic_groups;
 mod follow_target;
@@ -50,5 +51,6 @@ pub(crate) static ALL: &[&dyn Scenario] = &[
     &follow_target::FollowTarget,
     &overload_curve::OverloadCurve,
     &tiers::Tiers,
+    &criticality::CriticalityScenario,
     &rogue::Rogue,
 ];

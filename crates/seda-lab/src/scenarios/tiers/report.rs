@@ -46,10 +46,14 @@ fn checks(runs: &[Measured], t: &Termination) -> Vec<Check> {
     let mut checks = Vec::new();
     if let Some(ours) = find(runs, "ours") {
         let g = goodput_fraction(ours);
-        // Known shortfalls: held in two quick runs of four (0.994 x and 0.992 x; 2.03% and
-        // 1.99%), missed in two on a machine at load average 26-31 (0.758 x and 0.834 x;
-        // 1.18% and 5.66%, that waste deadline misses): docs/lab-notebook.md, 2026-12-06.
-        checks.push(Check::shortfall(
+        // Enforced (2026-12-06, docs/lab-notebook.md): held in four quick runs of seven
+        // (0.994 x, 0.992 x, 0.989 x, 0.986 x; waste 2.03%, 1.99%, 1.94%, 1.43%); every miss
+        // was on a machine the lab marked loaded (others on the tiers' core 85-90%), where a
+        // failing claim makes the run inconclusive, not failed. The one miss read closely
+        // (0.455 x, 71.0%) had a 2.5 s stall with no completions in the middle of ours' load:
+        // the tiers, starved of their core, held their window's slots past the 500 ms budget,
+        // and each of those requests was waste that also cut the window.
+        checks.push(Check::new(
             format!(
                 "back at {OVERLOAD} x its capacity, ours: the front's goodput >= \
                  {GOODPUT_GOAL} x the back's capacity"
@@ -63,7 +67,7 @@ fn checks(runs: &[Measured], t: &Termination) -> Vec<Check> {
         ));
         let w = ours.wasted_share();
         let alone = find(runs, "alone").map_or(f64::NAN, Measured::wasted_share);
-        checks.push(Check::shortfall(
+        checks.push(Check::new(
             format!(
                 "ours: the work the front and middle spend on requests the back then refused \
                  or that missed their deadline <= {:.0}% of their work",
