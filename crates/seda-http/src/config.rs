@@ -7,6 +7,7 @@
 //! per_core = true             # one runtime + SO_REUSEPORT listener per thread, or one
 //!                              # work-stealing runtime (false)
 //! h2c = false                  # also HTTP/2 with prior knowledge
+//! fast_h1 = true               # simple GET/HEAD read and answered without hyper
 //! max_connections = 10000      # past it: 503 and close
 //! max_header_bytes = 16384     # request line + headers
 //! max_headers = 100          # hyper keeps 100 on the stack; another count allocates
@@ -139,6 +140,11 @@ pub struct HttpConfig {
     /// (`max_header_bytes` rounded to whole reads) and HTTP/2 header lists are bounded by
     /// `max_header_bytes`.
     pub h2c: bool,
+    /// Read and answer simple HTTP/1 requests (GET or HEAD without a body or a protocol
+    /// change) without hyper ([`crate::wire`]): a reused buffer, one pre-rendered head and one
+    /// `writev` per answer. Anything else still goes to hyper on the same connection. Off with
+    /// `h2c`.
+    pub fast_h1: bool,
     /// Listen backlog; large so the kernel queue never does admission control.
     pub backlog: u32,
     /// Open connections at most; past it a new connection gets a 503 and is closed.
@@ -199,6 +205,7 @@ impl Default for HttpConfig {
             threads: 0,
             per_core: true,
             h2c: false,
+            fast_h1: true,
             backlog: 4096,
             max_connections: 10_000,
             max_header_bytes: 16 * 1024,

@@ -78,6 +78,7 @@ mod serve;
 mod server;
 pub mod specweb;
 pub mod statics;
+pub mod wire;
 
 pub use admin::{AdminServer, AdminSources, ExtraStats, FrontendStats};
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};

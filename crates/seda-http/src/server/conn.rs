@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::Poll;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,6 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::Shared;
 use super::budget::{self, Door};
+use super::h1;
+use super::park::{ParkedGuard, Wait, wait_parked};
 use super::stats::inc;
 use super::watch::{ConnState, Verdict, WatchedStream};
 use crate::HttpConfig;
@@ -166,8 +168,17 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
     // dropped, and only the socket waits for the next bytes; then a new hyper connection is
     // built on the same socket and service. An idle keep-alive connection then costs the
     // socket, its state and this task.
+    // With `fast_h1`, simple requests are read and answered by `h1` (which parks the same way,
+    // holding no buffer); hyper gets the connection, with the bytes already read, for anything
+    // else, until it is idle again.
     let (mut io, mut svc) = (io, svc);
     loop {
+        if shared.config.fast_h1 {
+            match h1::serve(&shared, &state, &mut io).await {
+                h1::Next::Done => return,
+                h1::Next::Hyper => {}
+            }
+        }
         let mut conn =
             Box::new(http1_builder(&shared.config).serve_connection(TokioIo::new(io), svc));
         // Boxed too: the task itself keeps only what a parked connection needs.
@@ -192,9 +203,9 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         state.unpark();
         // Bytes hyper read but did not parse yet are read again first.
         io.set_prefix(read_buf);
-        if !io.has_prefix() {
+        if !io.has_prefix() && !shared.config.fast_h1 {
             let _parked = ParkedGuard::count(&shared);
-            if !wait_parked(&shared, &state, &io).await {
+            if wait_parked(&shared, &state, &io, None).await != Wait::Readable {
                 return;
             }
         }
@@ -217,22 +228,6 @@ fn http1_builder(cfg: &HttpConfig) -> http1::Builder {
         builder.max_headers(cfg.max_headers);
     }
     builder
-}
-
-/// Counts a connection as parked while it lives.
-struct ParkedGuard<'a>(&'a Shared);
-
-impl<'a> ParkedGuard<'a> {
-    fn count(shared: &'a Shared) -> Self {
-        shared.counters.parked.fetch_add(1, Ordering::Relaxed);
-        ParkedGuard(shared)
-    }
-}
-
-impl Drop for ParkedGuard<'_> {
-    fn drop(&mut self) {
-        self.0.counters.parked.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 /// A response body that tells the connection's state when hyper is done with it (dropped it).
@@ -275,50 +270,6 @@ enum Ended {
     Done,
     /// hyper waits for a new request head with nothing left to write: take it apart.
     Parked,
-}
-
-/// Waits, with no hyper connection, until a parked connection has bytes to read (true), or
-/// its idle time is up or the server shuts down (false: close it).
-///
-/// Every parked connection keeps this wait, so it is written for size: the socket's readiness
-/// is polled in place (its `readable()` future alone is 152 bytes), the shutdown is a
-/// `Notified` (64 bytes, against 144 for a `watch` wait), and one timer is re-armed in place.
-async fn wait_parked(shared: &Shared, state: &ConnState, io: &WatchedStream) -> bool {
-    let cfg = &shared.config;
-    let mut stopping = std::pin::pin!(shared.stopping.notified());
-    // Registered before the flag is read, so a shutdown between the two is not missed.
-    stopping.as_mut().enable();
-    if *shared.shutdown.borrow() {
-        return false;
-    }
-    let mut timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
-    loop {
-        let until = match state.verdict(Instant::now(), cfg.header_timeout(), cfg.idle_timeout()) {
-            Verdict::Until(t) => t,
-            Verdict::IdleTimeout => {
-                inc(&shared.counters.idle_closed);
-                return false;
-            }
-            Verdict::HeadTimeout => {
-                inc(&shared.counters.header_timeouts);
-                return false;
-            }
-        };
-        timer.as_mut().reset(until.into());
-        let woke = std::future::poll_fn(|cx| {
-            if let Poll::Ready(r) = io.poll_readable(cx) {
-                return Poll::Ready(Some(r.is_ok()));
-            }
-            if stopping.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Some(false));
-            }
-            timer.as_mut().poll(cx).map(|()| None)
-        })
-        .await;
-        if let Some(readable) = woke {
-            return readable;
-        }
-    }
 }
 
 /// Runs a connection to its end (or, with `park`, until it is idle between requests),
@@ -425,19 +376,31 @@ async fn handle(
     state: Arc<ConnState>,
     req: hyper::Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
-    // hyper calls the service right after parsing the head: the request is born now.
+    let (head, body) = req.into_parts();
+    let body = (!body.is_end_stream()).then_some(body);
+    Ok(answer(shared, state, head, body).await)
+}
+
+/// The answer to one request (its head parsed just now, by hyper or [`super::h1`]): admission,
+/// the stages, and the 503s, 504s and 413s of the front end.
+pub(super) async fn answer(
+    shared: Arc<Shared>,
+    state: Arc<ConnState>,
+    head: http::request::Parts,
+    body: Option<Incoming>,
+) -> Response<Body> {
+    // Called right after the head was parsed: the request is born now.
     let born = Instant::now();
     state.begin();
     let busy = Busy(state);
     inc(&shared.counters.requests);
     // Introspection is on the admin address only (`crate::admin`), never here.
-    let (head, body) = req.into_parts();
     let deadline = match budget::read(&head.headers, born) {
         Door::Open => None,
         Door::Until(d) => Some(d),
         Door::Spent => {
             inc(&shared.counters.deadline_missed);
-            return Ok(budget::missed());
+            return budget::missed();
         }
     };
     let mut meta = Meta::born_at(born);
@@ -449,13 +412,13 @@ async fn handle(
     // (and holding) the body, and hyper, finding the body unread, drains what it already
     // buffered or closes the connection rather than read the rest. A body declared too large
     // is refused first, as that costs nothing either.
-    let admitted = if body.is_end_stream() {
-        shared.sink.enqueue(request).is_ok()
-    } else if body.size_hint().lower() > shared.config.max_body_bytes as u64 {
-        cancel.0 = None;
-        return Ok(too_large(&shared));
-    } else {
-        match shared.sink.enqueue_prepare(vec![request]) {
+    let admitted = match body {
+        None => shared.sink.enqueue(request).is_ok(),
+        Some(body) if body.size_hint().lower() > shared.config.max_body_bytes as u64 => {
+            cancel.0 = None;
+            return too_large(&shared);
+        }
+        Some(body) => match shared.sink.enqueue_prepare(vec![request]) {
             Err(_) => false,
             Ok(mut prepared) => match read_body(&shared, body).await {
                 Ok(b) => {
@@ -468,17 +431,17 @@ async fn handle(
                 // Dropping the prepared enqueue gives its admission back.
                 Err(r) => {
                     cancel.0 = None;
-                    return Ok(r);
+                    return r;
                 }
             },
-        }
+        },
     };
     let policy = &shared.config.refusal;
     if !admitted {
         cancel.0 = None;
         if budget::passed(deadline) {
             inc(&shared.counters.deadline_missed);
-            return Ok(budget::missed());
+            return budget::missed();
         }
         inc(&shared.counters.rejected_requests);
         let mut response = overloaded(shared.retry.refused());
@@ -494,7 +457,7 @@ async fn handle(
                     .insert(CONNECTION, HeaderValue::from_static("close"));
             }
         }
-        return Ok(response);
+        return response;
     }
     busy.0.admitted(policy);
     shared.retry.admitted();
@@ -516,7 +479,7 @@ async fn handle(
         }
     };
     cancel.0 = None;
-    Ok(response)
+    response
 }
 
 /// The 413 of a body over `max_body_bytes`, counted.

@@ -2,6 +2,8 @@
 
 mod budget;
 mod conn;
+mod h1;
+mod park;
 mod stats;
 mod watch;
 
