@@ -270,8 +270,8 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
         spike.target_s
     ));
     let poller = StatsPoller::start(server.admin, POLL);
-    let core = |c: Option<usize>| c.and_then(bottleneck::core_busy_seconds);
-    let me = || bottleneck::process_cpu_seconds(std::process::id());
+    let core = |c: Option<usize>| c.and_then(crate::procfs::core_busy_seconds);
+    let me = || crate::procfs::process_cpu_seconds(std::process::id());
     let (cpu_before, core_before) = (server.cpu_seconds(), core(lab.server_cpu));
     let (lab_before, load_core_before) = (me(), core(lab.load_cpu));
     let report = lab.load(cfg);
