@@ -29,6 +29,23 @@ pub(crate) fn spawn_configured(
 ) -> Result<(SocketAddr, SocketAddr, Child)> {
     let (addr, admin) = crate::child::two_free_addrs()?;
     let path = write_config(lab, name, config)?;
+    let mut cmd = serve_command(lab, addr, admin, &[]);
+    cmd.arg("--config").arg(path);
+    let mut child = lab.spawn(name, &cmd)?;
+    child.wait_port(addr, Duration::from_secs(30))?;
+    lab.log(format!(
+        "{name} serving on http://{addr}/; live dashboard http://{admin}/"
+    ));
+    Ok((addr, admin, child))
+}
+
+/// `seda serve bottleneck` on `addr` with its admin on `admin`, then `extra` arguments.
+fn serve_command(
+    lab: &Lab,
+    addr: SocketAddr,
+    admin: SocketAddr,
+    extra: &[&str],
+) -> std::process::Command {
     let mut cmd = lab.seda(&[
         "serve",
         "bottleneck",
@@ -37,13 +54,8 @@ pub(crate) fn spawn_configured(
         "--admin",
         &admin.to_string(),
     ]);
-    cmd.arg("--config").arg(path);
-    let mut child = lab.spawn(name, &cmd)?;
-    child.wait_port(addr, Duration::from_secs(30))?;
-    lab.log(format!(
-        "{name} serving on http://{addr}/; live dashboard http://{admin}/"
-    ));
-    Ok((addr, admin, child))
+    cmd.args(extra);
+    cmd
 }
 
 /// Writes `config` to `<name>.toml` in the lab's directory; returns the path.
@@ -95,18 +107,17 @@ impl BottleneckServer {
         time_scale: f64,
     ) -> Result<Self> {
         let (addr, admin) = crate::child::two_free_addrs()?;
-        let mut cmd = lab.seda(&[
-            "serve",
-            "bottleneck",
-            "--addr",
-            &addr.to_string(),
-            "--admin",
-            &admin.to_string(),
-            "--control",
-            control.name(),
-            "--target-s",
-            &target_s.to_string(),
-        ]);
+        let mut cmd = serve_command(
+            lab,
+            addr,
+            admin,
+            &[
+                "--control",
+                control.name(),
+                "--target-s",
+                &target_s.to_string(),
+            ],
+        );
         // Real work of a few KiB (tens of microseconds), then the stated cost; two threads so
         // that one page's real work overlaps another's hold and the processor stays the
         // bottleneck.
