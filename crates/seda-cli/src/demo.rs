@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use seda_lab::scenario;
+use seda_lab::{scenario, scenarios};
 use seda_sim::summary::RunSummary;
 use serde::Deserialize;
 
@@ -23,7 +23,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
          of 128 connections.\nAbout a minute...\n"
     );
     let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
-    let spike = scenario::find("mail-spike")?;
+    let spike = scenarios::find("mail-spike")?;
     let ran = scenario::run(spike, &args.out, &seda_bin, true);
     let loaded = matches!(ran.verdict(), Some(seda_lab::health::Verdict::Inconclusive));
     let busy: Vec<String> = ran

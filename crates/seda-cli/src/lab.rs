@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use seda_lab::health::Verdict;
-use seda_lab::scenario;
+use seda_lab::{scenario, scenarios};
 
 /// `seda lab` subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -70,7 +70,7 @@ pub struct RunArgs {
 pub fn run(cmd: &LabCommand) -> Result<()> {
     match cmd {
         LabCommand::List => {
-            for s in scenario::all() {
+            for s in scenarios::all() {
                 println!("{:<14} {}", s.name(), s.about());
             }
             Ok(())
@@ -89,7 +89,7 @@ pub fn run(cmd: &LabCommand) -> Result<()> {
 }
 
 fn repeat(args: &RepeatArgs) -> Result<()> {
-    let s = scenario::find(&args.name)?;
+    let s = scenarios::find(&args.name)?;
     if args.times == 0 {
         bail!("--times must be at least 1");
     }
@@ -187,9 +187,9 @@ fn shortfall_line(scenario: &str, c: &seda_lab::Check) -> String {
 
 fn run_scenarios(args: &RunArgs) -> Result<()> {
     let chosen = if args.name == "all" {
-        scenario::all().to_vec()
+        scenarios::all().to_vec()
     } else {
-        vec![scenario::find(&args.name)?]
+        vec![scenarios::find(&args.name)?]
     };
     let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
     let mut failed = Vec::new();

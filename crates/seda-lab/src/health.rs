@@ -224,17 +224,17 @@ impl Counters {
                 .iter()
                 // With their children: a pre-forking server's workers (nginx, Apache,
                 // gunicorn) are the server, not other processes.
-                .filter_map(|&p| crate::bottleneck::process_tree_cpu_seconds(p))
+                .filter_map(|&p| crate::procfs::process_tree_cpu_seconds(p))
                 .sum::<f64>()
         });
         Counters {
             at: Instant::now(),
             server,
-            server_core: w.server_cpu.and_then(crate::bottleneck::core_task_seconds),
-            server_core_steal: w.server_cpu.and_then(crate::bottleneck::core_steal_seconds),
-            load_core: w.load_cpu.and_then(crate::bottleneck::core_task_seconds),
-            load_core_steal: w.load_cpu.and_then(crate::bottleneck::core_steal_seconds),
-            me: crate::bottleneck::process_cpu_seconds(std::process::id()),
+            server_core: w.server_cpu.and_then(crate::procfs::core_task_seconds),
+            server_core_steal: w.server_cpu.and_then(crate::procfs::core_steal_seconds),
+            load_core: w.load_cpu.and_then(crate::procfs::core_task_seconds),
+            load_core_steal: w.load_cpu.and_then(crate::procfs::core_steal_seconds),
+            me: crate::procfs::process_cpu_seconds(std::process::id()),
         }
     }
 
@@ -300,7 +300,7 @@ impl Services {
         for t in self
             .pids
             .iter()
-            .flat_map(|&p| crate::bottleneck::tree_threads(p))
+            .flat_map(|&p| crate::procfs::tree_threads(p))
         {
             let ran = (t.run_s - self.last.get(&t.tid).copied().unwrap_or(0.0)).max(0.0);
             if Some(t.cpu) == server_cpu {

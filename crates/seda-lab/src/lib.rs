@@ -14,9 +14,9 @@
 //! keeps its meaning on any machine.
 //!
 //! ```no_run
-//! use seda_lab::scenario;
+//! use seda_lab::{scenario, scenarios};
 //!
-//! let mail_spike = scenario::find("mail-spike")?;
+//! let mail_spike = scenarios::find("mail-spike")?;
 //! let ran = scenario::run(mail_spike, "lab-out".as_ref(), "target/release/seda".as_ref(), true);
 //! println!("{} took {:.0} s", ran.name, ran.elapsed_s);
 //! # Ok::<(), anyhow::Error>(())
@@ -44,11 +44,13 @@ pub mod peers;
 pub mod plot;
 pub mod poll;
 pub mod postgres;
+pub mod procfs;
+pub mod provenance;
 pub mod repeat;
 pub mod results;
 pub mod rogues;
 pub mod scenario;
-mod scenarios;
+pub mod scenarios;
 pub mod spike;
 pub mod steady;
 pub mod tier_stats;

@@ -141,7 +141,7 @@ pub(crate) fn write(dir: &Path, info: &RunInfo<'_>, outcome: &Outcome) -> Result
         "elapsed_s": info.elapsed_s,
         "machine": info.machine,
         "commit": info.commit,
-        "build": crate::results::BUILD,
+        "build": crate::provenance::BUILD,
         "config": outcome.config,
         "summary": outcome.summary,
         // What `seda lab repeat` compares, read here so a path that names no figure shows.

@@ -22,6 +22,35 @@ pub fn deadline(spike: &Spike) -> Duration {
     Duration::from_secs_f64((10.0 * spike.target_s).max(30.0))
 }
 
+/// The users of `spike` against the page at `addr` (the bottleneck service's users, with the
+/// spike's schedule and target and [`deadline`]), logged as `name`'s load.
+pub(crate) fn spike_users(
+    lab: &Lab,
+    name: &str,
+    addr: SocketAddr,
+    spike: &Spike,
+) -> Result<LoadConfig> {
+    let total = spike.before_s + spike.spike_s + spike.after_s;
+    let mut cfg = bottleneck::users(
+        addr,
+        spike.base_users,
+        Duration::from_secs_f64(total),
+        deadline(spike),
+        spike.time_scale,
+    )?;
+    cfg.schedule = Some(spike.schedule()?);
+    cfg.goodput_target = Duration::from_secs_f64(spike.target_s);
+    lab.log(format!(
+        "{name}: {} users, {} during {:.0} s from {:.0} s, p90 target {} s",
+        spike.base_users,
+        spike.spike_users,
+        spike.spike_s,
+        spike.onset_s(),
+        spike.target_s
+    ));
+    Ok(cfg)
+}
+
 /// What one spike against a page measured.
 #[derive(Debug)]
 pub struct PageRun {
@@ -60,24 +89,7 @@ pub fn spike(
     capacity: f64,
     renderer_cpu: Option<&(dyn Fn() -> Option<f64> + Sync)>,
 ) -> Result<PageRun> {
-    let total = spike.before_s + spike.spike_s + spike.after_s;
-    let mut cfg = bottleneck::users(
-        addr,
-        spike.base_users,
-        Duration::from_secs_f64(total),
-        deadline(spike),
-        spike.time_scale,
-    )?;
-    cfg.schedule = Some(spike.schedule()?);
-    cfg.goodput_target = Duration::from_secs_f64(spike.target_s);
-    lab.log(format!(
-        "{name}: {} users, {} during {:.0} s from {:.0} s, p90 target {} s",
-        spike.base_users,
-        spike.spike_users,
-        spike.spike_s,
-        spike.onset_s(),
-        spike.target_s
-    ));
+    let cfg = spike_users(lab, name, addr, spike)?;
     let start = Instant::now();
     let at = |t_s: f64, read: &dyn Fn() -> Option<f64>| {
         std::thread::sleep(Duration::from_secs_f64(t_s).saturating_sub(start.elapsed()));

@@ -35,7 +35,7 @@ pub fn postmasters() -> Vec<u32> {
     let comm = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok();
     let parent = |pid: &str| -> Option<String> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        crate::bottleneck::stat_field(&stat, 1).map(str::to_string)
+        crate::procfs::stat_field(&stat, 1).map(str::to_string)
     };
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -81,7 +81,7 @@ mod tests {
         // Its children (the checkpointer, the writer, ...) are in its tree.
         let threads: Vec<_> = pids
             .iter()
-            .flat_map(|&p| crate::bottleneck::tree_threads(p))
+            .flat_map(|&p| crate::procfs::tree_threads(p))
             .collect();
         assert!(threads.len() > pids.len(), "{threads:?}");
     }

@@ -3,13 +3,12 @@
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use crate::health::{LoadHealth, Verdict};
 use crate::lab::Lab;
 use crate::machine::Machine;
 use crate::outcome::{Check, Outcome, RunInfo, write};
-use crate::scenarios;
 
 /// One experiment of the seeds, run on the real system.
 pub trait Scenario: Sync {
@@ -61,26 +60,6 @@ fn real_cpu_stays_low(health: &[LoadHealth]) -> Check {
     )
 }
 
-/// Every scenario, in the order `run all` takes them.
-pub fn all() -> &'static [&'static dyn Scenario] {
-    scenarios::ALL
-}
-
-/// The scenario called `name`.
-pub fn find(name: &str) -> Result<&'static dyn Scenario> {
-    match all().iter().find(|s| s.name() == name) {
-        Some(s) => Ok(*s),
-        None => bail!(
-            "no scenario `{name}`: `seda lab list` shows {}",
-            all()
-                .iter()
-                .map(|s| s.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 /// How one scenario ended.
 #[derive(Debug)]
 pub struct Ran {
@@ -110,7 +89,7 @@ pub fn run(scenario: &dyn Scenario, out: &Path, seda_bin: &Path, quick: bool) ->
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let machine = Machine::probe();
-    let commit = crate::results::git_commit();
+    let commit = crate::provenance::git_commit();
     let mut health = Vec::new();
     let outcome = Lab::new(name, &out.join(name), seda_bin, quick).and_then(|lab| {
         let outcome = scenario.run(&lab);

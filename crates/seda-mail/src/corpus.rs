@@ -9,7 +9,7 @@
 //! second half of the users (by id) are of service class 1, the first half of class 0
 //! ([`high_class`]), so a service with classes has both kinds of user to serve.
 
-use crate::store::{Message, Summary, TRASH};
+use crate::mailbox::{Message, Summary, TRASH};
 
 /// The paper's largest folder.
 pub const MAX_FOLDER: i64 = 12_794;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::request::percent_encode;
+use crate::percent::percent_encode;
 use crate::store::{Folder, Message, Sort, Summary};
 
 /// Escapes text for HTML element content and double- or single-quoted attributes.

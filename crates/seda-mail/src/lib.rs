@@ -72,7 +72,9 @@ mod checkpointer;
 pub mod corpus;
 pub mod cost;
 pub mod html;
+mod mailbox;
 pub mod password;
+mod percent;
 mod request;
 mod search_cost;
 pub mod search_gate;
@@ -86,9 +88,10 @@ pub mod user_model;
 pub mod workload;
 
 pub use corpus::Corpus;
+pub use percent::{percent_decode, percent_encode};
 pub use request::{
     MAX_CLASS, MAX_FIELDS, MAX_FORM_BYTES, MailEvent, MailRequest, MailResponse, RequestKind,
-    Responder, parse_cookies, parse_urlencoded, percent_decode, percent_encode,
+    Responder, parse_cookies, parse_urlencoded,
 };
 pub use server::{MailServer, MailServerConfig, MailStartError, parse_head, to_hyper};
 pub use service::{

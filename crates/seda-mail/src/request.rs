@@ -7,6 +7,8 @@ use std::time::Instant;
 use seda::{Event, Meta};
 use tokio::sync::oneshot;
 
+use crate::percent::percent_decode;
+
 /// Largest form body or query string accepted, in bytes (larger ones are refused with 413).
 pub const MAX_FORM_BYTES: usize = 64 * 1024;
 /// Most form fields, query parameters or cookies kept from one request.
@@ -343,52 +345,6 @@ pub fn parse_urlencoded(text: &str) -> BTreeMap<String, String> {
     out
 }
 
-/// Decodes `+` and `%XX` (invalid escapes are kept as they are; invalid UTF-8 is replaced).
-pub fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push(h * 16 + l);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Encodes a form value (`application/x-www-form-urlencoded`).
-pub fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
 /// Parses a `Cookie` header (`a=1; b=2`).
 pub fn parse_cookies(header: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
@@ -404,17 +360,6 @@ pub fn parse_cookies(header: &str) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decoding_round_trips_and_survives_garbage() {
-        let s = "héllo & <b>=%+x";
-        assert_eq!(percent_decode(&percent_encode(s)), s);
-        assert_eq!(percent_decode("%"), "%");
-        assert_eq!(percent_decode("%4"), "%4");
-        assert_eq!(percent_decode("%zz1"), "%zz1");
-        assert_eq!(percent_decode("a%20b"), "a b");
-        assert_eq!(percent_decode("%ff"), "\u{fffd}");
-    }
 
     #[test]
     fn forms_cookies_and_class() {

@@ -46,7 +46,8 @@
 use std::time::Duration;
 
 use crate::corpus::{Rng, password, user_name};
-use crate::request::{RequestKind, percent_encode};
+use crate::percent::percent_encode;
+use crate::request::RequestKind;
 use crate::store::TRASH;
 
 /// Think time between requests (WC03 Section 4.1: "aggressively set to 20 ms").
@@ -300,32 +301,7 @@ impl UserModel {
 
     /// Builds a request of `kind`, or of the request it needs first when ids are missing.
     fn step(&mut self, kind: RequestKind, delay: Duration) -> Step {
-        let mut kind = kind;
-        if self.sid.is_none() {
-            kind = RequestKind::Login;
-        }
-        if matches!(
-            kind,
-            RequestKind::ShowMessage | RequestKind::Delete | RequestKind::Refile
-        ) && self.messages.is_empty()
-        {
-            kind = RequestKind::ListMessages;
-        }
-        // In the Markov mix, "delete" in Trash restores the message (a refile) instead of
-        // purging it: mailboxes keep their size, so long runs stay stationary. A search hit may
-        // sit in Trash too, and the user does not know its folder: restore it the same way.
-        if kind == RequestKind::Delete
-            && self.mix == Mix::Markov
-            && (!self.listed_from_folder || self.folder == self.trash)
-        {
-            kind = RequestKind::Refile;
-        }
-        if kind == RequestKind::Refile && self.folders.len() < 2 {
-            kind = RequestKind::ListFolders;
-        }
-        if kind == RequestKind::ListMessages && self.folders.is_empty() {
-            kind = RequestKind::ListFolders;
-        }
+        let kind = self.feasible(kind);
         self.last = Some(kind);
         let cookie = self.sid.as_ref().map(|s| format!("sid={s}"));
         let (method, path, form) = match kind {
@@ -343,28 +319,7 @@ impl UserModel {
                 )
             }
             RequestKind::ListFolders => ("GET", "/folders".to_string(), None),
-            RequestKind::ListMessages => {
-                // Usually stay in the current folder (its first page, sorted by date);
-                // sometimes another folder, another sort or the next page.
-                let change = self.folder.is_none() || self.empty_list || self.rng.below(4) == 0;
-                if change && !self.folders.is_empty() {
-                    let i = self.rng.below(self.folders.len() as u64) as usize;
-                    self.folder = Some(self.folders[i]);
-                }
-                let f = self.folder.unwrap_or(0);
-                let sort =
-                    ["date", "date", "date", "sender", "subject"][self.rng.below(5) as usize];
-                let page = if !self.empty_list && self.rng.below(5) == 0 {
-                    1
-                } else {
-                    0
-                };
-                (
-                    "GET",
-                    format!("/folder?f={f}&sort={sort}&page={page}"),
-                    None,
-                )
-            }
+            RequestKind::ListMessages => ("GET", self.list_path(), None),
             RequestKind::ShowMessage => {
                 let i = self.rng.below(self.messages.len() as u64) as usize;
                 let m = self.messages[i];
@@ -381,30 +336,7 @@ impl UserModel {
                 };
                 ("POST", "/delete".to_string(), Some(form))
             }
-            RequestKind::Refile => {
-                let m = self.pick_message();
-                // Any folder but Trash (moving there is what delete is for) and, if possible,
-                // not the one it is in.
-                let not_trash = |f: &i64| Some(*f) != self.trash;
-                let mut targets: Vec<i64> = self
-                    .folders
-                    .iter()
-                    .copied()
-                    .filter(|f| not_trash(f) && Some(*f) != self.folder)
-                    .collect();
-                if targets.is_empty() {
-                    targets = self.folders.iter().copied().filter(not_trash).collect();
-                }
-                if targets.is_empty() {
-                    targets = self.folders.clone();
-                }
-                let to = targets[self.rng.below(targets.len() as u64) as usize];
-                (
-                    "POST",
-                    "/refile".to_string(),
-                    Some(format!("id={m}&to={to}")),
-                )
-            }
+            RequestKind::Refile => ("POST", "/refile".to_string(), Some(self.refile_form())),
             RequestKind::Search => {
                 const TERMS: [&str; 8] = [
                     "meeting", "paper", "overload", "Alice", "deadline", "Re:", "queue", "lunch",
@@ -432,6 +364,78 @@ impl UserModel {
         };
         self.sent = Some(step.clone());
         step
+    }
+
+    /// `kind`, or the request it needs first: a login without a session, a list without
+    /// listed messages, the folders without folders to list or refile to.
+    fn feasible(&self, kind: RequestKind) -> RequestKind {
+        let mut kind = kind;
+        if self.sid.is_none() {
+            kind = RequestKind::Login;
+        }
+        if matches!(
+            kind,
+            RequestKind::ShowMessage | RequestKind::Delete | RequestKind::Refile
+        ) && self.messages.is_empty()
+        {
+            kind = RequestKind::ListMessages;
+        }
+        // In the Markov mix, "delete" in Trash restores the message (a refile) instead of
+        // purging it: mailboxes keep their size, so long runs stay stationary. A search hit may
+        // sit in Trash too, and the user does not know its folder: restore it the same way.
+        if kind == RequestKind::Delete
+            && self.mix == Mix::Markov
+            && (!self.listed_from_folder || self.folder == self.trash)
+        {
+            kind = RequestKind::Refile;
+        }
+        if kind == RequestKind::Refile && self.folders.len() < 2 {
+            kind = RequestKind::ListFolders;
+        }
+        if kind == RequestKind::ListMessages && self.folders.is_empty() {
+            kind = RequestKind::ListFolders;
+        }
+        kind
+    }
+
+    /// A list's path: usually the current folder's first page, sorted by date; sometimes
+    /// another folder, another sort or the next page.
+    fn list_path(&mut self) -> String {
+        let change = self.folder.is_none() || self.empty_list || self.rng.below(4) == 0;
+        if change && !self.folders.is_empty() {
+            let i = self.rng.below(self.folders.len() as u64) as usize;
+            self.folder = Some(self.folders[i]);
+        }
+        let f = self.folder.unwrap_or(0);
+        let sort = ["date", "date", "date", "sender", "subject"][self.rng.below(5) as usize];
+        let page = if !self.empty_list && self.rng.below(5) == 0 {
+            1
+        } else {
+            0
+        };
+        format!("/folder?f={f}&sort={sort}&page={page}")
+    }
+
+    /// A refile's form: the message just shown or a listed one, to another folder.
+    fn refile_form(&mut self) -> String {
+        let m = self.pick_message();
+        // Any folder but Trash (moving there is what delete is for) and, if possible,
+        // not the one it is in.
+        let not_trash = |f: &i64| Some(*f) != self.trash;
+        let mut targets: Vec<i64> = self
+            .folders
+            .iter()
+            .copied()
+            .filter(|f| not_trash(f) && Some(*f) != self.folder)
+            .collect();
+        if targets.is_empty() {
+            targets = self.folders.iter().copied().filter(not_trash).collect();
+        }
+        if targets.is_empty() {
+            targets = self.folders.clone();
+        }
+        let to = targets[self.rng.below(targets.len() as u64) as usize];
+        format!("id={m}&to={to}")
     }
 
     /// The message just shown, or one of the listed ones.

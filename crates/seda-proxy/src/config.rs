@@ -176,7 +176,7 @@ impl ProxyConfig {
             .routes
             .into_iter()
             .map(|r| {
-                let criticality = crate::criticality::parse(&r.prefix, r.criticality.as_deref())?;
+                let criticality = parse_criticality(&r.prefix, r.criticality.as_deref())?;
                 Ok(RouteConfig {
                     upstream: parse_upstream(&r.upstream)?,
                     prefix: r.prefix,
@@ -277,9 +277,38 @@ fn parse_upstream(text: &str) -> Result<Uri, ConfigError> {
     Ok(uri)
 }
 
+/// The route `prefix`'s criticality from its configuration text (critical when absent). Here
+/// rather than in `criticality` (the edge that applies it), so that module needs nothing of the
+/// configuration's.
+fn parse_criticality(prefix: &str, text: Option<&str>) -> Result<Criticality, ConfigError> {
+    text.map_or(Ok(Criticality::default()), |t| {
+        t.parse()
+            .map_err(|e| ConfigError::Invalid(format!("route {prefix:?}: {e}")))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use seda_tower::Level;
+
+    #[test]
+    fn a_route_names_its_level_or_is_told_what_is_wrong() {
+        assert_eq!(
+            parse_criticality("/", None).unwrap(),
+            Criticality::default()
+        );
+        assert_eq!(
+            parse_criticality("/", Some("sheddable_plus"))
+                .unwrap()
+                .level,
+            Level::SheddablePlus
+        );
+        let e = parse_criticality("/x", Some("urgent"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"/x\"") && e.contains("sheddable"), "{e}");
+    }
 
     #[test]
     fn every_toml_block_of_the_readme_parses() {

@@ -16,16 +16,7 @@ use std::sync::Arc;
 use hyper::body::Incoming;
 use seda_tower::{Criticality, CriticalityLayer};
 
-use crate::config::ConfigError;
 use crate::forward::ClientAddr;
-
-/// The route `prefix`'s criticality from its configuration text (critical when absent).
-pub(crate) fn parse(prefix: &str, text: Option<&str>) -> Result<Criticality, ConfigError> {
-    text.map_or(Ok(Criticality::default()), |t| {
-        t.parse()
-            .map_err(|e| ConfigError::Invalid(format!("route {prefix:?}: {e}")))
-    })
-}
 
 /// The edge of one route: `route`'s criticality, or the header of a client in `trusted`.
 pub(crate) fn edge(route: Criticality, trusted: Arc<[IpAddr]>) -> CriticalityLayer<Incoming> {
@@ -34,21 +25,4 @@ pub(crate) fn edge(route: Criticality, trusted: Arc<[IpAddr]>) -> CriticalityLay
             .get::<ClientAddr>()
             .is_some_and(|a| trusted.contains(&a.0.ip()))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use seda_tower::Level;
-
-    #[test]
-    fn a_route_names_its_level_or_is_told_what_is_wrong() {
-        assert_eq!(parse("/", None).unwrap(), Criticality::default());
-        assert_eq!(
-            parse("/", Some("sheddable_plus")).unwrap().level,
-            Level::SheddablePlus
-        );
-        let e = parse("/x", Some("urgent")).unwrap_err().to_string();
-        assert!(e.contains("\"/x\"") && e.contains("sheddable"), "{e}");
-    }
 }

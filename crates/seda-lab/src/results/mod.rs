@@ -7,7 +7,6 @@
 //! either is typed by hand: each figure is one a scenario measured and wrote.
 
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -15,16 +14,10 @@ use serde_json::{Map, Value};
 
 use crate::machine::Machine;
 use crate::outcome::Check;
+use crate::provenance::git_commit;
 
 pub mod page;
 pub mod readme;
-
-/// The build this program is, written to each `result.json` as `build`.
-pub const BUILD: &str = if cfg!(debug_assertions) {
-    "debug"
-} else {
-    "release"
-};
 
 /// One scenario's `result.json`, as far as the page reads it. Fields a `result.json` written
 /// before they existed lacks read as empty.
@@ -105,7 +98,7 @@ impl ScenarioResult {
     /// The headline figures in the order the scenario declares them (the JSON object's keys
     /// come back sorted), then any it no longer declares.
     pub fn headline_figures(&self) -> Vec<(String, Option<f64>)> {
-        let declared = crate::scenario::find(&self.scenario).map_or(&[][..], |s| s.headline());
+        let declared = crate::scenarios::find(&self.scenario).map_or(&[][..], |s| s.headline());
         let mut paths: Vec<&str> = declared
             .iter()
             .copied()
@@ -163,7 +156,7 @@ impl RunDir {
                 }
                 Err(_) => {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    if crate::scenario::find(&name).is_ok() {
+                    if crate::scenarios::find(&name).is_ok() {
                         missing.push(name);
                     }
                 }
@@ -177,7 +170,7 @@ impl RunDir {
             );
         }
         let rank = |name: &str| {
-            let all = crate::scenario::all();
+            let all = crate::scenarios::all();
             all.iter()
                 .position(|s| s.name() == name)
                 .unwrap_or(all.len())
@@ -271,30 +264,6 @@ fn relative(from_dir: &Path, to: &Path) -> String {
         return to.display().to_string();
     }
     parts.join("/")
-}
-
-/// The commit of the git checkout in the current directory (12 hex digits, `-dirty` when
-/// tracked files changed), or `None` when `git rev-parse` does not work here.
-pub fn git_commit() -> Option<String> {
-    let out = Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let mut commit = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    if commit.is_empty() {
-        return None;
-    }
-    let dirty = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .output()
-        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
-    if dirty {
-        commit += "-dirty";
-    }
-    Some(commit)
 }
 
 /// A Markdown table cell: `|` escaped, lines joined.

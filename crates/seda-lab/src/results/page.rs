@@ -112,7 +112,71 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
           figure where the claim states one, ours, and the verdict. Every figure here is one a \
           scenario measured and wrote; `seda lab results DIR` writes the page again.\n\n";
 
-    // When and on what.
+    s += &about_run(run, commit_now);
+
+    // Every claim.
+    let checks: Vec<(&ScenarioResult, &Check)> = rs
+        .iter()
+        .flat_map(|r| r.checks.iter().map(move |c| (r, c)))
+        .collect();
+    let held = checks
+        .iter()
+        .filter(|(_, c)| c.passed && c.enforced)
+        .count();
+    let enforced = checks.iter().filter(|(_, c)| c.enforced).count();
+    let loaded = checks
+        .iter()
+        .filter(|(r, c)| c.enforced && r.inconclusive())
+        .count();
+    let loaded = match loaded {
+        0 => String::new(),
+        n => format!(" ({n} of them in scenarios the machine's load made inconclusive)"),
+    };
+    let _ = write!(
+        s,
+        "## Claims\n\n{held} of {enforced} enforced claims held{loaded}. A claim *held*, or \
+         **FAILED** (it is enforced: the scenario fails); *observed (not enforced)* is a claim \
+         a short run cannot decide either way, reported and never failing a run; a *known \
+         shortfall* is a goal not met yet (listed again below); *scenario inconclusive*: the \
+         machine was loaded during the scenario, so none of its claims decides anything.\n\n\
+         | scenario | claim | paper | ours | verdict |\n|---|---|---|---|---|\n"
+    );
+    for (r, c) in &checks {
+        claim_row(&mut s, r, c, links, &verdict(c, r));
+    }
+    if checks.is_empty() {
+        s += "| | no scenario checked a claim | | | |\n";
+    }
+
+    // Known shortfalls.
+    s += "\n## Known shortfalls\n\nGoals the code does not meet yet: checked and reported in \
+          every run, never failing one.\n\n";
+    let short: Vec<&(&ScenarioResult, &Check)> =
+        checks.iter().filter(|(_, c)| c.shortfall).collect();
+    if short.is_empty() {
+        s += "None in this run.\n";
+    } else {
+        s += "| scenario | goal | paper | ours | this run |\n|---|---|---|---|---|\n";
+        for (r, c) in short {
+            claim_row(
+                &mut s,
+                r,
+                c,
+                links,
+                if c.passed { "met" } else { "not met" },
+            );
+        }
+    }
+
+    s += &scenarios_table(run, links);
+    s
+}
+
+/// The page's opening list: when the run ran, on which code and machine, in which form, and
+/// how its scenarios ended.
+fn about_run(run: &RunDir, commit_now: Option<&str>) -> String {
+    let rs = &run.results;
+    let mut s = String::new();
     let first = rs.iter().map(|r| r.started_unix_s).min().unwrap_or(0);
     let last = rs
         .iter()
@@ -205,7 +269,7 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
         );
     }
     let ran: BTreeSet<&str> = rs.iter().map(|r| r.scenario.as_str()).collect();
-    let absent = crate::scenario::all()
+    let absent = crate::scenarios::all()
         .iter()
         .filter(|sc| !ran.contains(sc.name()) && !run.missing.iter().any(|m| m == sc.name()))
         .count();
@@ -213,66 +277,18 @@ pub fn render(run: &RunDir, links: bool, commit_now: Option<&str>) -> String {
         let _ = write!(
             s,
             "; {absent} of `seda lab list`'s {} not in this run",
-            crate::scenario::all().len()
+            crate::scenarios::all().len()
         );
     }
     s += "\n\n";
 
-    // Every claim.
-    let checks: Vec<(&ScenarioResult, &Check)> = rs
-        .iter()
-        .flat_map(|r| r.checks.iter().map(move |c| (r, c)))
-        .collect();
-    let held = checks
-        .iter()
-        .filter(|(_, c)| c.passed && c.enforced)
-        .count();
-    let enforced = checks.iter().filter(|(_, c)| c.enforced).count();
-    let loaded = checks
-        .iter()
-        .filter(|(r, c)| c.enforced && r.inconclusive())
-        .count();
-    let loaded = match loaded {
-        0 => String::new(),
-        n => format!(" ({n} of them in scenarios the machine's load made inconclusive)"),
-    };
-    let _ = write!(
-        s,
-        "## Claims\n\n{held} of {enforced} enforced claims held{loaded}. A claim *held*, or \
-         **FAILED** (it is enforced: the scenario fails); *observed (not enforced)* is a claim \
-         a short run cannot decide either way, reported and never failing a run; a *known \
-         shortfall* is a goal not met yet (listed again below); *scenario inconclusive*: the \
-         machine was loaded during the scenario, so none of its claims decides anything.\n\n\
-         | scenario | claim | paper | ours | verdict |\n|---|---|---|---|---|\n"
-    );
-    for (r, c) in &checks {
-        claim_row(&mut s, r, c, links, &verdict(c, r));
-    }
-    if checks.is_empty() {
-        s += "| | no scenario checked a claim | | | |\n";
-    }
+    s
+}
 
-    // Known shortfalls.
-    s += "\n## Known shortfalls\n\nGoals the code does not meet yet: checked and reported in \
-          every run, never failing one.\n\n";
-    let short: Vec<&(&ScenarioResult, &Check)> =
-        checks.iter().filter(|(_, c)| c.shortfall).collect();
-    if short.is_empty() {
-        s += "None in this run.\n";
-    } else {
-        s += "| scenario | goal | paper | ours | this run |\n|---|---|---|---|---|\n";
-        for (r, c) in short {
-            claim_row(
-                &mut s,
-                r,
-                c,
-                links,
-                if c.passed { "met" } else { "not met" },
-            );
-        }
-    }
-
-    // Per scenario.
+/// One row a scenario: what it reproduces, its verdict and its headline figures.
+fn scenarios_table(run: &RunDir, links: bool) -> String {
+    let rs = &run.results;
+    let mut s = String::new();
     s += "\n## Scenarios\n\n| scenario | reproduces | verdict | elapsed | headline figures |\n\
           |---|---|---|---|---|\n";
     for r in rs {

@@ -90,7 +90,7 @@ pub fn block(run: &RunDir, page_link: &str) -> String {
         [one] => format!(" at commit `{one}`"),
         _ => String::new(),
     };
-    let total = crate::scenario::all().len();
+    let total = crate::scenarios::all().len();
     let mut s = format!(
         "<!-- Written by `seda lab results --readme`: edits are overwritten. -->\n\n\
          From the {form} form{build}{commit}, run on {} UTC ({} CPUs). ",

@@ -28,7 +28,7 @@ use super::thesis_open::{self, BACKEND_MS};
 use crate::lab::Lab;
 use crate::outcome::{Check, Outcome};
 use crate::plot::{LineChart, Series};
-use crate::poll::{StatsPoller, pool_series};
+use crate::poll::{Sample, StatsPoller, pool_series};
 use crate::scenario::Scenario;
 
 /// The scenario.
@@ -92,6 +92,15 @@ fn post_target(admin: SocketAddr, target: Duration) -> Result<()> {
     crate::admin::post(admin, &path).with_context(|| format!("setting the target to {target:?}"))
 }
 
+/// `n` of `of` as a fraction (`NaN` of none).
+fn share(n: u64, of: u64) -> f64 {
+    if of > 0 {
+        n as f64 / of as f64
+    } else {
+        f64::NAN
+    }
+}
+
 /// One phase's figures, against its own target.
 fn phase_figures(r: &Report, from_s: f64, to_s: f64, target: Duration) -> Value {
     let (mut sent, mut completed, mut rejected) = (0, 0, 0);
@@ -101,13 +110,6 @@ fn phase_figures(r: &Report, from_s: f64, to_s: f64, target: Duration) -> Value 
         rejected += i.counts.rejected;
     }
     let good = r.completed_within_between(from_s, to_s, target);
-    let share = |n: u64, of: u64| {
-        if of > 0 {
-            n as f64 / of as f64
-        } else {
-            f64::NAN
-        }
-    };
     let settled = r
         .latency_between((from_s + to_s) / 2.0, to_s)
         .map_or(f64::NAN, |l| l.p90_ms / 1e3);
@@ -159,50 +161,11 @@ impl Scenario for FollowTarget {
         // threads) queued 480 requests, the pool grew to 25 threads by 14 s, and the first phase's
         // settled half caught its descent in every run (a p90 of 0.09-0.17 s against 0.40 s); it
         // now starts at half the knee, 12 threads, about what the first target needs.
-        let warmup = lab.pick(phase, phase / 2);
-        let (addr, admin, child) =
-            crate::bottleneck::spawn_configured(lab, "follow-target", &config())?;
-        let model = Model::Eager(Eager {
-            users: CLIENTS,
-            patience_min: PATIENCE,
-            patience_max: PATIENCE,
-            think: THINK,
-            max_outstanding: Eager::DEFAULT_MAX_OUTSTANDING,
-        });
-        let mut cfg = LoadConfig::new(Target::parse(&format!("http://{addr}/"))?, model)?;
-        cfg.duration = warmup + phase * TARGETS.len() as u32;
-        cfg.goodput_target = TARGETS[0];
-        cfg.keep_interval_histograms = true;
-        cfg.client = ClientConfig {
-            deadline: Duration::from_secs(10),
-            ..ClientConfig::default()
+        let timing = Timing {
+            warmup: lab.pick(phase, phase / 2),
+            phase,
         };
-        // The operator's changes, on a timer from the load's start; a message (or the sender
-        // dropped) stops them early.
-        let (stop, stopped) = mpsc::channel::<()>();
-        let poller = StatsPoller::start(admin, Duration::from_secs(1));
-        let start = Instant::now();
-        let stepper = std::thread::spawn(move || -> Result<()> {
-            for (i, target) in TARGETS.iter().enumerate().skip(1) {
-                let at = start + warmup + phase * i as u32;
-                let wait = at.saturating_duration_since(Instant::now());
-                if stopped.recv_timeout(wait) != Err(mpsc::RecvTimeoutError::Timeout) {
-                    return Ok(());
-                }
-                post_target(admin, *target)?;
-            }
-            Ok(())
-        });
-        let report = lab.load(cfg);
-        drop(stop);
-        let stepped = stepper.join();
-        let polled = poller.stop();
-        child.stop();
-        let report = report?;
-        match stepped {
-            Ok(r) => r?,
-            Err(_) => bail!("the thread changing the target panicked"),
-        }
+        let (report, polled) = drive(lab, timing)?;
         let threads = pool_series(&polled, STAGE, |p| Some(p.threads as f64));
         let server_targets: Vec<(f64, f64)> = polled
             .iter()
@@ -211,150 +174,15 @@ impl Scenario for FollowTarget {
                 Some((p.t_s, global.target_p90_s))
             })
             .collect();
-
-        let mut summary = Map::new();
-        let mut settled = Vec::new();
-        for (i, target) in TARGETS.iter().enumerate() {
-            let from_s = (warmup + phase * i as u32).as_secs_f64();
-            let f = phase_figures(&report, from_s, from_s + phase.as_secs_f64(), *target);
-            settled.push(f["p90_settled_s"].as_f64().unwrap_or(f64::NAN));
-            summary.insert(format!("phase_{}", i + 1), f);
-        }
-        let sum = |k: &str| {
-            (1..=TARGETS.len())
-                .map(|i| summary[&format!("phase_{i}")][k].as_u64().unwrap_or(0))
-                .sum::<u64>()
-        };
-        let (good, incoming, processed) = (sum("within_target"), sum("incoming"), sum("processed"));
-        let rejected = sum("rejected");
-        let share = |n: u64, of: u64| {
-            if of > 0 {
-                n as f64 / of as f64
-            } else {
-                f64::NAN
-            }
-        };
-        summary.insert(
-            "whole_run".into(),
-            json!({
-                "within_target_of_all": share(good, incoming),
-                "within_target_of_processed": share(good, processed),
-                "rejected_fraction": share(rejected, incoming),
-                "p90_over_target": settled.iter().zip(TARGETS).map(|(p, t)| p / t.as_secs_f64()).collect::<Vec<_>>(),
-                "threads_max": threads.iter().map(|t| t.1).fold(0.0, f64::max),
-            }),
-        );
-
-        lab.plot(
-            "threads",
-            &LineChart {
-                title: "the pool's threads, and the target the server holds (s x 10)".into(),
-                x_label: "time (s)".into(),
-                y_label: "threads".into(),
-                series: vec![
-                    Series {
-                        name: "threads".into(),
-                        points: threads.clone(),
-                    },
-                    Series {
-                        name: "server's target x 10".into(),
-                        points: server_targets.iter().map(|&(t, v)| (t, 10.0 * v)).collect(),
-                    },
-                ],
-            },
-        )?;
-        let step_at = |t: f64| {
-            let since = (t - warmup.as_secs_f64()).max(0.0);
-            TARGETS[((since / phase.as_secs_f64()) as usize).min(TARGETS.len() - 1)]
-        };
-        let points = |pick: &dyn Fn(&seda_load::record::IntervalStats) -> f64| {
-            crate::plot::points_over(&report, |i| Some(pick(i)))
-        };
-        lab.plot(
-            "p90",
-            &LineChart {
-                title: "p90 response time (s) per second against the target changed at run time"
-                    .into(),
-                x_label: "time (s)".into(),
-                y_label: "s".into(),
-                series: vec![
-                    Series {
-                        name: "p90".into(),
-                        points: points(&|i| i.latency.p90_ms / 1e3),
-                    },
-                    Series {
-                        name: "target".into(),
-                        points: points(&|i| step_at(i.t_s).as_secs_f64()),
-                    },
-                ],
-            },
-        )?;
-
-        let within = settled
-            .iter()
-            .zip(TARGETS)
-            .all(|(p, t)| *p <= TOLERANCE * t.as_secs_f64());
-        let (down, up) = (settled[1] < settled[0], settled[2] > settled[1]);
-        let detail = settled
-            .iter()
-            .zip(TARGETS)
-            .map(|(p, t)| format!("{p:.3} s against {:.2} s", t.as_secs_f64()))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let checks = vec![
-            Check::new(
-                "the p90 moves in the direction of each step of the target (down when it is \
-                 halved, up when it is loosened; each phase's second half)",
-                down && up,
-                detail.clone(),
-            ),
-            // Quick runs read 0.985-1.123 x (five on 2026-12-06), the simulator 0.80-1.34 x
-            // on six seeds; a loaded run is marked so and does not fail.
-            Check::new(
-                format!(
-                    "each phase's settled p90 is within {TOLERANCE} x its target ({:.0} s phases)",
-                    phase.as_secs_f64()
-                ),
-                within,
-                detail,
-            ),
-        ];
-        let mut report_md = format!(
-            "{CLIENTS} partly-open clients (think {} s, expected time {} s) against `seda serve \
-             bottleneck` with the emulated backend of `thesis-open` ({BACKEND_MS} ms a call on \
-             average) thrashing past {KNEE} (twice its knee: designed capacity {CAPACITY:.0} \
-             pages/s). Global control (no arrival floor, no dropper) and a P-controlled pool \
-             (at most two threads per {PERIOD_MS} ms period); after {:.0} s unmeasured at the \
-             first target, the p90 target is set to each of {:?} s for {:.0} s in turn by \
-             `POST /_seda/target` on the admin address (the thesis's Figure 5-7; scaled by 0.4 \
-             from `seda sim follow-target`).\n\n\
-             | phase | target | p90 (second half) | x target | all within target | processed \
-             within target | rejected |\n|---|---|---|---|---|---|---|\n",
-            THINK.as_secs_f64(),
-            PATIENCE.as_secs_f64(),
-            warmup.as_secs_f64(),
-            TARGETS.map(|t| t.as_secs_f64()),
-            phase.as_secs_f64(),
-        );
-        for i in 1..=TARGETS.len() {
-            let f = &summary[&format!("phase_{i}")];
-            let g = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
-            report_md += &format!(
-                "| {i} | {:.2} s | {:.3} s | {:.2} | {:.3} | {:.3} | {:.3} |\n",
-                g("target_s"),
-                g("p90_settled_s"),
-                g("p90_over_target"),
-                g("within_target_of_all"),
-                g("within_target_of_processed"),
-                g("rejected_fraction"),
-            );
-        }
+        let (summary, settled) = summarise(&report, timing, &threads);
+        draw(lab, &report, timing, &threads, &server_targets)?;
+        let report_md = report_text(&summary, timing);
         Ok(Outcome {
             paper: "FAIR07 Figure 5-7".into(),
             config: json!({
                 "targets_s": TARGETS.map(|t| t.as_secs_f64()),
                 "phase_s": phase.as_secs_f64(),
-                "warmup_s": warmup.as_secs_f64(),
+                "warmup_s": timing.warmup.as_secs_f64(),
                 "clients": CLIENTS,
                 "think_s": THINK.as_secs_f64(),
                 "expected_time_s": PATIENCE.as_secs_f64(),
@@ -363,8 +191,229 @@ impl Scenario for FollowTarget {
             }),
             summary,
             data: json!({ "series": report.series, "threads": threads, "server_targets": server_targets }),
-            checks,
+            checks: checks(&settled, timing),
             report: report_md,
         })
     }
+}
+
+/// The run's time line: an unmeasured warm-up at the first target, then one phase a target.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    warmup: Duration,
+    phase: Duration,
+}
+
+impl Timing {
+    /// When phase `i` (from 0) starts, seconds from the load's start.
+    fn phase_start(self, i: usize) -> Duration {
+        self.warmup + self.phase * i as u32
+    }
+
+    /// The target in force at `t_s` seconds from the load's start.
+    fn target_at(self, t_s: f64) -> Duration {
+        let since = (t_s - self.warmup.as_secs_f64()).max(0.0);
+        TARGETS[((since / self.phase.as_secs_f64()) as usize).min(TARGETS.len() - 1)]
+    }
+}
+
+/// Drives the clients against the server while a thread posts each phase's target on time, as
+/// an operator would: the load's report and the server's stats polled each second.
+fn drive(lab: &Lab, timing: Timing) -> Result<(Report, Vec<Sample>)> {
+    let (addr, admin, child) =
+        crate::bottleneck::spawn_configured(lab, "follow-target", &config())?;
+    let model = Model::Eager(Eager {
+        users: CLIENTS,
+        patience_min: PATIENCE,
+        patience_max: PATIENCE,
+        think: THINK,
+        max_outstanding: Eager::DEFAULT_MAX_OUTSTANDING,
+    });
+    let mut cfg = LoadConfig::new(Target::parse(&format!("http://{addr}/"))?, model)?;
+    cfg.duration = timing.phase_start(TARGETS.len());
+    cfg.goodput_target = TARGETS[0];
+    cfg.keep_interval_histograms = true;
+    cfg.client = ClientConfig {
+        deadline: Duration::from_secs(10),
+        ..ClientConfig::default()
+    };
+    // The operator's changes, on a timer from the load's start; a message (or the sender
+    // dropped) stops them early.
+    let (stop, stopped) = mpsc::channel::<()>();
+    let poller = StatsPoller::start(admin, Duration::from_secs(1));
+    let start = Instant::now();
+    let stepper = std::thread::spawn(move || -> Result<()> {
+        for (i, target) in TARGETS.iter().enumerate().skip(1) {
+            let at = start + timing.phase_start(i);
+            let wait = at.saturating_duration_since(Instant::now());
+            if stopped.recv_timeout(wait) != Err(mpsc::RecvTimeoutError::Timeout) {
+                return Ok(());
+            }
+            post_target(admin, *target)?;
+        }
+        Ok(())
+    });
+    let report = lab.load(cfg);
+    drop(stop);
+    let stepped = stepper.join();
+    let polled = poller.stop();
+    child.stop();
+    let report = report?;
+    match stepped {
+        Ok(r) => r?,
+        Err(_) => bail!("the thread changing the target panicked"),
+    }
+    Ok((report, polled))
+}
+
+/// Each phase's figures (`phase_1` ...) and the whole run's (`whole_run`), and each phase's
+/// settled p90 in seconds.
+fn summarise(
+    report: &Report,
+    timing: Timing,
+    threads: &[(f64, f64)],
+) -> (Map<String, Value>, Vec<f64>) {
+    let mut summary = Map::new();
+    let mut settled = Vec::new();
+    for (i, target) in TARGETS.iter().enumerate() {
+        let from_s = timing.phase_start(i).as_secs_f64();
+        let f = phase_figures(report, from_s, from_s + timing.phase.as_secs_f64(), *target);
+        settled.push(f["p90_settled_s"].as_f64().unwrap_or(f64::NAN));
+        summary.insert(format!("phase_{}", i + 1), f);
+    }
+    let sum = |k: &str| {
+        (1..=TARGETS.len())
+            .map(|i| summary[&format!("phase_{i}")][k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let (good, incoming, processed) = (sum("within_target"), sum("incoming"), sum("processed"));
+    let rejected = sum("rejected");
+    summary.insert(
+        "whole_run".into(),
+        json!({
+            "within_target_of_all": share(good, incoming),
+            "within_target_of_processed": share(good, processed),
+            "rejected_fraction": share(rejected, incoming),
+            "p90_over_target": settled.iter().zip(TARGETS).map(|(p, t)| p / t.as_secs_f64()).collect::<Vec<_>>(),
+            "threads_max": threads.iter().map(|t| t.1).fold(0.0, f64::max),
+        }),
+    );
+    (summary, settled)
+}
+
+/// The plots: the pool's threads beside the server's target, and the p90 against the target.
+fn draw(
+    lab: &Lab,
+    report: &Report,
+    timing: Timing,
+    threads: &[(f64, f64)],
+    server_targets: &[(f64, f64)],
+) -> Result<()> {
+    lab.plot(
+        "threads",
+        &LineChart {
+            title: "the pool's threads, and the target the server holds (s x 10)".into(),
+            x_label: "time (s)".into(),
+            y_label: "threads".into(),
+            series: vec![
+                Series {
+                    name: "threads".into(),
+                    points: threads.to_vec(),
+                },
+                Series {
+                    name: "server's target x 10".into(),
+                    points: server_targets.iter().map(|&(t, v)| (t, 10.0 * v)).collect(),
+                },
+            ],
+        },
+    )?;
+    let points = |pick: &dyn Fn(&seda_load::record::IntervalStats) -> f64| {
+        crate::plot::points_over(report, |i| Some(pick(i)))
+    };
+    lab.plot(
+        "p90",
+        &LineChart {
+            title: "p90 response time (s) per second against the target changed at run time".into(),
+            x_label: "time (s)".into(),
+            y_label: "s".into(),
+            series: vec![
+                Series {
+                    name: "p90".into(),
+                    points: points(&|i| i.latency.p90_ms / 1e3),
+                },
+                Series {
+                    name: "target".into(),
+                    points: points(&|i| timing.target_at(i.t_s).as_secs_f64()),
+                },
+            ],
+        },
+    )
+}
+
+/// The claims on each phase's settled p90 (`settled`, seconds).
+fn checks(settled: &[f64], timing: Timing) -> Vec<Check> {
+    let within = settled
+        .iter()
+        .zip(TARGETS)
+        .all(|(p, t)| *p <= TOLERANCE * t.as_secs_f64());
+    let (down, up) = (settled[1] < settled[0], settled[2] > settled[1]);
+    let detail = settled
+        .iter()
+        .zip(TARGETS)
+        .map(|(p, t)| format!("{p:.3} s against {:.2} s", t.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+        Check::new(
+            "the p90 moves in the direction of each step of the target (down when it is \
+             halved, up when it is loosened; each phase's second half)",
+            down && up,
+            detail.clone(),
+        ),
+        // Quick runs read 0.985-1.123 x (five on 2026-12-06), the simulator 0.80-1.34 x
+        // on six seeds; a loaded run is marked so and does not fail.
+        Check::new(
+            format!(
+                "each phase's settled p90 is within {TOLERANCE} x its target ({:.0} s phases)",
+                timing.phase.as_secs_f64()
+            ),
+            within,
+            detail,
+        ),
+    ]
+}
+
+/// The report's text: the setting, then a table of the phases.
+fn report_text(summary: &Map<String, Value>, timing: Timing) -> String {
+    let mut report_md = format!(
+        "{CLIENTS} partly-open clients (think {} s, expected time {} s) against `seda serve \
+         bottleneck` with the emulated backend of `thesis-open` ({BACKEND_MS} ms a call on \
+         average) thrashing past {KNEE} (twice its knee: designed capacity {CAPACITY:.0} \
+         pages/s). Global control (no arrival floor, no dropper) and a P-controlled pool \
+         (at most two threads per {PERIOD_MS} ms period); after {:.0} s unmeasured at the \
+         first target, the p90 target is set to each of {:?} s for {:.0} s in turn by \
+         `POST /_seda/target` on the admin address (the thesis's Figure 5-7; scaled by 0.4 \
+         from `seda sim follow-target`).\n\n\
+         | phase | target | p90 (second half) | x target | all within target | processed \
+         within target | rejected |\n|---|---|---|---|---|---|---|\n",
+        THINK.as_secs_f64(),
+        PATIENCE.as_secs_f64(),
+        timing.warmup.as_secs_f64(),
+        TARGETS.map(|t| t.as_secs_f64()),
+        timing.phase.as_secs_f64(),
+    );
+    for i in 1..=TARGETS.len() {
+        let f = &summary[&format!("phase_{i}")];
+        let g = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
+        report_md += &format!(
+            "| {i} | {:.2} s | {:.3} s | {:.2} | {:.3} | {:.3} | {:.3} |\n",
+            g("target_s"),
+            g("p90_settled_s"),
+            g("p90_over_target"),
+            g("within_target_of_all"),
+            g("within_target_of_processed"),
+            g("rejected_fraction"),
+        );
+    }
+    report_md
 }

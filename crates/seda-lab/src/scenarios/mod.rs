@@ -1,6 +1,31 @@
-//! The experiments. Each file is one scenario; [`ALL`] lists them in the order `run all` takes.
+//! The experiments. Each file is one scenario; [`ALL`] lists them in the order `run all` takes,
+//! and [`all`] and [`find`] are how the command line reaches them. The registry lives here,
+//! beside the list, and not in `scenario` (the trait and the runner), so that each scenario can
+//! import the trait without the trait's module importing the scenarios back.
+
+use anyhow::{Result, bail};
 
 use crate::scenario::Scenario;
+
+/// Every scenario, in the order `run all` takes them.
+pub fn all() -> &'static [&'static dyn Scenario] {
+    ALL
+}
+
+/// The scenario called `name`.
+pub fn find(name: &str) -> Result<&'static dyn Scenario> {
+    match all().iter().find(|s| s.name() == name) {
+        Some(s) => Ok(*s),
+        None => bail!(
+            "no scenario `{name}`: `seda lab list` shows {}",
+            all()
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
 
 mod classes;
 mod cluster;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use seda::Meta;
 
 use crate::corpus::Corpus;
+pub use crate::mailbox::{Folder, Message, Summary, TRASH};
 
 mod backend;
 #[cfg(feature = "mysql")]
@@ -29,8 +30,6 @@ pub mod watch;
 pub use self::page::Page;
 use self::sql::SqlStore;
 
-/// The name of the folder deleted messages move to; deleting from it purges.
-pub const TRASH: &str = "Trash";
 /// The largest page of a message list.
 pub const MAX_PAGE: u32 = 200;
 /// The most search results returned.
@@ -111,49 +110,6 @@ pub fn redact(url: &str) -> String {
 
 /// Result of a storage call.
 pub type Result<T> = std::result::Result<T, StoreError>;
-
-/// A folder and its message count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Folder {
-    /// Folder id.
-    pub id: i64,
-    /// Name.
-    pub name: String,
-    /// Messages in it.
-    pub count: i64,
-}
-
-/// A message as listed (no body).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
-    /// Message id.
-    pub id: i64,
-    /// Folder it is in.
-    pub folder_id: i64,
-    /// From.
-    pub sender: String,
-    /// Subject.
-    pub subject: String,
-    /// Unix seconds.
-    pub date: i64,
-    /// Size in bytes (headers and body).
-    pub size: i64,
-    /// Flags (bit 0: seen).
-    pub flags: i64,
-}
-
-/// A whole message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Message {
-    /// The listed fields.
-    pub summary: Summary,
-    /// To.
-    pub recipient: String,
-    /// Raw header block.
-    pub headers: String,
-    /// Body text.
-    pub body: String,
-}
 
 /// Sort order of a message list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -191,7 +191,7 @@ impl Scenario for Degrade {
                     "after_s": spike.after_s,
                     "think_s": bottleneck::THINK.as_secs_f64() * spike.time_scale,
                     "reject_wait_s": bottleneck::REJECT_WAIT.as_secs_f64() * spike.time_scale,
-                    "client_deadline_s": deadline(&spike).as_secs_f64(),
+                    "client_deadline_s": crate::page_load::deadline(&spike).as_secs_f64(),
                 },
                 "target_s": spike.target_s,
                 "target_scaled_down": lab.quick,
@@ -235,12 +235,6 @@ impl Scenario for Degrade {
     }
 }
 
-/// The client's deadline: long enough that no-control response times are measured rather than
-/// cut off (a request past it counts as a timeout).
-fn deadline(spike: &Spike) -> Duration {
-    Duration::from_secs_f64((10.0 * spike.target_s).max(30.0))
-}
-
 fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     let target_s = lab.pick(1.0, PAPER_TARGET_S);
     let time_scale = target_s / PAPER_TARGET_S;
@@ -252,26 +246,10 @@ fn run_variant(lab: &Lab, name: &'static str, control: Control) -> Result<Run> {
     ));
     let spike = &shape(lab, capacity, target_s, time_scale);
     let total = spike.before_s + spike.spike_s + spike.after_s;
-    let mut cfg = bottleneck::users(
-        server.addr,
-        spike.base_users,
-        Duration::from_secs_f64(total),
-        deadline(spike),
-        spike.time_scale,
-    )?;
-    cfg.schedule = Some(spike.schedule()?);
-    cfg.goodput_target = Duration::from_secs_f64(spike.target_s);
-    lab.log(format!(
-        "{name}: {} users, {} during {:.0} s from {:.0} s, p90 target {} s",
-        spike.base_users,
-        spike.spike_users,
-        spike.spike_s,
-        spike.onset_s(),
-        spike.target_s
-    ));
+    let cfg = crate::page_load::spike_users(lab, name, server.addr, spike)?;
     let poller = StatsPoller::start(server.admin, POLL);
-    let core = |c: Option<usize>| c.and_then(bottleneck::core_busy_seconds);
-    let me = || bottleneck::process_cpu_seconds(std::process::id());
+    let core = |c: Option<usize>| c.and_then(crate::procfs::core_busy_seconds);
+    let me = || crate::procfs::process_cpu_seconds(std::process::id());
     let (cpu_before, core_before) = (server.cpu_seconds(), core(lab.server_cpu));
     let (lab_before, load_core_before) = (me(), core(lab.load_cpu));
     let report = lab.load(cfg);

@@ -225,36 +225,7 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
     s += "**How goodput / capacity is measured.** Capacity is the processor's cores over the \
           mean stated cost of a page served within the target, so pages served at a lower \
           quality raise it.\n\n";
-    s += "| variant | capacity | spike users | p90 during spike | p90, second half (pooled / \
-          median of 1 s) | settle | meets target (share of 1 s intervals) | goodput / \
-          capacity (on the pages served) | rejected | timeouts + errors | mean quality | lowest quality | server CPU \
-          / others on its core |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-    for r in runs {
-        s += &format!(
-            "| {} | {:.1}/s | {} | {} s | {} / {} s | {} | {} | {} | {} | {} | {} | {} | {} / \
-             {} |\n",
-            r.name,
-            r.capacity,
-            r.spike.spike_users,
-            fmt(r.summary.p90_admitted_s),
-            fmt(r.figures.p90_admitted_second_half_s),
-            fmt(r.figures.p90_interval_median_second_half_s),
-            match (r.summary.settled, r.summary.settle_time_s) {
-                (Some(true), Some(t)) => format!("{t:.0} s"),
-                _ => "never".into(),
-            },
-            fmt(Some(r.figures.intervals_meeting_target)),
-            fmt(r.summary.goodput_fraction_of_capacity),
-            fmt(Some(r.summary.rejected_fraction)),
-            fmt(Some(
-                r.summary.timeout_fraction.unwrap_or(0.0) + r.summary.error_fraction.unwrap_or(0.0)
-            )),
-            fmt(r.figures.quality_mean),
-            fmt(r.figures.quality_min),
-            fmt(r.figures.server_cpu_share),
-            fmt(r.figures.other_cpu_share),
-        );
-    }
+    s += &runs_table(runs);
     s += "\nThe last column is the real CPU time the server used, and the time other processes \
           used on its core, each over the run's wall time: the emulated processor, not the real \
           core, is the bottleneck, so the server's own share stays well under 1.\n";
@@ -294,6 +265,51 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
          and depends on that wait.\n\n",
         SPIKE_X / 2.0
     );
+    s += &admission_note(runs);
+    s += "Other experiments and builds share this 2-core machine; the last column of the table \
+          says how much of the server's core they took in each run.\n";
+    s
+}
+
+/// One row a variant: its capacity, p90s, settling, goodput, rejections and quality.
+fn runs_table(runs: &[Run]) -> String {
+    let mut s = String::new();
+    s += "| variant | capacity | spike users | p90 during spike | p90, second half (pooled / \
+          median of 1 s) | settle | meets target (share of 1 s intervals) | goodput / \
+          capacity (on the pages served) | rejected | timeouts + errors | mean quality | lowest quality | server CPU \
+          / others on its core |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for r in runs {
+        s += &format!(
+            "| {} | {:.1}/s | {} | {} s | {} / {} s | {} | {} | {} | {} | {} | {} | {} | {} / \
+             {} |\n",
+            r.name,
+            r.capacity,
+            r.spike.spike_users,
+            fmt(r.summary.p90_admitted_s),
+            fmt(r.figures.p90_admitted_second_half_s),
+            fmt(r.figures.p90_interval_median_second_half_s),
+            match (r.summary.settled, r.summary.settle_time_s) {
+                (Some(true), Some(t)) => format!("{t:.0} s"),
+                _ => "never".into(),
+            },
+            fmt(Some(r.figures.intervals_meeting_target)),
+            fmt(r.summary.goodput_fraction_of_capacity),
+            fmt(Some(r.summary.rejected_fraction)),
+            fmt(Some(
+                r.summary.timeout_fraction.unwrap_or(0.0) + r.summary.error_fraction.unwrap_or(0.0)
+            )),
+            fmt(r.figures.quality_mean),
+            fmt(r.figures.quality_min),
+            fmt(r.figures.server_cpu_share),
+            fmt(r.figures.other_cpu_share),
+        );
+    }
+    s
+}
+
+/// What the admission control the knob re-enabled had measured when it started.
+fn admission_note(runs: &[Run]) -> String {
+    let mut s = String::new();
     let dpa = find(runs, "degrade+admission");
     let at_enable = |r: &Run| {
         let f = &r.figures;
@@ -324,7 +340,5 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {
                   stayed at its lowest while the p90 was over the target.\n\n";
         }
     }
-    s += "Other experiments and builds share this 2-core machine; the last column of the table \
-          says how much of the server's core they took in each run.\n";
     s
 }

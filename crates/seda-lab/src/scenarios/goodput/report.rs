@@ -113,31 +113,7 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
             .join(", "),
         TIMEOUT.as_secs_f64()
     );
-    t += "| load (x capacity) |";
-    for v in s.variants {
-        t += &format!(
-            " {} goodput/s (x capacity) | rejected | timed out |",
-            v.name
-        );
-    }
-    t += "\n|---|";
-    for _ in s.variants {
-        t += "---|---|---|";
-    }
-    t += "\n";
-    for &l in s.loads {
-        t += &format!("| {l} |");
-        for v in s.variants {
-            t += &format!(
-                " {} ({}) | {} | {} |",
-                num(s.get(v.name, l, |s| Some(s.goodput_per_s)), 0),
-                num(s.goodput(v.name, l), 2),
-                num(s.get(v.name, l, |s| Some(s.rejected_fraction)), 2),
-                num(s.get(v.name, l, |s| s.timeout_fraction), 2),
-            );
-        }
-        t += "\n";
-    }
+    t += &loads_table(s);
     t += "\nRejected and timed out are fractions of the requests that ended; a rejection by the \
           window is the client stub's own, without reaching the server.\n\n";
     let top = s.max_load();
@@ -208,5 +184,36 @@ pub(super) fn text(s: &Sweep<'_>) -> String {
             2
         )
     );
+    t
+}
+
+/// One row a load: each variant's goodput, rejected and timed-out shares.
+fn loads_table(s: &Sweep<'_>) -> String {
+    let mut t = String::new();
+    t += "| load (x capacity) |";
+    for v in s.variants {
+        t += &format!(
+            " {} goodput/s (x capacity) | rejected | timed out |",
+            v.name
+        );
+    }
+    t += "\n|---|";
+    for _ in s.variants {
+        t += "---|---|---|";
+    }
+    t += "\n";
+    for &l in s.loads {
+        t += &format!("| {l} |");
+        for v in s.variants {
+            t += &format!(
+                " {} ({}) | {} | {} |",
+                num(s.get(v.name, l, |s| Some(s.goodput_per_s)), 0),
+                num(s.goodput(v.name, l), 2),
+                num(s.get(v.name, l, |s| Some(s.rejected_fraction)), 2),
+                num(s.get(v.name, l, |s| s.timeout_fraction), 2),
+            );
+        }
+        t += "\n";
+    }
     t
 }

@@ -10,6 +10,19 @@ use crate::outcome::Check;
 
 /// The claims, from the points and steps measured at `loads`.
 pub(super) fn checks(points: &[Point], steps: &[Step], loads: &[f64]) -> Vec<Check> {
+    let mut out = goals(points, steps, loads);
+    out.extend(comparisons(points, steps, loads));
+    out
+}
+
+/// Past capacity: the load is at least the capacity.
+fn overloaded(p: &Point) -> bool {
+    p.load_x >= 1.0
+}
+
+/// Ours' goals, enforced: goodput past capacity, the p99 of what it answers, nobody turned
+/// away below capacity, recovery from the step.
+fn goals(points: &[Point], steps: &[Step], loads: &[f64]) -> Vec<Check> {
     let mut out = Vec::new();
     let ours: Vec<&Point> = of(points, OURS).collect();
     let peak = ours
@@ -23,7 +36,6 @@ pub(super) fn checks(points: &[Point], steps: &[Step], loads: &[f64]) -> Vec<Che
             .join(", ")
     };
     // 1. Goodput past capacity.
-    let overloaded = |p: &Point| p.load_x >= 1.0;
     let peak_g = peak.map_or(0.0, |p| p.goodput());
     out.push(Check::new(
         format!(
@@ -103,7 +115,13 @@ pub(super) fn checks(points: &[Point], steps: &[Step], loads: &[f64]) -> Vec<Che
          s, DAGOR {DAGOR_RECOVERY_S_PER_BREAKWATER} s",
         BREAKWATER_RECOVERY_S * 1e3
     )));
-    // Comparisons, observed.
+    out
+}
+
+/// Who leads each figure, observed (a peer may win), and the papers' claim that no control
+/// collapses.
+fn comparisons(points: &[Point], steps: &[Step], loads: &[f64]) -> Vec<Check> {
+    let mut out = Vec::new();
     let hi = top(loads);
     let at_top = |f: &dyn Fn(&Point) -> Option<f64>| -> Vec<(&str, f64)> {
         points

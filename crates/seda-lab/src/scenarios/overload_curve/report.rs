@@ -168,36 +168,7 @@ pub(super) fn markdown(
     quick: bool,
 ) -> String {
     let target_ms = TARGET.as_secs_f64() * 1e3;
-    let mut md = format!(
-        "The plant is `seda serve bottleneck`'s `GET /hold?us=N&cores=2`: N µs of work on 2 \
-         emulated cores, shared by the holds running at once, served by {} workers (two per \
-         core, so that past two requests in service they slow each other as threads sharing a \
-         CPU do). The mix is {:.0}% holds of {} ms and {:.0}% of {} ms, a mean of {:.0} ms: \
-         the capacity is **{:.0} requests/s by construction**, stated before the run, whatever \
-         else the machine runs. The target is **{target_ms:.0} ms** (25 x the mean hold; \
-         Breakwater sets its SLO at 10 x the service time of microsecond RPCs, but here a long \
-         hold alone takes 60 ms once four workers share the cores). Every controller is aimed \
-         at it as its catalogue entry says (ours, WC03's and the selective dropper through \
-         their targets, AIMD through its timeout; Vegas, Gradient2, Envoy's gradient and CoDel \
-         find their own). Open Poisson arrivals; every point is a fresh server. Goodput / capacity is \
-         the share of the emulated cores' time that went to requests answered within the \
-         target, each priced at its hold: for the designed mix it is the requests answered in \
-         time per second over 200/s, without the noise of the mix a short span happened to \
-         answer (the second table counts requests).{}\n\n",
-        plant::WORKERS,
-        (1.0 - plant::LONG_SHARE) * 100.0,
-        plant::SHORT.as_millis(),
-        plant::LONG_SHARE * 100.0,
-        plant::LONG.as_millis(),
-        plant::mean_hold_s() * 1e3,
-        capacity_per_s(),
-        if quick {
-            " Quick form: four loads, the first five controllers of the catalogue's comparison \
-             and none, points of 0.5 s warm-up and 1.5 s measured."
-        } else {
-            ""
-        }
-    );
+    let mut md = intro(quick);
     md += "**Goodput / capacity**\n\n";
     md += &table(points, steps, loads, &|p| format!("{:.3}", p.goodput()));
     md += "\n**Goodput in requests**: answered within the target per second, over 200/s\n\n";
@@ -217,52 +188,7 @@ pub(super) fn markdown(
     md += &table(points, steps, loads, &|p| {
         format!("{:.2}", p.rejected() * 100.0)
     });
-    md += &format!(
-        "\n**The step** from {STEP_FROM} x to {STEP_TO} x capacity: the time from the step until \
-         the p90 of every {} ms window stays within 1.2 x the target (0: it never left), the \
-         worst window after the step, and goodput and turned-away share over the time after it.\n\n\
-         | controller | recovery s | worst window p90 ms | goodput / capacity | turned away % |\n\
-         |---|---|---|---|---|\n",
-        WINDOW.as_millis()
-    );
-    for s in steps {
-        md += &format!(
-            "| {} | {}{:.2} | {:.0} | {:.3} | {:.1} |\n",
-            shown(s.variant),
-            if s.summary.settled == Some(false) {
-                "not settled: "
-            } else {
-                ""
-            },
-            s.recovery_s(),
-            s.summary
-                .extra_f64("worst_window_p90_after_step_s")
-                .unwrap_or(f64::NAN)
-                * 1e3,
-            s.summary.goodput_fraction_of_capacity.unwrap_or(0.0),
-            s.summary.rejected_fraction * 100.0,
-        );
-    }
-    md += &format!(
-        "| Breakwater's credits (Breakwater, OSDI 2020) | {BREAKWATER_RECOVERY_S:.2} | | | |\n\
-         | DAGOR (as Breakwater measured it) | {DAGOR_RECOVERY_S_PER_BREAKWATER:.2} | | | |\n\
-         | SEDA's controller (as Breakwater measured it) | {SEDA_RECOVERY_S_PER_BREAKWATER:.2} | | | |\n\n\
-         Breakwater's figures are for a 1.4 x spike on microsecond RPCs, read from its latency \
-         over time; ours are for a {STEP_TO} x step on millisecond holds, on the rule every lab \
-         scenario uses for settling (`seda_sim::summary::settle_time`). They are beside each \
-         other, not the same measurement.{}\n\n",
-        match steps.iter().find(|s| s.variant == "response_time") {
-            Some(s) => format!(
-                " WC03's controller (`response_time`, the SEDA controller Breakwater measured) \
-                 reads {:.2} s here with {:.3} x capacity in time: its token rate starts at \
-                 100/s and climbs by at most 1.8/s a window, so in a run this short it never \
-                 admits enough to queue, and nothing is there to recover from.",
-                s.recovery_s(),
-                s.summary.goodput_fraction_of_capacity.unwrap_or(0.0)
-            ),
-            None => String::new(),
-        }
-    );
+    md += &step_table(steps);
     md += &winners(points, steps, loads);
     md += &ours_state(points, loads);
     md += &ours_tail(points);
@@ -415,5 +341,93 @@ fn ours_state(points: &[Point], loads: &[f64]) -> String {
             g("dropped"),
         );
     }
+    md
+}
+
+/// The report's opening: the plant, the capacity by construction, the target and how each
+/// controller is aimed at it.
+fn intro(quick: bool) -> String {
+    let target_ms = TARGET.as_secs_f64() * 1e3;
+    format!(
+        "The plant is `seda serve bottleneck`'s `GET /hold?us=N&cores=2`: N µs of work on 2 \
+         emulated cores, shared by the holds running at once, served by {} workers (two per \
+         core, so that past two requests in service they slow each other as threads sharing a \
+         CPU do). The mix is {:.0}% holds of {} ms and {:.0}% of {} ms, a mean of {:.0} ms: \
+         the capacity is **{:.0} requests/s by construction**, stated before the run, whatever \
+         else the machine runs. The target is **{target_ms:.0} ms** (25 x the mean hold; \
+         Breakwater sets its SLO at 10 x the service time of microsecond RPCs, but here a long \
+         hold alone takes 60 ms once four workers share the cores). Every controller is aimed \
+         at it as its catalogue entry says (ours, WC03's and the selective dropper through \
+         their targets, AIMD through its timeout; Vegas, Gradient2, Envoy's gradient and CoDel \
+         find their own). Open Poisson arrivals; every point is a fresh server. Goodput / capacity is \
+         the share of the emulated cores' time that went to requests answered within the \
+         target, each priced at its hold: for the designed mix it is the requests answered in \
+         time per second over 200/s, without the noise of the mix a short span happened to \
+         answer (the second table counts requests).{}\n\n",
+        plant::WORKERS,
+        (1.0 - plant::LONG_SHARE) * 100.0,
+        plant::SHORT.as_millis(),
+        plant::LONG_SHARE * 100.0,
+        plant::LONG.as_millis(),
+        plant::mean_hold_s() * 1e3,
+        capacity_per_s(),
+        if quick {
+            " Quick form: four loads, the first five controllers of the catalogue's comparison \
+             and none, points of 0.5 s warm-up and 1.5 s measured."
+        } else {
+            ""
+        }
+    )
+}
+
+/// The step's table, beside Breakwater's, DAGOR's and SEDA's recovery as Breakwater measured
+/// them.
+fn step_table(steps: &[Step]) -> String {
+    let mut md = format!(
+        "\n**The step** from {STEP_FROM} x to {STEP_TO} x capacity: the time from the step until \
+         the p90 of every {} ms window stays within 1.2 x the target (0: it never left), the \
+         worst window after the step, and goodput and turned-away share over the time after it.\n\n\
+         | controller | recovery s | worst window p90 ms | goodput / capacity | turned away % |\n\
+         |---|---|---|---|---|\n",
+        WINDOW.as_millis()
+    );
+    for s in steps {
+        md += &format!(
+            "| {} | {}{:.2} | {:.0} | {:.3} | {:.1} |\n",
+            shown(s.variant),
+            if s.summary.settled == Some(false) {
+                "not settled: "
+            } else {
+                ""
+            },
+            s.recovery_s(),
+            s.summary
+                .extra_f64("worst_window_p90_after_step_s")
+                .unwrap_or(f64::NAN)
+                * 1e3,
+            s.summary.goodput_fraction_of_capacity.unwrap_or(0.0),
+            s.summary.rejected_fraction * 100.0,
+        );
+    }
+    md += &format!(
+        "| Breakwater's credits (Breakwater, OSDI 2020) | {BREAKWATER_RECOVERY_S:.2} | | | |\n\
+         | DAGOR (as Breakwater measured it) | {DAGOR_RECOVERY_S_PER_BREAKWATER:.2} | | | |\n\
+         | SEDA's controller (as Breakwater measured it) | {SEDA_RECOVERY_S_PER_BREAKWATER:.2} | | | |\n\n\
+         Breakwater's figures are for a 1.4 x spike on microsecond RPCs, read from its latency \
+         over time; ours are for a {STEP_TO} x step on millisecond holds, on the rule every lab \
+         scenario uses for settling (`seda_sim::summary::settle_time`). They are beside each \
+         other, not the same measurement.{}\n\n",
+        match steps.iter().find(|s| s.variant == "response_time") {
+            Some(s) => format!(
+                " WC03's controller (`response_time`, the SEDA controller Breakwater measured) \
+                 reads {:.2} s here with {:.3} x capacity in time: its token rate starts at \
+                 100/s and climbs by at most 1.8/s a window, so in a run this short it never \
+                 admits enough to queue, and nothing is there to recover from.",
+                s.recovery_s(),
+                s.summary.goodput_fraction_of_capacity.unwrap_or(0.0)
+            ),
+            None => String::new(),
+        }
+    );
     md
 }

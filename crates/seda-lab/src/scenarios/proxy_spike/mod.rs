@@ -14,12 +14,12 @@ use std::time::Duration;
 use anyhow::{Result, anyhow};
 use serde_json::{Map, Value, json};
 
-use crate::bottleneck::{process_runtime_seconds, process_tree_cpu_seconds};
 use crate::child::{Child, free_port};
 use crate::haproxy::{self, Haproxy};
 use crate::outcome::Outcome;
 use crate::page_load::{self, PageRun, Underload};
 use crate::peers::{self, Absent, gunicorn};
+use crate::procfs::{process_runtime_seconds, process_tree_cpu_seconds};
 use crate::spike::Spike;
 use crate::{Lab, Scenario};
 

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use crate::bottleneck::process_cpu_seconds;
+use crate::procfs::process_cpu_seconds;
 
 const TICKS_PER_S: f64 = 100.0;
 

@@ -16,10 +16,11 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::{Map, Value, json};
 
-use crate::bottleneck::{self, process_cpu_seconds};
+use crate::bottleneck;
 use crate::child::{Child, free_port};
 use crate::outcome::Outcome;
 use crate::page_load::{self, PageRun, Underload};
+use crate::procfs::process_cpu_seconds;
 use crate::spike::Spike;
 use crate::{Lab, Scenario};
 

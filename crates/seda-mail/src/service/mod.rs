@@ -6,19 +6,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use seda::{
-    BuildError, CancelReason, EmulatedProcessor, RejectReason, Runtime, Sink, Stage, handler,
-};
+use seda::{BuildError, EmulatedProcessor, RejectReason, Runtime, Sink, Stage, handler};
 use seda_control::{SharedController, SharedRetryAfter};
 use tokio::sync::oneshot;
 
 use crate::cost::CostTable;
-use crate::html;
 use crate::request::{MailEvent, MailRequest, MailResponse, RequestKind};
-use crate::search_cost::{SearchCosts, SearchJob};
+use crate::search_cost::SearchCosts;
 use crate::search_gate::{CountCutsOnly, SearchConnections, SearchGate};
-use crate::session::{Refused, Session, SessionLimits, Sessions};
-use crate::store::{MAX_PAGE, MAX_RESULTS, Moved, Page, SearchField, Sort, Store, StoreError};
+use crate::session::{SessionLimits, Sessions};
+use crate::store::{MAX_PAGE, Store};
+
+mod handlers;
+mod stage_handler;
+
+use handlers::{Core, not_found};
+use stage_handler::TypeHandler;
 
 /// Seconds a rejected client is told to wait (WC03 Section 4.1: users back off 5 s). A
 /// refusal at admission is told longer while refusals outnumber admissions
@@ -113,12 +116,6 @@ fn server_timing(used: Duration) -> (String, String) {
     ("server-timing".into(), seda::server_timing_cpu(used))
 }
 
-struct Core {
-    store: Arc<dyn Store>,
-    sessions: Sessions,
-    page_size: u32,
-}
-
 /// The running service: the sinks of its stages and its sessions.
 pub struct MailService {
     core: Arc<Core>,
@@ -202,12 +199,6 @@ impl MailService {
             rt.watch(g.resource().clone());
         }
         for kind in RequestKind::ALL {
-            let c = core.clone();
-            let processor = options.processor.clone();
-            let costs = options.costs.clone();
-            let cpu = cpu.clone();
-            let search_costs = search_costs.clone();
-            let retry = retry.clone();
             let gate = gate.clone().filter(|_| kind == RequestKind::Search);
             let mut builder = Stage::builder(kind.stage_name());
             if let Some(shared) = &options.shared_admission {
@@ -225,82 +216,22 @@ impl MailService {
             } else if gate.as_ref().is_some_and(|g| g.cuts_culprits()) {
                 builder = builder.terminate(Box::new(CountCutsOnly));
             }
+            let one = TypeHandler {
+                kind,
+                core: core.clone(),
+                processor: options.processor.clone(),
+                costs: options.costs.clone(),
+                cpu: cpu.clone(),
+                search_costs: search_costs.clone(),
+                retry: retry.clone(),
+                gate,
+            };
             let sink = rt.stage(
                 builder
                     .threads(options.threads.max(1))
                     .threshold(options.threshold.max(1))
                     .batch(1)
-                    .handler(handler::each(move |ev: MailEvent, cx| {
-                        let start = seda::thread_cpu_time();
-                        let began = Instant::now();
-                        // In a terminable search stage, a search predicted to run past the
-                        // threshold is refused before it runs, as it would be cut after
-                        // running that long (see `SearchCosts`).
-                        let search = cx
-                            .termination_threshold()
-                            .filter(|_| kind == RequestKind::Search)
-                            .and_then(|t| Some((c.search_job(&ev.request)?, t)));
-                        let refused = search
-                            .as_ref()
-                            .is_some_and(|(job, t)| search_costs.would_run_past(job, *t));
-                        let cancel = &ev.request.meta.cancel;
-                        // A search holds one of the searches' connections from its statement
-                        // to the end of its work on the processor (the scan's time).
-                        let slot = gate.as_ref().filter(|_| !refused).map(|g| g.enter(cancel));
-                        let mut response = if refused {
-                            MailResponse::predicted_too_long(retry.refused())
-                        } else if slot.as_ref().is_some_and(|s| s.is_none()) {
-                            // Cut (or cancelled) while it waited for a connection.
-                            MailResponse::unavailable(RETRY_AFTER_S)
-                        } else {
-                            c.respond(kind, &ev.request)
-                        };
-                        let mut used = seda::thread_cpu_time().saturating_sub(start);
-                        let mut cut_while_held = false;
-                        if let Some(p) = processor.as_ref().filter(|_| !refused) {
-                            // The emulated processor: the request's stated cost, the real work
-                            // done. A terminator's cut ends it, as it would have ended the
-                            // work on a real processor at the same moment.
-                            // A search's cost grows with the mailbox it scanned, read only here
-                            // (and only once: the terminable stage's job already has it).
-                            let rows = if kind == RequestKind::Search && response.status == 200 {
-                                search
-                                    .as_ref()
-                                    .map(|(job, _)| job.messages())
-                                    .or_else(|| c.mailbox_messages(&ev.request))
-                                    .unwrap_or(0)
-                            } else {
-                                0
-                            };
-                            let cost = if response.status == 503 {
-                                Duration::ZERO
-                            } else {
-                                costs.cost(kind, rows)
-                            };
-                            used =
-                                p.run(cost, || cancel.reason() == Some(CancelReason::Terminated));
-                            cut_while_held = used < cost;
-                        }
-                        drop(slot);
-                        if refused {
-                            // Counted terminated by the stage, as if cut.
-                            cancel.terminate_now();
-                        } else if (response.status == 503 || cut_while_held)
-                            && cancel.checkpoint() == Err(CancelReason::Terminated)
-                        {
-                            // The store gave the request up (503), or the cut came while it
-                            // held the processor: the terminator cut it; say so, and the stage counts
-                            // it terminated.
-                            response = MailResponse::terminated(retry.refused());
-                        }
-                        let answered = response.status != 503;
-                        cpu[kind.index()].add(used, answered);
-                        if let Some((job, _)) = search.filter(|_| !refused) {
-                            search_costs.record(&job, used, began.elapsed(), answered);
-                        }
-                        response.headers.push(server_timing(used));
-                        ev.respond(response);
-                    }))
+                    .handler(handler::each(move |ev: MailEvent, cx| one.handle(ev, cx)))
                     .on_drop(|ev: MailEvent, _reason| {
                         ev.respond(MailResponse::unavailable(RETRY_AFTER_S));
                     }),
@@ -461,247 +392,4 @@ fn refuse_terminable_write(rt: &Runtime, kind: RequestKind) -> Result<(), BuildE
         }));
     }
     Ok(())
-}
-
-fn not_found() -> MailResponse {
-    MailResponse::error(404, "No such page.")
-}
-
-fn store_error(e: StoreError) -> MailResponse {
-    match e {
-        StoreError::Cancelled => MailResponse::unavailable(RETRY_AFTER_S),
-        e => {
-            eprintln!("seda-mail: {e}");
-            MailResponse::error(500, "The mail store failed; try again later.")
-        }
-    }
-}
-
-fn bad(message: &str) -> MailResponse {
-    MailResponse::error(400, message)
-}
-
-fn id_param(req: &MailRequest, name: &str) -> Result<i64, MailResponse> {
-    req.param(name)
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .filter(|&v| v > 0)
-        .ok_or_else(|| bad(&format!("`{name}` must be a positive number.")))
-}
-
-impl Core {
-    fn session(&self, req: &MailRequest) -> Option<Session> {
-        let sid = req.cookies.get("sid")?;
-        self.sessions.get(sid, Instant::now())
-    }
-
-    fn respond(&self, kind: RequestKind, req: &MailRequest) -> MailResponse {
-        let out = if kind == RequestKind::Login {
-            self.login(req)
-        } else {
-            match self.session(req) {
-                None => Ok(MailResponse::see_other("/login")),
-                Some(s) => match kind {
-                    RequestKind::ListFolders => self.list_folders(&s, req),
-                    RequestKind::ListMessages => self.list_messages(&s, req),
-                    RequestKind::ShowMessage => self.show_message(&s, req),
-                    RequestKind::Delete => self.delete(&s, req),
-                    RequestKind::Refile => self.refile(&s, req),
-                    RequestKind::Search => self.search(&s, req),
-                    RequestKind::Login => self.login(req),
-                },
-            }
-        };
-        out.unwrap_or_else(|r| r)
-    }
-
-    fn login(&self, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        match (req.method.as_str(), req.path.as_str()) {
-            ("POST", "/logout") => {
-                if let Some(sid) = req.cookies.get("sid") {
-                    self.sessions.end(sid);
-                }
-                Ok(MailResponse::see_other("/login")
-                    .with_header("set-cookie", "sid=; Path=/; Max-Age=0".into()))
-            }
-            ("POST", _) => {
-                let (Some(user), Some(password)) = (req.form.get("user"), req.form.get("password"))
-                else {
-                    let mut r = MailResponse::html(html::login_page(Some(
-                        "Enter a user name and a password.",
-                    )));
-                    r.status = 400;
-                    return Ok(r);
-                };
-                if user.len() > 64 || password.len() > 64 {
-                    return Err(bad("User names and passwords have at most 64 bytes."));
-                }
-                if self.sessions.may_try(user, Instant::now()).is_err() {
-                    return Err(MailResponse::error(
-                        429,
-                        "Too many failed logins for this user; wait a minute.",
-                    )
-                    .with_header("retry-after", "60".into()));
-                }
-                match self.store.login(user, password, &req.meta) {
-                    Ok(Some((id, class))) => {
-                        match self.sessions.start(id, user, class, Instant::now()) {
-                            Ok(sid) => Ok(MailResponse::see_other("/folders").with_header(
-                                "set-cookie",
-                                format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax"),
-                            )),
-                            Err(Refused::Full) => Err(MailResponse::unavailable(RETRY_AFTER_S)),
-                            Err(_) => Err(MailResponse::error(500, "Cannot start a session.")),
-                        }
-                    }
-                    Ok(None) => {
-                        self.sessions.failed(user, Instant::now());
-                        let mut r =
-                            MailResponse::html(html::login_page(Some("Wrong user or password.")));
-                        r.status = 403;
-                        Ok(r)
-                    }
-                    Err(e) => Err(store_error(e)),
-                }
-            }
-            _ => Ok(MailResponse::html(html::login_page(None))),
-        }
-    }
-
-    fn list_folders(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        let folders = self.store.folders(s.user, &req.meta).map_err(store_error)?;
-        Ok(MailResponse::html(html::folders_page(&s.name, &folders)))
-    }
-
-    fn list_messages(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        let folder = id_param(req, "f")?;
-        let sort = match req.param("sort") {
-            None | Some("") => Sort::Date,
-            Some(v) => Sort::from_name(v).ok_or_else(|| bad("Sort by date, sender or subject."))?,
-        };
-        let page_no = match req.param("page") {
-            None | Some("") => 0,
-            Some(v) => v
-                .parse::<u32>()
-                .ok()
-                .filter(|&p| p <= MAX_PAGE_NO)
-                .ok_or_else(|| bad("`page` must be a page number."))?,
-        };
-        // The UI's links carry the message their page follows (or precedes): a keyset page
-        // costs one index seek however deep it is. A bare page number still works.
-        let cursor = |name: &str| match req.param(name) {
-            None | Some("") => Ok(None),
-            Some(_) => id_param(req, name).map(Some),
-        };
-        let page = match (cursor("after")?, cursor("before")?) {
-            (Some(id), _) => Page::After(id),
-            (None, Some(id)) => Page::Before(id),
-            (None, None) => Page::Offset(page_no.saturating_mul(self.page_size)),
-        };
-        match self
-            .store
-            .messages(s.user, folder, sort, page, self.page_size, &req.meta)
-            .map_err(store_error)?
-        {
-            Some((f, rows)) => Ok(MailResponse::html(html::messages_page(
-                &f,
-                &rows,
-                sort,
-                page_no,
-                self.page_size,
-            ))),
-            None => Err(MailResponse::error(404, "No such folder.")),
-        }
-    }
-
-    fn show_message(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        let id = id_param(req, "id")?;
-        let Some(m) = self
-            .store
-            .message(s.user, id, &req.meta)
-            .map_err(store_error)?
-        else {
-            return Err(MailResponse::error(404, "No such message."));
-        };
-        let folders = self.store.folders(s.user, &req.meta).map_err(store_error)?;
-        Ok(MailResponse::html(html::message_page(&m, &folders)))
-    }
-
-    fn moved(&self, m: Moved) -> Result<MailResponse, MailResponse> {
-        match m {
-            Moved::Moved { from, .. }
-            | Moved::Purged { from }
-            | Moved::Unchanged { folder: from } => {
-                Ok(MailResponse::see_other(&format!("/folder?f={from}")))
-            }
-            Moved::NoMessage => Err(MailResponse::error(404, "No such message.")),
-            Moved::NoFolder => Err(MailResponse::error(404, "No such folder.")),
-        }
-    }
-
-    fn delete(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        let id = id_param(req, "id")?;
-        // The folder the client saw the message in (the message page's form sends it): a
-        // retried delete then cannot purge what its first attempt moved to Trash.
-        let from = match req.param("from") {
-            None | Some("") => None,
-            Some(_) => Some(id_param(req, "from")?),
-        };
-        let m = self
-            .store
-            .delete(s.user, id, from, &req.meta)
-            .map_err(store_error)?;
-        self.moved(m)
-    }
-
-    fn refile(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        let id = id_param(req, "id")?;
-        let to = id_param(req, "to")?;
-        let m = self
-            .store
-            .refile(s.user, id, to, &req.meta)
-            .map_err(store_error)?;
-        self.moved(m)
-    }
-
-    fn search(&self, s: &Session, req: &MailRequest) -> Result<MailResponse, MailResponse> {
-        let (q, field) = search_params(req)?;
-        let rows = self
-            .store
-            .search(s.user, q, field, MAX_RESULTS, &req.meta)
-            .map_err(store_error)?;
-        let label = match field {
-            SearchField::Headers => "subject and sender",
-            SearchField::Body => "body text",
-        };
-        Ok(MailResponse::html(html::search_page(q, label, &rows)))
-    }
-
-    /// The search `req` asks for, as [`SearchCosts`] sees it: `None` for one the handler
-    /// refuses anyway (no session, bad parameters) or whose mailbox cannot be read.
-    fn search_job(&self, req: &MailRequest) -> Option<SearchJob> {
-        let (q, field) = search_params(req).ok()?;
-        Some(SearchJob::new(q, field, self.mailbox_messages(req)?))
-    }
-
-    /// The messages in the mailbox of `req`'s session (`None`: no session, or the store could
-    /// not read it): what a search of it scans.
-    fn mailbox_messages(&self, req: &MailRequest) -> Option<u64> {
-        let s = self.session(req)?;
-        let folders = self.store.folders(s.user, &req.meta).ok()?;
-        Some(folders.iter().map(|f| f.count.max(0) as u64).sum())
-    }
-}
-
-/// A search's text and where it looks.
-fn search_params(req: &MailRequest) -> Result<(&str, SearchField), MailResponse> {
-    let q = req.param("q").unwrap_or("").trim();
-    if q.is_empty() || q.chars().count() > MAX_QUERY_CHARS {
-        return Err(bad("Search for 1 to 200 characters."));
-    }
-    let field = match req.param("in") {
-        None | Some("" | "headers") => SearchField::Headers,
-        Some("body") => SearchField::Body,
-        Some(_) => return Err(bad("Search in `headers` or `body`.")),
-    };
-    Ok((q, field))
 }

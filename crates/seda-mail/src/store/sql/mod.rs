@@ -7,12 +7,17 @@
 use seda::Meta;
 
 use super::backend::{Backend, Conn, ConnPool, Row, Val};
-use super::page::{Key, LISTING_INDEXES};
+use super::page::LISTING_INDEXES;
 use super::{
     Audit, Folder, IdleCheck, Loaded, MAX_PAGE, MAX_RESULTS, Message, Moved, Page, Result,
     SearchField, Sort, Store, StoreError, Summary, TRASH, check, like_pattern, watch,
 };
 use crate::corpus::Corpus;
+
+mod listing;
+mod load;
+
+use listing::Listing;
 
 /// Most idle connections kept.
 const MAX_IDLE: usize = 64;
@@ -45,16 +50,6 @@ fn folder(r: &mut Row) -> Result<Folder> {
 /// The first column of the first row, if any.
 fn first_int(rows: &[Row]) -> Result<Option<i64>> {
     rows.first().map(|r| r.int(0)).transpose()
-}
-
-/// One listing to read: whose folder, in which order, which page, how many messages.
-#[derive(Debug, Clone, Copy)]
-struct Listing {
-    user: i64,
-    folder: i64,
-    sort: Sort,
-    page: Page,
-    limit: u32,
 }
 
 /// A store on backend `B`, with table names prefixed by `p`.
@@ -175,98 +170,6 @@ impl<B: Backend> SqlStore<B> {
         Ok(())
     }
 
-    /// The query that lists `limit` messages of `page`, its arguments, and whether its rows
-    /// come backwards (a "previous" page). A keyset page whose message is not this user's
-    /// lists from the start. `key` holds the cursor's sort key for the arguments.
-    fn listing<'a>(
-        &self,
-        c: &mut B::Conn,
-        q: &Listing,
-        key: &'a mut Option<Key>,
-    ) -> Result<(String, Vec<Val<'a>>, bool)> {
-        let Listing {
-            user,
-            folder: folder_id,
-            sort,
-            page,
-            limit,
-        } = *q;
-        let limit = i64::from(limit.min(MAX_PAGE));
-        let p = &self.p;
-        let cursor = match page {
-            Page::Offset(_) => None,
-            Page::After(id) => Some((id, true)),
-            Page::Before(id) => Some((id, false)),
-        };
-        if let Some((id, _)) = cursor {
-            let mut rows = c.query(
-                &format!(
-                    "SELECT sender, subject, sent, id FROM {p}messages WHERE id = ? AND user_id = ?"
-                ),
-                &[id.into(), user.into()],
-            )?;
-            *key = match rows.first_mut() {
-                Some(r) => Some(Key {
-                    sender: r.text(0)?,
-                    subject: r.text(1)?,
-                    sent: r.int(2)?,
-                    id: r.int(3)?,
-                }),
-                None => None,
-            };
-        }
-        let head = format!("SELECT {SUMMARY} FROM {p}messages WHERE folder_id = ?");
-        Ok(match (cursor, key.as_ref()) {
-            (Some((_, forward)), Some(key)) => {
-                let (cond, mut args) = sort.keyset(key, forward);
-                args.insert(0, folder_id.into());
-                args.push(limit.into());
-                let order = if forward {
-                    sort.order_by()
-                } else {
-                    sort.reverse_order_by()
-                };
-                (
-                    format!("{head} AND {cond} ORDER BY {order} LIMIT ?"),
-                    args,
-                    !forward,
-                )
-            }
-            _ => {
-                let offset = match page {
-                    Page::Offset(o) => o,
-                    _ => 0,
-                };
-                (
-                    format!("{head} ORDER BY {} LIMIT ? OFFSET ?", sort.order_by()),
-                    vec![folder_id.into(), limit.into(), i64::from(offset).into()],
-                    false,
-                )
-            }
-        })
-    }
-
-    /// Inserts `rows` messages (11 values each) in one statement.
-    fn insert_messages(&self, c: &mut B::Conn, args: &[Val<'_>]) -> Result<()> {
-        let n = args.len() / 11;
-        if n == 0 {
-            return Ok(());
-        }
-        let mut sql = format!(
-            "INSERT INTO {}messages (id, user_id, folder_id, sender, recipient, subject, sent, \
-             size, flags, headers, body) VALUES ",
-            self.p
-        );
-        for i in 0..n {
-            if i > 0 {
-                sql.push(',');
-            }
-            sql.push_str("(?,?,?,?,?,?,?,?,?,?,?)");
-        }
-        c.exec(&sql, args)?;
-        Ok(())
-    }
-
     /// Moves message `id` from folder `from` to `to` and fixes both counts.
     fn move_message(&self, c: &mut B::Conn, id: i64, from: i64, to: i64) -> Result<()> {
         let p = &self.p;
@@ -326,67 +229,7 @@ impl<B: Backend> Store for SqlStore<B> {
     }
 
     fn load(&self, corpus: &Corpus) -> Result<Loaded> {
-        let p = &self.p;
-        let n = self.tx(None, |c| {
-            let mut n = Loaded::default();
-            for u in corpus.users() {
-                // Hashed once per user, here: the corpus keeps the clear text (tests and the
-                // load generator log in with it), the database only the salted hash.
-                let hash = crate::password::hash(&u.password).map_err(StoreError::Password)?;
-                c.exec(
-                    &format!(
-                        "INSERT INTO {p}users (id, name, password, class) VALUES (?, ?, ?, ?)"
-                    ),
-                    &[
-                        u.id.into(),
-                        u.name.as_str().into(),
-                        hash.as_str().into(),
-                        i64::from(u.class).into(),
-                    ],
-                )?;
-                n.users += 1;
-                for f in &u.folders {
-                    c.exec(
-                        &format!(
-                            "INSERT INTO {p}folders (id, user_id, name, msg_count) \
-                             VALUES (?, ?, ?, ?)"
-                        ),
-                        &[
-                            f.id.into(),
-                            u.id.into(),
-                            f.name.as_str().into(),
-                            f.count.into(),
-                        ],
-                    )?;
-                    n.folders += 1;
-                }
-            }
-            // Multi-row INSERTs: one round trip and one statement per batch.
-            let rows = B::DIALECT.load_rows;
-            let mut batch = Vec::with_capacity(rows);
-            let mut bytes = 0;
-            for u in corpus.users() {
-                for f in &u.folders {
-                    for m in corpus.messages(u, f) {
-                        bytes += m.summary.size as usize;
-                        n.messages += 1;
-                        n.bytes += m.summary.size as u64;
-                        batch.push((u.id, m));
-                        if batch.len() >= rows || bytes >= LOAD_BYTES {
-                            self.flush(c, &mut batch)?;
-                            bytes = 0;
-                        }
-                    }
-                }
-            }
-            self.flush(c, &mut batch)?;
-            Ok(n)
-        })?;
-        // Fresh statistics, so the planner uses the indexes from the first query on.
-        if !B::DIALECT.analyze.is_empty() {
-            self.with(None, |c| c.batch(&B::DIALECT.analyze.replace("{p}", p)))?;
-        }
-        Ok(n)
+        self.load_corpus(corpus)
     }
 
     fn audit(&self) -> Result<Audit> {
@@ -706,31 +549,5 @@ impl<B: Backend> Store for SqlStore<B> {
             .map(summary)
             .collect()
         })
-    }
-}
-
-impl<B: Backend> SqlStore<B> {
-    /// Inserts the batched messages and empties the batch.
-    fn flush(&self, c: &mut B::Conn, batch: &mut Vec<(i64, crate::store::Message)>) -> Result<()> {
-        let mut args: Vec<Val<'_>> = Vec::with_capacity(batch.len() * 11);
-        for (user, m) in batch.iter() {
-            let s = &m.summary;
-            args.extend([
-                Val::Int(s.id),
-                Val::Int(*user),
-                Val::Int(s.folder_id),
-                Val::Text(&s.sender),
-                Val::Text(&m.recipient),
-                Val::Text(&s.subject),
-                Val::Int(s.date),
-                Val::Int(s.size),
-                Val::Int(s.flags),
-                Val::Text(&m.headers),
-                Val::Text(&m.body),
-            ]);
-        }
-        self.insert_messages(c, &args)?;
-        batch.clear();
-        Ok(())
     }
 }
