@@ -1,7 +1,7 @@
 //! The e-mail service (Arashi) as the scenarios run it: a seeded SQLite corpus, `seda serve
 //! mail` as a pinned child process with a chosen overload control, and the emulated users.
 
-use seda_control::catalogue::terminators;
+use seda_control::catalogue::{self, terminators};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -67,7 +67,7 @@ impl Control {
     /// Our response-time controller toward a p90 target.
     pub fn ours(target_s: f64) -> Control {
         Control::PerStage {
-            kind: "response_time_tuned".into(),
+            kind: catalogue::RESPONSE_TIME_TUNED.into(),
             params: vec![("target_s".into(), target_s)],
         }
     }
@@ -78,7 +78,7 @@ impl Control {
     /// service gives each request its class from its own session table.
     pub fn sessions(target_s: f64) -> Control {
         Control::SingleStage {
-            kind: "session_aware".into(),
+            kind: catalogue::SESSION_AWARE.into(),
             params: vec![("target_s".into(), target_s)],
         }
     }
