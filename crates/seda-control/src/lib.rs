@@ -83,6 +83,7 @@ pub mod catalogue;
 mod client;
 pub mod criticality;
 pub mod drop;
+mod entry;
 mod error;
 mod knob;
 pub mod peers;

@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use super::*;
 use crate::peers::AimdLimitConfig;
 use crate::{DEFAULT_DROP_THRESHOLD, ResponseTimeConfig};

@@ -5,18 +5,21 @@ use std::time::Duration;
 
 use super::inner::InFlightBound;
 use super::{Cohorts, Criticality, Level};
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use crate::{
     AdmissionController, InvalidConfig, RejectReason, Time, TunedConfig,
     TunedResponseTimeController,
 };
+
+/// The name configurations give this controller (`admission = { kind = "criticality" }`).
+pub const CRITICALITY: &str = "criticality";
 
 /// The catalogue entry of [`CriticalityGate`] over our response-time controller, untrimmed
 /// (as `seda-tower`'s `SedaLayer::prioritized` runs it): a trimmed bound sits at its minimum
 /// while the queue never empties, which under overload it never does, and leaves the gate no
 /// room to keep for the higher levels.
 pub(crate) const ENTRY: Entry = Entry {
-    name: "criticality",
+    name: CRITICALITY,
     about: "sheddable first, cohorts in turn, critical last, over ours",
     source: "GSRE criticality, CINNAMON cohorts; on our tuned controller",
     role: Role::Rate,
@@ -29,7 +32,7 @@ pub(crate) const ENTRY: Entry = Entry {
             cfg,
         )?))
     },
-    aim: catalogue::target_s,
+    aim: entry::target_s,
 };
 
 /// Parameters of [`CriticalityGate`].

@@ -41,12 +41,11 @@
 //! ```
 
 mod cohort;
-mod gate;
+pub(crate) mod gate;
 mod inner;
 mod level;
 
 pub use cohort::Cohorts;
-pub(crate) use gate::ENTRY;
 pub use gate::{CriticalityConfig, CriticalityGate, LevelCounts};
 pub use inner::InFlightBound;
 pub use level::{Criticality, Level, MAX_COHORTS, ParseCriticalityError};

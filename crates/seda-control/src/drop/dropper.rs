@@ -7,12 +7,15 @@
 
 use std::time::Duration;
 
-use crate::catalogue::{Entry, Role};
+use crate::entry::{Entry, Role};
 use crate::{AdmissionController, RejectReason, Time};
+
+/// The name configurations give this controller (`admission = { kind = "selective_dropper" }`).
+pub const SELECTIVE_DROPPER: &str = "selective_dropper";
 
 /// The catalogue entry of [`SelectiveDropper`].
 pub(crate) const ENTRY: Entry = Entry {
-    name: "selective_dropper",
+    name: SELECTIVE_DROPPER,
     about: "early selective dropping, threshold = target / 2",
     source: "FAIR07 Section 4.2.3",
     role: Role::Drop,

@@ -5,7 +5,7 @@
 
 use super::ConcurrencyLimiter;
 use crate::InvalidConfig;
-use crate::catalogue::{Entry, Params, Role};
+use crate::entry::{Entry, Params, Role};
 use std::time::Duration;
 
 use super::LimitAlgorithm;
@@ -56,9 +56,12 @@ impl Default for AimdLimitConfig {
     }
 }
 
+/// The name configurations give this controller (`admission = { kind = "aimd_limit" }`).
+pub const AIMD_LIMIT: &str = "aimd_limit";
+
 /// The catalogue entry of [`AimdLimit`].
 pub(crate) const AIMD_ENTRY: Entry = Entry {
-    name: "aimd_limit",
+    name: AIMD_LIMIT,
     about: "AIMD concurrency limit, timeout = target",
     source: "Netflix concurrency-limits AIMDLimit",
     role: Role::Limit,

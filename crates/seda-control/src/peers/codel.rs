@@ -6,7 +6,7 @@
 //! (as in folly). Admission lets everything in.
 
 use crate::InvalidConfig;
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use crate::{AdmissionController, RejectReason, Time};
@@ -44,9 +44,12 @@ impl Default for CodelConfig {
     }
 }
 
+/// The name configurations give this controller (`admission = { kind = "codel" }`).
+pub const CODEL: &str = "codel";
+
 /// The catalogue entry of [`Codel`].
 pub(crate) const CODEL_ENTRY: Entry = Entry {
-    name: "codel",
+    name: CODEL,
     about: "CoDel (5 ms target delay, 100 ms interval)",
     source: "folly's CoDel (Nichols and Jacobson)",
     role: Role::Drop,
@@ -55,7 +58,7 @@ pub(crate) const CODEL_ENTRY: Entry = Entry {
         let cfg = CodelConfig::read(p);
         Ok(Box::new(Codel::new(cfg)?))
     },
-    aim: catalogue::no_target,
+    aim: entry::no_target,
 };
 
 /// folly's CoDel.

@@ -8,7 +8,7 @@
 
 use super::ConcurrencyLimiter;
 use crate::InvalidConfig;
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use super::{Jitter, LimitAlgorithm, percentile_of};
@@ -71,9 +71,12 @@ impl Default for EnvoyGradientConfig {
     }
 }
 
+/// The name configurations give this controller (`admission = { kind = "envoy_gradient" }`).
+pub const ENVOY_GRADIENT: &str = "envoy_gradient";
+
 /// The catalogue entry of [`EnvoyGradient`].
 pub(crate) const ENVOY_ENTRY: Entry = Entry {
-    name: "envoy_gradient",
+    name: ENVOY_GRADIENT,
     about: "Envoy's adaptive concurrency (gradient)",
     source: "Envoy's adaptive concurrency filter, gradient controller",
     role: Role::Limit,
@@ -82,7 +85,7 @@ pub(crate) const ENVOY_ENTRY: Entry = Entry {
         let cfg = EnvoyGradientConfig::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(EnvoyGradient::new(cfg)?)))
     },
-    aim: catalogue::no_target,
+    aim: entry::no_target,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq)]

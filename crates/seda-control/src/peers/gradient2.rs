@@ -7,7 +7,7 @@
 
 use super::ConcurrencyLimiter;
 use crate::InvalidConfig;
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use super::LimitAlgorithm;
@@ -66,9 +66,12 @@ impl Default for Gradient2Config {
     }
 }
 
+/// The name configurations give this controller (`admission = { kind = "gradient2" }`).
+pub const GRADIENT2: &str = "gradient2";
+
 /// The catalogue entry of [`Gradient2Limit`].
 pub(crate) const GRADIENT2_ENTRY: Entry = Entry {
-    name: "gradient2",
+    name: GRADIENT2,
     about: "Netflix Gradient2 concurrency limit",
     source: "Netflix concurrency-limits Gradient2Limit",
     role: Role::Limit,
@@ -77,7 +80,7 @@ pub(crate) const GRADIENT2_ENTRY: Entry = Entry {
         let cfg = Gradient2Config::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(Gradient2Limit::new(cfg)?)))
     },
-    aim: catalogue::no_target,
+    aim: entry::no_target,
 };
 
 const WARMUP_SAMPLES: u64 = 10;

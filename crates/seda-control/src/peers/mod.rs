@@ -9,21 +9,16 @@
 //! completion), as a limiter times a permit from acquire to release. Dropped events reach the
 //! algorithm as `did_drop` (Netflix) or not at all (Envoy has no drop signal).
 
-mod aimd;
-mod codel;
-mod envoy;
-mod gradient2;
-mod vegas;
+pub(crate) mod aimd;
+pub(crate) mod codel;
+pub(crate) mod envoy;
+pub(crate) mod gradient2;
+pub(crate) mod vegas;
 
-pub(crate) use aimd::AIMD_ENTRY;
 pub use aimd::{AimdLimit, AimdLimitConfig};
-pub(crate) use codel::CODEL_ENTRY;
 pub use codel::{Codel, CodelConfig};
-pub(crate) use envoy::ENVOY_ENTRY;
 pub use envoy::{EnvoyGradient, EnvoyGradientConfig};
-pub(crate) use gradient2::GRADIENT2_ENTRY;
 pub use gradient2::{Gradient2Config, Gradient2Limit};
-pub(crate) use vegas::VEGAS_ENTRY;
 pub use vegas::{VegasConfig, VegasLimit};
 
 use std::time::Duration;

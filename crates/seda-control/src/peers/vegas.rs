@@ -9,7 +9,7 @@
 
 use super::ConcurrencyLimiter;
 use crate::InvalidConfig;
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use std::time::Duration;
 
 use super::{Jitter, LimitAlgorithm};
@@ -56,9 +56,12 @@ impl Default for VegasConfig {
     }
 }
 
+/// The name configurations give this controller (`admission = { kind = "vegas" }`).
+pub const VEGAS: &str = "vegas";
+
 /// The catalogue entry of [`VegasLimit`].
 pub(crate) const VEGAS_ENTRY: Entry = Entry {
-    name: "vegas",
+    name: VEGAS,
     about: "Netflix Vegas concurrency limit",
     source: "Netflix concurrency-limits VegasLimit",
     role: Role::Limit,
@@ -67,7 +70,7 @@ pub(crate) const VEGAS_ENTRY: Entry = Entry {
         let cfg = VegasConfig::read(p);
         Ok(Box::new(ConcurrencyLimiter::new(VegasLimit::new(cfg)?)))
     },
-    aim: catalogue::no_target,
+    aim: entry::no_target,
 };
 
 /// Netflix's Vegas limit.

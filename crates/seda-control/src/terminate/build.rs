@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::Terminator;
 use super::{CongestionConfig, CongestionThreshold};
 use super::{FixedThreshold, PercentileConfig, PercentileTimeout, SertConfig, SertThreshold};
-use crate::catalogue::Params;
 use crate::catalogue::terminators::{self, CONGESTION, FIXED, PERCENTILE, SERT, TERMINATORS};
+use crate::entry::Params;
 use crate::{CatalogueError, InvalidConfig};
 
 /// Builds the terminator `kind` with `params`; absent parameters take the defaults

@@ -248,7 +248,7 @@ impl Control {
             ("reenable_admission".to_string(), reenable),
         ]);
         Some(seda::AdmissionConfig {
-            kind: "degradation".into(),
+            kind: seda_control::catalogue::DEGRADATION.into(),
             params,
         })
     }
@@ -472,7 +472,7 @@ pub fn build(
         .stages
         .get(STAGE)
         .and_then(|s| s.admission.as_ref())
-        .is_some_and(|a| a.kind == "degradation");
+        .is_some_and(|a| a.kind == seda_control::catalogue::DEGRADATION);
     let controlled = control.is_some() || from_file;
     stage_config.admission = control;
     let quality = seda::Knob::<seda::Quality>::new();

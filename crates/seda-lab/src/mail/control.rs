@@ -1,6 +1,7 @@
 //! How the mail service protects itself: none, one admission controller per request-type
 //! stage, one shared by all, or a cap on connections.
 
+use seda_control::catalogue;
 use serde_json::{Value, json};
 
 /// How the service protects itself.
@@ -32,7 +33,7 @@ impl Control {
     /// Our response-time controller toward a p90 target.
     pub fn ours(target_s: f64) -> Control {
         Control::PerStage {
-            kind: "response_time_tuned".into(),
+            kind: catalogue::RESPONSE_TIME_TUNED.into(),
             params: vec![("target_s".into(), target_s)],
         }
     }
@@ -43,7 +44,7 @@ impl Control {
     /// service gives each request its class from its own session table.
     pub fn sessions(target_s: f64) -> Control {
         Control::SingleStage {
-            kind: "session_aware".into(),
+            kind: catalogue::SESSION_AWARE.into(),
             params: vec![("target_s".into(), target_s)],
         }
     }

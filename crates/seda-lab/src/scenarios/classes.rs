@@ -194,7 +194,7 @@ impl Scenario for Classes {
             (
                 "without",
                 Control::SingleStage {
-                    kind: "response_time_tuned".into(),
+                    kind: seda_control::catalogue::RESPONSE_TIME_TUNED.into(),
                     params: vec![("target_s".into(), target_s)],
                 },
             ),

@@ -14,6 +14,9 @@ use crate::spike::{self, Spike, SpikeRun};
 use crate::{Lab, Scenario};
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
+/// Our controller, the one the comparison judges the peers against.
+const OURS: &str = seda_control::catalogue::RESPONSE_TIME_TUNED;
+
 /// The scenario.
 pub struct Controllers;
 
@@ -207,17 +210,17 @@ fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
             .find(|(n, _)| *n == name)
             .map(|(_, r)| &r.summary)
     };
-    let ours = run("response_time_tuned").map_or(0.0, work);
+    let ours = run(OURS).map_or(0.0, work);
     let best = leader(runs).map_or(0.0, |(_, g)| g);
     let none = run("none").map_or(0.0, work);
-    let ours_p90 = run("response_time_tuned").and_then(|s| s.p90_admitted_after_settle_s);
+    let ours_p90 = run(OURS).and_then(|s| s.p90_admitted_after_settle_s);
     let leader_name = leader(runs).map_or("-", |(n, _)| n);
     vec![
         Check::observed(
             "our controller has the highest goodput within the target (in server work)",
-            leader_name == "response_time_tuned",
+            leader_name == OURS,
             match leader(runs) {
-                Some(("response_time_tuned", g)) => format!("ours leads at {g:.3} x capacity"),
+                Some((OURS, g)) => format!("ours leads at {g:.3} x capacity"),
                 Some((n, g)) => {
                     format!(
                         "{n} leads at {g:.3} x capacity, ours {ours:.3} x (the report says why)"
@@ -277,13 +280,13 @@ fn report(runs: &[(&str, SpikeRun)], spike: &Spike, capacity: f64) -> String {
         s += &format!(
             "\nHighest goodput within the target, in server work: **{n}** ({g:.3} x capacity)."
         );
-        if n != "response_time_tuned" {
+        if n != OURS {
             let get = |name: &str| {
                 runs.iter()
                     .find(|(k, _)| *k == name)
                     .map(|(_, r)| &r.summary)
             };
-            if let (Some(peer), Some(ours)) = (get(n), get("response_time_tuned")) {
+            if let (Some(peer), Some(ours)) = (get(n), get(OURS)) {
                 s += &format!(" A peer wins this run: {}", why_peer_wins(n, peer, ours));
             }
         } else if let Some((ours, (runner, second))) =

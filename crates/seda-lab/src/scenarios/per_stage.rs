@@ -9,6 +9,7 @@
 //! see microseconds and never reject (queued instead of inline, the same holds).
 
 use anyhow::Result;
+use seda_control::catalogue;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
 
@@ -160,14 +161,14 @@ fn variants(lab: &Lab, target_s: f64) -> Vec<(&'static str, Control)> {
             },
         )
     };
-    let (per, single) = both("response_time");
+    let (per, single) = both(catalogue::RESPONSE_TIME);
     let mut v = vec![
         ("none", Control::None),
         ("per_stage", per),
         ("single_stage", single),
     ];
     if !lab.quick {
-        let (per, single) = both("response_time_tuned");
+        let (per, single) = both(catalogue::RESPONSE_TIME_TUNED);
         v.push(("per_stage_tuned", per));
         v.push(("single_stage_tuned", single));
     }

@@ -77,7 +77,7 @@ fn variants() -> [(&'static str, StageConfig); 3] {
         max_threads: Some(threads),
         sizer: Some(SizerConfig::new(SizerKind::Fixed)),
         admission: Some(AdmissionConfig {
-            kind: "response_time".into(),
+            kind: seda_control::catalogue::RESPONSE_TIME.into(),
             params: [("target_s".into(), TARGET.as_secs_f64())].into(),
         }),
         ..StageConfig::default()

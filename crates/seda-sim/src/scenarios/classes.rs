@@ -4,6 +4,7 @@
 //! (Figure 14); `multiclass` differentiates (Figure 15).
 
 use anyhow::Result;
+use seda_control::catalogue;
 use serde_json::{Value, json};
 
 use super::common::{controller, selected, sim, stage};
@@ -16,7 +17,7 @@ const DURATION_S: f64 = 600.0;
 const HIGH_FROM_S: f64 = 200.0;
 const HIGH_TO_S: f64 = 400.0;
 const USERS: u32 = 128;
-const ALL: [&str; 3] = ["none", "response_time", "multiclass"];
+const ALL: [&str; 3] = ["none", catalogue::RESPONSE_TIME, catalogue::MULTICLASS];
 
 /// `seda sim classes`.
 pub const SCENARIO: Scenario = Scenario {

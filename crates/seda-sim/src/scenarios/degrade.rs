@@ -25,15 +25,15 @@ const MODES: [&str; 4] = [
     "none",
     "degradation_only",
     "degradation+admission",
-    "response_time",
+    catalogue::RESPONSE_TIME,
 ];
 
 fn build(mode: &str) -> Result<Option<Box<dyn AdmissionController>>> {
     let (kind, reenable) = match mode {
         "none" => return Ok(None),
-        "degradation_only" => ("degradation", 0.0),
-        "degradation+admission" => ("degradation", 1.0),
-        "response_time" => ("response_time", -1.0),
+        "degradation_only" => (catalogue::DEGRADATION, 0.0),
+        "degradation+admission" => (catalogue::DEGRADATION, 1.0),
+        catalogue::RESPONSE_TIME => (catalogue::RESPONSE_TIME, -1.0),
         other => bail!("degrade compares: {}; got `{other}`", MODES.join(", ")),
     };
     let mut p = BTreeMap::new();

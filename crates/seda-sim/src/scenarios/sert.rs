@@ -259,14 +259,14 @@ fn terminator(kind: &str, fixed: f64) -> Result<Box<dyn Terminator>> {
             terminators::CONGESTION,
             vec![("lower_s", OURS_RANGE_S.0), ("upper_s", OURS_RANGE_S.1)],
         ),
-        "sert" => (
+        terminators::SERT => (
             terminators::SERT,
             vec![
                 ("lower_s", ADAPTIVE_RANGE_S.0),
                 ("upper_s", ADAPTIVE_RANGE_S.1),
             ],
         ),
-        "percentile" => (
+        terminators::PERCENTILE => (
             terminators::PERCENTILE,
             vec![("min_s", 0.1), ("max_s", 15.0)],
         ),
@@ -342,8 +342,8 @@ fn run_threshold(args: &Options) -> Result<Output> {
         let capacity = 2.0 / service.mean_s();
         let mut kinds: Vec<(String, &str, f64)> = vec![
             ("ours".into(), "ours", 0.0),
-            ("sert".into(), "sert", 0.0),
-            ("percentile".into(), "percentile", 0.0),
+            (terminators::SERT.into(), terminators::SERT, 0.0),
+            (terminators::PERCENTILE.into(), terminators::PERCENTILE, 0.0),
         ];
         for f in fixed {
             kinds.push((format!("fixed_{f}s"), "fixed", f));

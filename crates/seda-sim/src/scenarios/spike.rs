@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use anyhow::{Result, bail};
+use seda_control::catalogue;
 use serde_json::{Value, json};
 
 use super::common::{controller, measure_capacity, selected, sim, spike_sources, stage};
@@ -20,15 +21,15 @@ const BASE_USERS: u32 = 3;
 
 const ALL: [&str; 10] = [
     "none",
-    "response_time",
-    "response_time_tuned",
-    "response_time_tuned_trim",
-    "selective_dropper",
-    "vegas",
-    "gradient2",
-    "aimd_limit",
-    "envoy_gradient",
-    "codel",
+    catalogue::RESPONSE_TIME,
+    catalogue::RESPONSE_TIME_TUNED,
+    catalogue::RESPONSE_TIME_TUNED_TRIM,
+    catalogue::SELECTIVE_DROPPER,
+    catalogue::VEGAS,
+    catalogue::GRADIENT2,
+    catalogue::AIMD_LIMIT,
+    catalogue::ENVOY_GRADIENT,
+    catalogue::CODEL,
 ];
 
 /// `seda sim spike`.

@@ -6,6 +6,7 @@
 //! end-to-end response times (single-stage).
 
 use anyhow::{Result, bail};
+use seda_control::catalogue;
 use serde_json::{Value, json};
 
 use super::common::{controller, sim, stage};
@@ -27,7 +28,10 @@ pub const SCENARIO: Scenario = Scenario {
 };
 
 fn run(args: &Options) -> Result<Output> {
-    let kind = args.controller.as_deref().unwrap_or("response_time_tuned");
+    let kind = args
+        .controller
+        .as_deref()
+        .unwrap_or(catalogue::RESPONSE_TIME_TUNED);
     let stage = |servers, mean_s| stage(servers, Dist::exp(mean_s));
     let mut text = format!(
         "stages: front (8 x 1 ms) -> 90% light (4 x 10 ms, 400/s) | 10% heavy (1 x 50 ms, 20/s); \

@@ -12,6 +12,7 @@
 
 use anyhow::{Result, bail};
 use seda_control::SelectiveDropper;
+use seda_control::catalogue;
 use seda_control::selftune::{GlobalConfig, GlobalTargets, Law, SelfTuningConfig};
 use serde_json::json;
 use std::time::Duration;
@@ -78,7 +79,7 @@ pub fn run_variant(name: &str, seed: u64) -> Result<SimResult> {
         // Warm-started at the first load's rate: from WC03's 100/s its additive increase would
         // take minutes to reach 500/s, and the comparison would be with a cold start.
         let warm = [("initial_rate_per_s".to_string(), 200.0 / 0.4)];
-        cfg.admission = controller("response_time", TARGET_S, &warm)?;
+        cfg.admission = controller(catalogue::RESPONSE_TIME, TARGET_S, &warm)?;
     }
     sim(cfg)
 }

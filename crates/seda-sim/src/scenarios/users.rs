@@ -3,6 +3,7 @@
 //! p90 target 10 s; with and without the response-time controller.
 
 use anyhow::Result;
+use seda_control::catalogue;
 use serde_json::{Value, json};
 
 use super::common::{controller, measure_capacity, selected, sim, stage};
@@ -15,9 +16,9 @@ const DURATION_S: f64 = 600.0;
 const WARMUP_S: f64 = 100.0;
 const ALL: [&str; 4] = [
     "none",
-    "response_time",
-    "response_time_tuned",
-    "response_time_tuned_trim",
+    catalogue::RESPONSE_TIME,
+    catalogue::RESPONSE_TIME_TUNED,
+    catalogue::RESPONSE_TIME_TUNED_TRIM,
 ];
 
 /// `seda sim users`.

@@ -157,7 +157,7 @@ impl Runtime {
             return Ok(None);
         };
         let params = BTreeMap::from([("threshold_s".to_string(), threshold.as_secs_f64())]);
-        seda_control::build_admission("selective_dropper", &params)
+        seda_control::build_admission(seda_control::catalogue::SELECTIVE_DROPPER, &params)
             .map(Some)
             .map_err(|source| {
                 ConfigError::Admission {

@@ -25,15 +25,18 @@
 use crate::InvalidConfig;
 use std::time::Duration;
 
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use crate::response_time::{
     ResponseTimeConfig, SampleWindow, TunedConfig, TunedResponseTimeController,
 };
 use crate::{AdmissionController, Controller, KnobCell, KnobKind, Quality, RejectReason, Time};
 
+/// The name configurations give this controller (`admission = { kind = "degradation" }`).
+pub const DEGRADATION: &str = "degradation";
+
 /// The catalogue entry of [`DegradingAdmission`].
 pub(crate) const ENTRY: Entry = Entry {
-    name: "degradation",
+    name: DEGRADATION,
     about: "WC03's quality knob, admission control as the last resort",
     source: "WC03 Section 3.4",
     role: Role::Rate,
@@ -46,7 +49,7 @@ pub(crate) const ENTRY: Entry = Entry {
         let cfg = DegradationConfig::read(p, rt.target);
         Ok(Box::new(DegradingAdmission::new(cfg, rt)?))
     },
-    aim: catalogue::target_s,
+    aim: entry::target_s,
 };
 
 /// Parameters of [`Degradation`].

@@ -10,7 +10,7 @@
 use crate::InvalidConfig;
 use std::time::Duration;
 
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use crate::response_time::{ResponseTimeConfig, SampleWindow, aimd_step, ewma};
 use crate::{AdmissionController, RejectReason, Time, TokenBucket};
 
@@ -31,9 +31,12 @@ const CLASS_TARGETS: [&str; MAX_CONFIGURED_CLASSES] = [
     "class9_target_s",
 ];
 
+/// The name configurations give this controller (`admission = { kind = "multiclass" }`).
+pub const MULTICLASS: &str = "multiclass";
+
 /// The catalogue entry of [`MulticlassController`].
 pub(crate) const ENTRY: Entry = Entry {
-    name: "multiclass",
+    name: MULTICLASS,
     about: "WC03's per-class targets, lower classes cut first",
     source: "WC03 Section 3.3",
     role: Role::Rate,
@@ -43,7 +46,7 @@ pub(crate) const ENTRY: Entry = Entry {
             MulticlassConfig::read(p)?,
         )?))
     },
-    aim: catalogue::target_s,
+    aim: entry::target_s,
 };
 
 /// Parameters of [`MulticlassController`].

@@ -1,7 +1,7 @@
 //! Parameters of the response-time controller (WC03 Figure 4).
 
 use crate::InvalidConfig;
-use crate::catalogue::Params;
+use crate::entry::Params;
 use std::time::Duration;
 
 /// Parameters of the response-time controller. [`ResponseTimeConfig::new`] gives the defaults of

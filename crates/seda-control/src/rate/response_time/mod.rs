@@ -9,22 +9,24 @@
 //! `-(err - c_i) adj_i`.
 
 mod config;
-mod tuned;
+pub(crate) mod tuned;
 mod window;
 
 pub use config::ResponseTimeConfig;
-pub(crate) use tuned::{TUNED_ENTRY, TUNED_TRIM_ENTRY};
 pub use tuned::{TunedConfig, TunedResponseTimeController};
 pub use window::{SampleWindow, percentile};
 
 use std::time::Duration;
 
-use crate::catalogue::{self, Entry, Role};
+use crate::entry::{self, Entry, Role};
 use crate::{AdmissionController, InvalidConfig, RejectReason, Time, TokenBucket};
+
+/// The name configurations give this controller (`admission = { kind = "response_time" }`).
+pub const RESPONSE_TIME: &str = "response_time";
 
 /// The catalogue entry of [`ResponseTimeController`].
 pub(crate) const ENTRY: Entry = Entry {
-    name: "response_time",
+    name: RESPONSE_TIME,
     about: "WC03's token-bucket controller (Figure 4 parameters)",
     source: "WC03 Section 3.2, Figure 4",
     role: Role::Rate,
@@ -36,7 +38,7 @@ pub(crate) const ENTRY: Entry = Entry {
         );
         Ok(Box::new(ResponseTimeController::new(cfg)?))
     },
-    aim: catalogue::target_s,
+    aim: entry::target_s,
 };
 
 /// One AIMD step of WC03 Section 3.2 on `rate` for error `err`; returns the new rate within

@@ -62,7 +62,7 @@ use crate::InvalidConfig;
 use std::time::Duration;
 
 use super::{ResponseTimeConfig, SampleWindow};
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use crate::{AdmissionController, RejectReason, Time};
 
 /// The share of dequeued events the dropper may drop in one outer period before the budget
@@ -78,9 +78,12 @@ const FAST_GROWTH: f64 = 3.0;
 const REST_SAMPLES: usize = 200;
 const REST_PERCENTILE: f64 = 1.0;
 
+/// The name configurations give this controller (`admission = { kind = "response_time_tuned" }`).
+pub const RESPONSE_TIME_TUNED: &str = "response_time_tuned";
+
 /// The catalogue entry of [`TunedResponseTimeController`].
 pub(crate) const TUNED_ENTRY: Entry = Entry {
-    name: "response_time_tuned",
+    name: RESPONSE_TIME_TUNED,
     about: "ours: p90 target, queue sized by Little's law",
     source: "ours, on WC03 Section 3.2's goal and FAIR07 Section 4.3.1's mapping",
     role: Role::Rate,
@@ -89,13 +92,16 @@ pub(crate) const TUNED_ENTRY: Entry = Entry {
         let cfg = TunedConfig::read(p, false);
         Ok(Box::new(TunedResponseTimeController::new(cfg)?))
     },
-    aim: catalogue::target_s,
+    aim: entry::target_s,
 };
+
+/// The name configurations give this controller (`admission = { kind = "response_time_tuned_trim" }`).
+pub const RESPONSE_TIME_TUNED_TRIM: &str = "response_time_tuned_trim";
 
 /// Our tuned controller with standing-queue trimming on by default (`trim = 1`), listed as its
 /// own row by the simulator's scenarios.
 pub(crate) const TUNED_TRIM_ENTRY: Entry = Entry {
-    name: "response_time_tuned_trim",
+    name: RESPONSE_TIME_TUNED_TRIM,
     about: "ours, trimming a standing queue (trim = 1)",
     source: "ours, with CoDel's standing-queue observation",
     role: Role::Rate,
@@ -104,7 +110,7 @@ pub(crate) const TUNED_TRIM_ENTRY: Entry = Entry {
         let cfg = TunedConfig::read(p, true);
         Ok(Box::new(TunedResponseTimeController::new(cfg)?))
     },
-    aim: catalogue::target_s,
+    aim: entry::target_s,
 };
 
 /// Parameters of [`TunedResponseTimeController`].

@@ -40,13 +40,16 @@
 use std::time::Duration;
 
 use crate::InvalidConfig;
-use crate::catalogue::{self, Entry, Params, Role};
+use crate::entry::{self, Entry, Params, Role};
 use crate::response_time::{TunedConfig, TunedResponseTimeController};
 use crate::{AdmissionController, RejectReason, Time};
 
+/// The name configurations give this controller (`admission = { kind = "session_aware" }`).
+pub const SESSION_AWARE: &str = "session_aware";
+
 /// The catalogue entry of [`SessionAwareController`].
 pub(crate) const ENTRY: Entry = Entry {
-    name: "session_aware",
+    name: SESSION_AWARE,
     about: "established sessions before new ones, higher classes first, over ours",
     source: "SBAC02, on our tuned response-time controller",
     role: Role::Rate,
@@ -56,7 +59,7 @@ pub(crate) const ENTRY: Entry = Entry {
             SessionAwareConfig::read(p)?,
         )?))
     },
-    aim: catalogue::target_s,
+    aim: entry::target_s,
 };
 
 /// Parameters of [`SessionAwareController`].

@@ -51,7 +51,7 @@ use plant::{CAPACITY_NOTE, Server, TARGET, capacity_per_s};
 pub struct OverloadCurve;
 
 /// Our controller, as `mail::Control::ours` names it.
-const OURS: &str = "response_time_tuned";
+const OURS: &str = seda_control::catalogue::RESPONSE_TIME_TUNED;
 /// The variant without admission control.
 const NONE: &str = "none";
 
