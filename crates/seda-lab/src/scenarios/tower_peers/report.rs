@@ -161,14 +161,15 @@ enum Goal {
 /// quick run had ours refuse 1.7% at 0.8 x, and serve 0.740 there against `res-aimd`'s 0.775
 /// (-4.5%): the standing share made the refusals rarer, not rare enough.
 ///
-/// With trimming stopped at a floor (`TunedConfig::trim_floor`), two quick runs (loaded
+/// With trimming stopped at a floor (`TunedConfig::trim_floor` 0.75), two quick runs (loaded
 /// machine) refused 0.0% at 0.8 x and served 0.748 and 0.713 there against the best peer's
-/// 0.733 and 0.710 (ahead, a tie): those two goals are enforced. Through the incident ours
-/// read +10.3% and -8.3% against `limit:25` and recovered in 1.5 s and not within the run; at
-/// 3 x -13.2% and -6.3% (p90 0.23-0.25 s: the budget used, and the clients' extra delay on a
-/// loaded machine on top).
+/// 0.733 and 0.710 (ahead, a tie), and CI's pre-check (quiet) held every goal here (3 x +1.8%,
+/// incident +11.5%, back in 1.25 s); but the same floor failed `tower-spike`'s CPU-bound page,
+/// so the layer runs without it (seda-tower's `TRIM_FLOOR`) and these goals stay shortfalls.
 const KNOWN_SHORTFALLS: &[(Goal, &str)] = &[
     (Goal::Beats, "incident"),
+    (Goal::Beats, "open_0.8x"),
+    (Goal::Refuses, "open_0.8x"),
     (Goal::Beats, "open_3x"),
     (Goal::Leads, "shift"),
     (Goal::Recovers, "incident"),
