@@ -71,6 +71,23 @@ pub(crate) fn wait_for_signal() -> std::io::Result<()> {
     rt.block_on(wait_for_signal_async())
 }
 
+/// Listens on `addr` (the proxy's listen backlog), prints `banner` of the bound address, and
+/// serves `app` until SIGINT or SIGTERM: the hidden axum services the lab starts.
+pub(crate) async fn serve_axum(
+    addr: SocketAddr,
+    app: axum::Router,
+    banner: impl FnOnce(SocketAddr) -> String,
+) -> anyhow::Result<()> {
+    let listener = seda_proxy::listen(addr).with_context(|| format!("cannot listen on {addr}"))?;
+    println!("{}", banner(listener.local_addr()?));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = wait_for_signal_async().await;
+        })
+        .await
+        .context("the server stopped")
+}
+
 /// Waits for SIGINT or SIGTERM inside a running tokio runtime.
 pub(crate) async fn wait_for_signal_async() -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};

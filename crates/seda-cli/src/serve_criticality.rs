@@ -120,20 +120,12 @@ pub fn serve(args: &CriticalityArgs) -> anyhow::Result<()> {
             .layer(seda)
             .layer(edge)
             .route(PATH, get(stats).with_state(handle));
-        let listener = seda_proxy::listen(args.addr)
-            .with_context(|| format!("cannot listen on {}", args.addr))?;
-        println!(
-            "seda serve criticality: {} workers x {} ms, target {} ms, on http://{}/",
-            args.workers,
-            args.hold_ms,
-            args.target_ms,
-            listener.local_addr()?
-        );
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = crate::serve::wait_for_signal_async().await;
-            })
-            .await
-            .context("the server stopped")
+        crate::serve::serve_axum(args.addr, app, |addr| {
+            format!(
+                "seda serve criticality: {} workers x {} ms, target {} ms, on http://{addr}/",
+                args.workers, args.hold_ms, args.target_ms
+            )
+        })
+        .await
     })
 }

@@ -147,21 +147,12 @@ pub fn serve(args: &TierArgs) -> anyhow::Result<()> {
             .route_layer(layer)
             .route(seda_lab::tier_stats::PATH, get(stats))
             .with_state(tier);
-        let listener = seda_proxy::listen(args.addr)
-            .with_context(|| format!("cannot listen on {}", args.addr))?;
-        println!(
-            "seda serve tier: {:?}, {} ms of work on {} workers, calling {}, on http://{}/",
-            args.policy,
-            args.work_ms,
-            args.workers,
-            args.downstream,
-            listener.local_addr()?
-        );
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = crate::serve::wait_for_signal_async().await;
-            })
-            .await
-            .context("the server stopped")
+        crate::serve::serve_axum(args.addr, app, |addr| {
+            format!(
+                "seda serve tier: {:?}, {} ms of work on {} workers, calling {}, on http://{addr}/",
+                args.policy, args.work_ms, args.workers, args.downstream
+            )
+        })
+        .await
     })
 }
