@@ -150,7 +150,7 @@ fn checks(report: &Report, samples: &[Sample], end: &CriticalityStats) -> Vec<Ch
         ),
     ));
     let served = report.summary.counts.completed as f64 / report.summary.duration_s.max(1e-9);
-    checks.push(Check::observed(
+    checks.push(Check::new(
         "the service stays busy: served >= 0.9 x its capacity",
         served >= 0.9 * capacity_per_s(),
         format!(
