@@ -83,8 +83,9 @@ fn a_domain_serves_several_stages_with_one_pool() {
     let shared: Vec<_> = stats.pools.iter().filter(|p| p.name == "shared").collect();
     assert_eq!(shared.len(), 1);
     // Both stages run on that one pool and report its threads (2 to start with; SEDA's pool
-    // controller may have added one while the events waited, on a busy machine).
-    assert!(shared[0].threads >= 2);
+    // controller may have added one while the events waited, or taken one back once they were
+    // done: on a loaded machine it read 1 here).
+    assert!(shared[0].threads >= 1);
     assert!(
         stats
             .stages
