@@ -59,7 +59,7 @@
 //!
 //! **Why two congested replies** (2026-12-07, [`CongestionConfig::min_congested`]): at 80%
 //! load a ranking period holds about 17 arrivals, so one late reply reads 6%, three times the
-//! 2% target, and cut the threshold to 30%. A Poisson burst of one or two such periods took it
+//! 2% target, and cut the threshold to 30%. A Poisson burst over three such periods took it
 //! from 15 s to about 0.4 s, and the 2% rise needs about 180 periods to climb back: the quick
 //! window (18 periods) ran at about 0.45 s, which is fixed 0.5 s's loss without its mean. Now a
 //! period is congested only with at least two congested replies (a binomial test of sorts: with
@@ -82,7 +82,7 @@
 //! rise (x1.2) while the threshold cuts under 2-5% of the arrivals (80% 0.018 lost, but index
 //! matching at 80% steady 0.045 s against fixed 1.5 s's 0.036: its giants need a low threshold
 //! that cuts rarely); counting only rejections, or late after 2-3 s instead of 1 s (80% as
-//! fixed 15 s, but 125% to 200% means of 0.4 s to 4 s: lateness is the early signal of
+//! fixed 15 s, but 125% to 200% means of 0.5 s to 4 s: lateness is the early signal of
 //! overload, a full queue the late one). In steady state ranking at 80% still drifts to 0.034
 //! lost: with nothing cut, more than 2% of its replies are late there, so the loop trades
 //! lateness for cuts, which the loss axis counts and SERT's loss does not.
