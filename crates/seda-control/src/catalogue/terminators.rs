@@ -60,10 +60,16 @@ pub const TERMINATORS: [TerminatorEntry; 4] = [
     },
     TerminatorEntry {
         name: CONGESTION,
-        about: "halves the threshold while rejected, dropped and late replies pass target, \
-                raises it slowly below half of it",
+        about: "cuts the threshold to 30% while rejected, dropped and late replies pass target \
+                (at least two of them), raises it slowly below half of it",
         parameters: &[
-            "lower_s", "upper_s", "target", "decrease", "increase", "late_s",
+            "lower_s",
+            "upper_s",
+            "target",
+            "decrease",
+            "increase",
+            "late_s",
+            "min_congested",
         ],
         source: "ours (AIMD on the threshold, after SERT06's loss signal)",
         module: "terminate::congestion",

@@ -66,6 +66,7 @@ fn read(kind: &str, p: &mut Params<'_>) -> Result<Box<dyn Terminator>, InvalidCo
             c.decrease = p.f64("decrease", c.decrease);
             c.increase = p.f64("increase", c.increase);
             c.late_after = p.secs("late_s", c.late_after);
+            c.min_congested = p.count("min_congested", c.min_congested as usize) as u64;
             let bad = |name: &'static str, v: f64, want: &str| {
                 Err(InvalidConfig::new(
                     name,
