@@ -12,7 +12,8 @@
 //! use seda_control::catalogue::sizers::{self, FIXED};
 //! use seda_control::sizer::{SizerPeriod, SizerSettings};
 //!
-//! let settings = SizerSettings { initial_threads: 6, ..SizerSettings::new(1, 8) };
+//! let mut settings = SizerSettings::new(1, 8);
+//! settings.initial_threads = 6;
 //! let mut sizer = sizers::build(FIXED, &settings).unwrap();
 //! let period = SizerPeriod { secs: 1.0, completions: 120, threads: 6, ..SizerPeriod::default() };
 //! assert_eq!(sizer.update(&period), 6);
