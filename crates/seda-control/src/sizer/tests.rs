@@ -2,19 +2,22 @@
 //! sizers gave before they moved here (`seda/src/sizer.rs`'s `TargetSizer`, recorded on
 //! 2026-12-07 by running that code on this plant): the move changed no decision.
 
-use super::{OutsideTargets, SizerPeriod, SizerSettings};
-use crate::catalogue::sizers::{self, FIXED, HILL_CLIMBING, SELF_TUNING};
+use super::{OutsideTargets, Sizer, SizerPeriod, SizerSettings};
+use super::{fixed, hill_climbing, self_tuning};
 use crate::selftune::Law;
+
+/// What the registry builds each sizer with (`catalogue/sizers.rs`).
+type Build = fn(&SizerSettings) -> Box<dyn Sizer>;
 
 /// 30 one-second periods from 4 threads on a plant serving 50 events/s per thread up to 12
 /// threads and 2.5/s less per thread past it (with a small wobble); asked 400/s at run time,
 /// then 700/s at run time (more than any size gives) over a global 250/s, then the global
 /// 250/s alone. Returns the targets and the last ARX error.
-fn drive(kind: &str, law: Law) -> (Vec<usize>, Option<f64>) {
+fn drive(build: Build, law: Law) -> (Vec<usize>, Option<f64>) {
     let mut settings = SizerSettings::new(1, 32);
     settings.initial_threads = 4;
     settings.law = law;
-    let mut sizer = sizers::build(kind, &settings).unwrap();
+    let mut sizer = build(&settings);
     let mut threads = sizer.initial_threads(4);
     let mut seq = Vec::new();
     for i in 0..30u64 {
@@ -52,10 +55,10 @@ fn drive(kind: &str, law: Law) -> (Vec<usize>, Option<f64>) {
 
 #[test]
 fn thread_targets_are_those_the_runtime_gave_before_the_registry() {
-    let (fixed, e) = drive(FIXED, Law::P);
+    let (fixed, e) = drive(fixed::build, Law::P);
     assert_eq!(fixed, vec![4; 30]);
     assert_eq!(e, None);
-    let (hill, _) = drive(HILL_CLIMBING, Law::P);
+    let (hill, _) = drive(hill_climbing::build, Law::P);
     assert_eq!(
         hill,
         [
@@ -74,7 +77,7 @@ fn thread_targets_are_those_the_runtime_gave_before_the_registry() {
         (Law::Pi, 12, 0.014974497818483413),
         (Law::Pd, 11, 0.018078747754380817),
     ] {
-        let (seq, e) = drive(SELF_TUNING, law);
+        let (seq, e) = drive(self_tuning::build, law);
         assert_eq!(seq, steered(at_10), "{law:?}");
         let e = e.unwrap();
         assert!((e - arx).abs() < 1e-12, "{law:?}: {e}");
