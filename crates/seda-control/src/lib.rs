@@ -93,6 +93,7 @@ pub mod refusal;
 mod retry_after;
 pub mod selftune;
 mod shared;
+pub mod sizer;
 pub mod terminate;
 
 pub use admission::{AdmissionController, RejectReason};

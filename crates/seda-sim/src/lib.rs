@@ -34,9 +34,9 @@
 //!   [`Bucket`]s (offered, admitted, rejected, expired, completed, goodput, response-time
 //!   histogram, controller state) and whole-run totals after the warm-up, plus
 //!   [`StageStats`] per stage.
-//! - [`levers`]: stage 0's resource and termination levers: a pool whose size a
-//!   [`levers::PoolSizer`] changes each control period (fixed, SEDA's heuristic, the self-tuning
-//!   pool with global control, hill climbing), emulated plants where threads matter
+//! - [`levers`]: stage 0's resource and termination levers: a pool whose size a sizer of
+//!   seda-control's registry changes each control period (fixed, SEDA's heuristic, the
+//!   self-tuning pool with global control, hill climbing; [`levers::PoolControl`]), emulated plants where threads matter
 //!   ([`levers::Contention`]), a terminator cutting requests that run past its threshold, and
 //!   shifts of the service mix. [`Population::Eager`] is the thesis's partly-open client.
 //! - [`summary`]: the result vocabulary shared with the lab ([`summary::RunSummary`],

@@ -1,7 +1,7 @@
 //! The resource and termination levers' goals (issues 13 and 14) checked in the simulator:
 //! fixed seeds, virtual time, so every figure is deterministic; each test prints its figures.
 
-use seda_sim::levers::{FixedPool, TargetPlan};
+use seda_sim::levers::TargetPlan;
 use seda_sim::scenarios::{follow_target, pool_control, thesis_open};
 
 #[test]
@@ -103,7 +103,7 @@ fn self_tuning_pool_reaches_95_percent_of_the_best_fixed_pool_with_overshoot_wit
         assert!(t.thread_overshoot <= 0.20, "{}: {t:?}", plant.name);
         // A fixed pool of the best size is what it is compared with: the same plant, measured.
         let fixed =
-            pool_control::run_plant(plant, Box::new(FixedPool(best_n)), best_n, 40.0, 1).unwrap();
+            pool_control::run_plant(plant, pool_control::fixed(best_n), best_n, 40.0, 1).unwrap();
         assert!(pool_control::mean_throughput(&fixed.periods, 10.0) > 0.9 * best);
     }
 }
@@ -267,16 +267,21 @@ fn a_request_past_the_threshold_is_cut_and_frees_its_server() {
 
 #[test]
 fn a_pool_resized_each_period_serves_with_its_new_size() {
-    use seda_sim::levers::{Levers, PoolControl, PoolPeriod, PoolSizer};
+    use seda_control::sizer::{Sizer, SizerPeriod, SizerReport};
+    use seda_sim::levers::{Levers, PoolControl};
     use seda_sim::{Dist, Population, SimConfig, SourceConfig, StageConfig, simulate};
     // 2 servers, then 8 from the first period on: saturated, 1 s service, 10 s.
+    #[derive(Debug)]
     struct Grow;
-    impl PoolSizer for Grow {
+    impl Sizer for Grow {
         fn name(&self) -> &'static str {
             "grow"
         }
-        fn resize(&mut self, _p: &PoolPeriod) -> u32 {
+        fn update(&mut self, _p: &SizerPeriod) -> usize {
             8
+        }
+        fn report(&self) -> SizerReport {
+            SizerReport::default()
         }
     }
     let users = Population::Closed {
@@ -297,6 +302,7 @@ fn a_pool_resized_each_period_serves_with_its_new_size() {
     cfg.levers.period_s = 2.0;
     cfg.levers.pool = Some(PoolControl {
         sizer: Box::new(Grow),
+        plan: None,
         max_servers: 6,
     });
     let r = simulate(cfg).unwrap();

@@ -116,7 +116,7 @@ pub use seda_control::{
     AdmissionController, InvalidConfig, Knob, KnobKind, Quality, RejectReason, Time,
 };
 pub use sink::{Prepared, Sink};
-pub use sizer::{SizerConfig, SizerKind};
+pub use sizer::SizerConfig;
 pub use stage::{Stage, StageBuilder};
 pub use stats::TerminationSnapshot;
 

@@ -6,7 +6,8 @@
 //! a producer that pushes an event wakes one parked worker. A worker parked longer than the idle
 //! time retires while the pool is above its minimum; the control thread adds workers.
 //!
-//! Under a sizer other than SEDA's heuristic (`sizer.rs`) the pool has a thread *target*: the
+//! Under a sizer other than SEDA's heuristic (`sizer.rs`; built by name from seda-control's
+//! registry and driven through its `Sizer` trait) the pool has a thread *target*: the
 //! control thread starts workers up to it, workers above it retire when they finish a batch,
 //! and idle workers do not retire below it.
 
@@ -22,7 +23,10 @@ use crate::Time;
 use crate::clock;
 use crate::erased::StageDyn;
 use crate::handoff::{Handoff, Parked};
-use crate::sizer::{OutsideTargets, PoolPeriod, SizerConfig, SizerKind, SizerState, TargetSizer};
+use seda_control::catalogue::sizers;
+use seda_control::sizer::{OutsideTargets, Sizer, SizerPeriod};
+
+use crate::sizer::{SizerConfig, SizerState};
 
 /// Rounds of looking for work before parking (as crossbeam's `Backoff`): the first
 /// [`BUSY_SPIN_ROUNDS`] spin `2^round` times, the rest yield the CPU to a thread that may be
@@ -75,8 +79,10 @@ impl Drop for RunningSlot {
 
 /// A pool's sizer and what it last measured.
 struct Sizing {
-    kind: SizerKind,
-    sizer: Option<TargetSizer>,
+    /// The sizer's registry name.
+    kind: &'static str,
+    /// The registry's sizer; `None` under SEDA's heuristic, which the pool runs itself.
+    sizer: Option<Box<dyn Sizer>>,
     period: Duration,
     /// Time, completions, admissions and handler nanoseconds at the start of the current
     /// period.
@@ -92,19 +98,23 @@ impl Pool {
         controller_enabled: bool,
         sizer: &SizerConfig,
     ) -> Arc<Pool> {
-        let target_sizer = TargetSizer::new(
-            sizer,
-            config.min_threads,
-            config.max_threads,
-            config.initial_threads,
-        );
+        // An unknown name cannot get here (the configuration's validation and its parser
+        // refuse it); were one to, the pool would run SEDA's heuristic rather than panic.
+        let entry = sizers::entry(&sizer.kind).filter(|e| e.name != sizers::SEDA);
+        let target_sizer = entry.map(|e| {
+            e.build(&sizer.settings(
+                config.min_threads,
+                config.max_threads,
+                config.initial_threads,
+            ))
+        });
         let target = target_sizer
             .as_ref()
-            .map_or(0, |s| s.initial(config.initial_threads).max(1));
+            .map_or(0, |s| s.initial_threads(config.initial_threads).max(1));
         Arc::new(Pool {
             target: AtomicUsize::new(target),
             sizing: Mutex::new(Sizing {
-                kind: sizer.kind,
+                kind: entry.map_or(sizers::SEDA, |e| e.name),
                 sizer: target_sizer,
                 period: sizer.period(),
                 start: None,
@@ -247,7 +257,7 @@ impl Pool {
     }
 
     /// The sizer's name and state.
-    pub(crate) fn sizing(&self) -> (SizerKind, SizerState) {
+    pub(crate) fn sizing(&self) -> (&'static str, SizerState) {
         let s = self.sizing.lock();
         (s.kind, s.state)
     }
@@ -300,15 +310,20 @@ impl Pool {
             let (completed, admitted, busy) = (self.completed(), self.admitted(), self.busy_ns());
             match s.start {
                 Some((t0, c0, a0, b0)) if now.saturating_sub(t0) >= s.period => {
-                    let period = PoolPeriod {
-                        secs: now.saturating_sub(t0).as_secs_f64(),
+                    let period = SizerPeriod {
+                        now,
+                        secs: now.saturating_sub(t0).as_secs_f64().max(1e-3),
                         completions: completed.saturating_sub(c0),
                         arrivals: admitted.saturating_sub(a0),
-                        busy_secs: busy.saturating_sub(b0) as f64 / 1e9,
+                        busy_secs: Some(busy.saturating_sub(b0) as f64 / 1e9),
                         threads: self.target().unwrap_or_else(|| self.threads()),
+                        queue_len: self.queue_len(),
+                        targets: s.outside,
                     };
                     s.start = Some((now, completed, admitted, busy));
-                    Some(sizer.update(period, s.outside, &mut s.state))
+                    let next = sizer.update(&period);
+                    s.state = sizer.report();
+                    Some(next)
                 }
                 Some(_) => None,
                 None => {

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use seda::sizer::LawName;
-use seda::{GlobalControlConfig, SizerConfig, SizerKind, StageConfig};
+use seda::{GlobalControlConfig, SizerConfig, StageConfig};
+use seda_control::catalogue::sizers::SELF_TUNING;
 use seda_http::bottleneck::{BottleneckServeConfig, STAGE};
 use seda_load::{ClientConfig, Eager, LoadConfig, Model, Report, Target};
 use serde_json::{Map, Value, json};
@@ -74,7 +75,7 @@ fn config() -> BottleneckServeConfig {
             law: Some(LawName::P),
             period_ms: Some(PERIOD_MS),
             max_step: Some(2),
-            ..SizerConfig::new(SizerKind::SelfTuning)
+            ..SizerConfig::new(SELF_TUNING)
         }),
         ..StageConfig::default()
     };

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use seda::sizer::LawName;
-use seda::{AdmissionConfig, GlobalControlConfig, SizerConfig, SizerKind, StageConfig};
+use seda::{AdmissionConfig, GlobalControlConfig, SizerConfig, StageConfig};
+use seda_control::catalogue::sizers::{FIXED, SELF_TUNING};
 use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Schedule, Target};
 use serde_json::{Map, Value, json};
@@ -63,7 +64,7 @@ pub(super) fn self_tuning_stage() -> StageConfig {
         sizer: Some(SizerConfig {
             law: Some(LawName::P),
             period_ms: Some(500),
-            ..SizerConfig::new(SizerKind::SelfTuning)
+            ..SizerConfig::new(SELF_TUNING)
         }),
         ..StageConfig::default()
     }
@@ -75,7 +76,7 @@ fn variants() -> [(&'static str, StageConfig); 3] {
         threads: Some(threads),
         min_threads: Some(threads),
         max_threads: Some(threads),
-        sizer: Some(SizerConfig::new(SizerKind::Fixed)),
+        sizer: Some(SizerConfig::new(FIXED)),
         admission: Some(AdmissionConfig {
             kind: seda_control::catalogue::RESPONSE_TIME.into(),
             params: [("target_s".into(), TARGET.as_secs_f64())].into(),
@@ -129,10 +130,7 @@ pub(super) fn start(
     stage: &StageConfig,
     target: Duration,
 ) -> Result<(SocketAddr, SocketAddr, Child)> {
-    let global = stage
-        .sizer
-        .as_ref()
-        .is_some_and(|s| s.kind == SizerKind::SelfTuning);
+    let global = stage.sizer.as_ref().is_some_and(|s| s.kind == SELF_TUNING);
     let mut config = plant(KNEE, 500, stage.clone());
     if global {
         config.runtime.runtime.global = Some(GlobalControlConfig::new(target, STAGE));

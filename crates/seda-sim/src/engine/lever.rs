@@ -119,8 +119,12 @@ impl Sim {
         let mut target_per_s = None;
         let mut resize = None;
         if let Some(pool) = l.pool.as_mut() {
-            let next = pool.sizer.resize(&p).clamp(1, pool.max_servers);
-            target_per_s = pool.sizer.target_per_s();
+            let run_time = pool.plan.as_mut().map(|plan| plan.target(&p));
+            let n = pool.sizer.update(&p.to_sizer_period(run_time));
+            let next = u32::try_from(n)
+                .unwrap_or(u32::MAX)
+                .clamp(1, pool.max_servers);
+            target_per_s = pool.sizer.report().throughput_target_per_s;
             resize = Some(next);
         }
         let mut threshold_s = None;

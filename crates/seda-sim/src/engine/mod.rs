@@ -219,8 +219,7 @@ pub(crate) fn run(cfg: SimConfig) -> Result<SimResult, String> {
         .levers
         .pool
         .as_ref()
-        .and_then(|p| p.sizer.arx_error())
-        .and_then(|e| e.mean());
+        .and_then(|p| p.sizer.report().arx_error);
     Ok(SimResult {
         periods,
         arx_error,

@@ -9,15 +9,14 @@
 //! other down past a knee (a lock or a bounded resource: too many threads lose throughput, an
 //! interior optimum).
 
-mod sizers;
+mod plan;
 
 use std::time::Duration;
 
+use seda_control::sizer::Sizer;
 use seda_control::terminate::Terminator;
 
-pub use sizers::{
-    ArxError, FixedPool, HillClimbingPool, SedaHeuristicPool, SelfTunedPool, TargetPlan,
-};
+pub use plan::TargetPlan;
 
 /// How service times grow with the number of busy servers: a request that starts while `busy`
 /// servers (itself included) are busy takes `s x (1 + slope x max(0, busy - knee))`.
@@ -88,26 +87,15 @@ impl PoolPeriod {
     }
 }
 
-/// A pool-sizing controller: the servers for the next period.
-pub trait PoolSizer: Send {
-    /// Its name in tables.
-    fn name(&self) -> &'static str;
-    /// The number of servers for the next period, from what the last one measured.
-    fn resize(&mut self, p: &PoolPeriod) -> u32;
-    /// The throughput target it steered to in the last period, if it has one.
-    fn target_per_s(&self) -> Option<f64> {
-        None
-    }
-    /// The one-step prediction errors of its model, if it fits one.
-    fn arx_error(&self) -> Option<ArxError> {
-        None
-    }
-}
-
-/// The pool lever.
+/// The pool lever: a sizer of seda-control's registry
+/// ([`catalogue::sizers::build`](seda_control::catalogue::sizers::build)) and, for one that
+/// steers to a throughput target, where the target comes from.
 pub struct PoolControl {
-    /// The controller.
-    pub sizer: Box<dyn PoolSizer>,
+    /// The sizer.
+    pub sizer: Box<dyn Sizer>,
+    /// Its throughput target (`None`: the sizer finds its own size, or steers to the
+    /// period's arrival rate).
+    pub plan: Option<TargetPlan>,
     /// Most servers it may set (the engine clamps to `1..=max_servers`).
     pub max_servers: u32,
 }

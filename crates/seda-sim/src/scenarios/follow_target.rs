@@ -20,13 +20,14 @@
 //! holds (2.1-2.8 x the target on three of seeds 1-6, 0.4-0.5 x on two).
 
 use anyhow::Result;
-use seda_control::selftune::{GlobalConfig, GlobalTargets, Law, SelfTuningConfig};
+use seda_control::selftune::{GlobalConfig, GlobalTargets, Law};
+use seda_control::sizer::{SelfTuningSizer, SizerSettings};
 use serde_json::json;
 use std::time::Duration;
 
 use super::common::{period_series, period_table, sim, stage};
 use super::{Options, Output, Scenario};
-use crate::levers::{Contention, Levers, PoolControl, SelfTunedPool, TargetPlan};
+use crate::levers::{Contention, Levers, PoolControl, TargetPlan};
 use crate::summary::{RunSummary, fraction, per_s};
 use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 
@@ -63,14 +64,12 @@ pub fn run_steps(seed: u64) -> Result<SimResult> {
     let mut global = GlobalConfig::new(Duration::from_secs_f64(TARGETS[0].1));
     global.arrival_floor = false;
     let plan = TargetPlan::GlobalSteps(GlobalTargets::new(global), TARGETS.to_vec());
-    let config = SelfTuningConfig {
-        law: Law::P,
-        max_threads: MAX_THREADS as usize,
-        max_step: MAX_STEP,
-        ..SelfTuningConfig::default()
-    };
+    let mut settings = SizerSettings::new(1, MAX_THREADS as usize);
+    settings.law = Law::P;
+    settings.max_step = Some(MAX_STEP);
     let pool = PoolControl {
-        sizer: Box::new(SelfTunedPool::new(config, plan)),
+        sizer: Box::new(SelfTuningSizer::new(&settings)),
+        plan: Some(plan),
         max_servers: MAX_THREADS,
     };
     cfg.levers = Levers {

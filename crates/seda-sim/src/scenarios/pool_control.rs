@@ -13,18 +13,18 @@
 //! 60 s each, from 4 threads. The self-tuning pool may move 16 threads a period (the
 //! controller's default of 4 could not follow a step of 13 threads within 3 periods).
 
+use std::time::Duration;
+
 use anyhow::{Result, bail};
-use seda_control::catalogue::sizers::HILL_CLIMBING;
-use seda_control::selftune::{HillClimbing, Law, SelfTuningConfig};
+use seda_control::catalogue::sizers::{self, HILL_CLIMBING, SEDA, SELF_TUNING};
+use seda_control::selftune::Law;
+use seda_control::sizer::{FixedSizer, SizerSettings};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::common::{sim, stage};
 use super::{Options, Output, Scenario};
-use crate::levers::{
-    Contention, FixedPool, HillClimbingPool, Levers, Period, PoolControl, PoolSizer,
-    SedaHeuristicPool, SelfTunedPool, TargetPlan,
-};
+use crate::levers::{Contention, Levers, Period, PoolControl, TargetPlan};
 use crate::summary::RunSummary;
 use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 
@@ -82,41 +82,57 @@ pub const PLANTS: [Plant; 2] = [
     },
 ];
 
-/// A controller by name, steering to `plan` where it takes a target.
-pub fn sizer(name: &str, plan: TargetPlan) -> Result<Box<dyn PoolSizer>> {
-    let law = match name {
-        "p" => Law::P,
-        "pi" => Law::Pi,
-        "pd" => Law::Pd,
+/// A controller by name, built from seda-control's sizer registry, steering to `plan` where
+/// it takes a target. `p`, `pi` and `pd` are the self-tuning pool's laws; `seda_heuristic` is
+/// the registry's `seda` (SEDA's heuristic, a queue threshold of 100).
+pub fn sizer(name: &str, plan: TargetPlan) -> Result<PoolControl> {
+    let mut settings = SizerSettings::new(1, MAX_THREADS as usize);
+    settings.initial_threads = INITIAL as usize;
+    settings.period = Duration::from_secs_f64(PERIOD_S);
+    let kind = match name {
+        "p" | "pi" | "pd" => {
+            settings.law = match name {
+                "p" => Law::P,
+                "pi" => Law::Pi,
+                _ => Law::Pd,
+            };
+            settings.max_step = Some(MAX_STEP);
+            SELF_TUNING
+        }
         "seda_heuristic" => {
-            return Ok(Box::new(SedaHeuristicPool::new(100, MAX_THREADS, PERIOD_S)));
+            settings.queue_threshold = 100;
+            SEDA
         }
-        HILL_CLIMBING => {
-            return Ok(Box::new(HillClimbingPool(HillClimbing::new(
-                1,
-                MAX_THREADS as usize,
-                INITIAL as usize,
-            ))));
-        }
+        HILL_CLIMBING => HILL_CLIMBING,
         other => bail!(
             "unknown pool controller `{other}`; valid: {}",
             CONTROLLERS.join(", ")
         ),
     };
-    let cfg = SelfTuningConfig {
-        law,
-        min_threads: 1,
-        max_threads: MAX_THREADS as usize,
-        max_step: MAX_STEP,
-        ..SelfTuningConfig::default()
-    };
-    Ok(Box::new(SelfTunedPool::new(cfg, plan)))
+    let entry = sizers::find(kind)?;
+    Ok(PoolControl {
+        sizer: entry.build(&settings),
+        plan: entry.targeted.then_some(plan),
+        max_servers: MAX_THREADS,
+    })
 }
 
-/// Runs `plant` saturated for `duration_s` with `sizer` from `initial` threads.
+/// A pool of `n` servers, never changed (the registry's `fixed`, by its type: a baseline
+/// needs no name): the sweep's points.
+pub fn fixed(n: u32) -> PoolControl {
+    let mut settings = SizerSettings::new(1, n.max(1) as usize);
+    settings.initial_threads = n as usize;
+    PoolControl {
+        sizer: Box::new(FixedSizer::new(&settings)),
+        plan: None,
+        max_servers: MAX_THREADS,
+    }
+}
+
+/// Runs `plant` saturated for `duration_s` with `pool` from `initial` threads.
 pub fn run_plant(
     plant: &Plant,
-    sizer: Box<dyn PoolSizer>,
+    pool: PoolControl,
     initial: u32,
     duration_s: f64,
     seed: u64,
@@ -137,10 +153,7 @@ pub fn run_plant(
     cfg.bucket_s = 1.0;
     cfg.levers = Levers {
         contention: Some(plant.contention),
-        pool: Some(PoolControl {
-            sizer,
-            max_servers: MAX_THREADS,
-        }),
+        pool: Some(pool),
         period_s: PERIOD_S,
         ..Levers::new()
     };
@@ -172,7 +185,7 @@ pub struct BestFixed {
 pub fn best_fixed(plant: &Plant, seed: u64) -> Result<BestFixed> {
     let mut sweep = Vec::new();
     for n in SWEEP {
-        let r = run_plant(plant, Box::new(FixedPool(n)), n, SWEEP_S, seed)?;
+        let r = run_plant(plant, fixed(n), n, SWEEP_S, seed)?;
         sweep.push((n, mean_throughput(&r.periods, SWEEP_S / 4.0)));
     }
     let (threads, per_s) = sweep

@@ -13,13 +13,14 @@
 use anyhow::{Result, bail};
 use seda_control::SelectiveDropper;
 use seda_control::catalogue;
-use seda_control::selftune::{GlobalConfig, GlobalTargets, Law, SelfTuningConfig};
+use seda_control::selftune::{GlobalConfig, GlobalTargets};
+use seda_control::sizer::{SelfTuningSizer, SizerSettings};
 use serde_json::json;
 use std::time::Duration;
 
 use super::common::{controller, selected, sim, stage};
 use super::{Options, Output, Scenario};
-use crate::levers::{Contention, Levers, PoolControl, SelfTunedPool, TargetPlan};
+use crate::levers::{Contention, Levers, PoolControl, TargetPlan};
 use crate::summary::{RunSummary, fraction, per_s};
 use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 
@@ -186,13 +187,11 @@ pub(super) fn self_tuning(
     let plan = TargetPlan::Global(GlobalTargets::new(GlobalConfig::new(
         Duration::from_secs_f64(target_s),
     )));
-    let pool = SelfTuningConfig {
-        law: Law::P,
-        max_threads: max_threads as usize,
-        ..SelfTuningConfig::default()
-    };
+    // P control, the pool's other settings at their defaults.
+    let settings = SizerSettings::new(1, max_threads as usize);
     let control = PoolControl {
-        sizer: Box::new(SelfTunedPool::new(pool, plan)),
+        sizer: Box::new(SelfTuningSizer::new(&settings)),
+        plan: Some(plan),
         max_servers: max_threads,
     };
     (Box::new(dropper), control)

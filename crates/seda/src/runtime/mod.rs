@@ -130,6 +130,12 @@ impl Runtime {
     /// # Ok::<(), seda::BuildError>(())
     /// ```
     pub fn domain(&self, name: &str, settings: PoolSettings) -> Result<(), BuildError> {
+        if let Some((setting, reason)) = settings.sizer_config().problem() {
+            return Err(BuildError::Config(crate::ConfigError::Runtime {
+                setting,
+                reason: format!("domain `{name}`: {reason}"),
+            }));
+        }
         let mut domains = self.inner.registry.domains.write();
         if domains.contains_key(name) {
             return Ok(());

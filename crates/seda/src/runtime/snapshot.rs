@@ -66,7 +66,7 @@ impl Runtime {
                         name: p.name.clone(),
                         threads: p.threads(),
                         queue_len: p.queue_len(),
-                        sizer: kind.name().into(),
+                        sizer: kind.into(),
                         sizing,
                     }
                 })

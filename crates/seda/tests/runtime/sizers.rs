@@ -10,9 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use seda::{
-    Config, GlobalControlConfig, Meta, Runtime, Sink, SizerConfig, SizerKind, Stage, handler,
-};
+use seda::{Config, GlobalControlConfig, Meta, Runtime, Sink, SizerConfig, Stage, handler};
+use seda_control::catalogue::sizers;
 use seda_control::selftune::Law;
 
 use crate::eventually;
@@ -106,14 +105,20 @@ fn sizers_parse_from_toml_and_bad_settings_are_named() {
     .unwrap();
     let io = &config.stages["io"];
     let sizer = io.sizer.as_ref().unwrap();
-    assert_eq!(sizer.kind, SizerKind::SelfTuning);
+    assert_eq!(sizer.kind, sizers::SELF_TUNING);
     assert_eq!(sizer.period(), Duration::from_millis(500));
     assert_eq!(config.runtime.global.as_ref().unwrap().entry, "io");
     assert_eq!(
         config.runtime.global.as_ref().unwrap().arrival_floor,
         Some(false)
     );
-    assert!(Config::from_toml("[stages.io]\nsizer = { kind = \"magic\" }\n").is_err());
+    let magic = Config::from_toml("[stages.io]\nsizer = { kind = \"magic\" }\n").unwrap_err();
+    // The error names the registry's sizers, so the user can pick one.
+    let text = magic.to_string();
+    assert!(
+        text.contains("unknown sizer `magic`; known sizers: seda, fixed, self_tuning"),
+        "{text}"
+    );
 
     let rt = runtime();
     let bad = rt
@@ -121,7 +126,7 @@ fn sizers_parse_from_toml_and_bad_settings_are_named() {
             Stage::builder("bad")
                 .sizer(SizerConfig {
                     target_per_s: Some(-1.0),
-                    ..SizerConfig::new(SizerKind::SelfTuning)
+                    ..SizerConfig::new(sizers::SELF_TUNING)
                 })
                 .handler(handler::each(|_: u64, _| {})),
         )
@@ -140,7 +145,7 @@ fn sizers_parse_from_toml_and_bad_settings_are_named() {
 #[test]
 fn a_fixed_pool_keeps_its_size_under_load() {
     let rt = runtime();
-    let sink = io_stage(&rt, SizerConfig::new(SizerKind::Fixed), 3);
+    let sink = io_stage(&rt, SizerConfig::new(sizers::FIXED), 3);
     let _load = Producer::start(sink, 50);
     assert!(eventually(Duration::from_secs(10), || {
         let s = rt.stats();
@@ -165,7 +170,7 @@ fn busy_threads_count_batches_still_running() {
     let rt = runtime();
     let sizer = SizerConfig {
         period_ms: Some(100),
-        ..SizerConfig::new(SizerKind::Fixed)
+        ..SizerConfig::new(sizers::FIXED)
     };
     let sink = rt
         .stage(
@@ -246,7 +251,7 @@ fn hill_climbing_adds_threads_where_they_pay() {
     let rt = runtime();
     let sizer = SizerConfig {
         period_ms: Some(100),
-        ..SizerConfig::new(SizerKind::HillClimbing)
+        ..SizerConfig::new(sizers::HILL_CLIMBING)
     };
     let sink = io_stage(&rt, sizer, 1);
     let _load = Producer::start(sink, 100);

@@ -19,7 +19,7 @@ mod report;
 use std::time::Duration;
 
 use anyhow::Result;
-use seda::{SizerConfig, SizerKind};
+use seda::SizerConfig;
 use seda_control::catalogue::sizers::{self, FIXED, HILL_CLIMBING, SEDA};
 use seda_control::selftune::Law;
 use serde_json::{Map, Value, json};
@@ -57,9 +57,8 @@ fn sizer(name: &str, period: Duration) -> SizerConfig {
         "p" => SizerConfig::self_tuning(Law::P),
         "pi" => SizerConfig::self_tuning(Law::Pi),
         "pd" => SizerConfig::self_tuning(Law::Pd),
-        HILL_CLIMBING => SizerConfig::new(SizerKind::HillClimbing),
-        FIXED => SizerConfig::new(SizerKind::Fixed),
-        _ => SizerConfig::new(SizerKind::Seda),
+        HILL_CLIMBING | FIXED => SizerConfig::new(name),
+        _ => SizerConfig::new(SEDA),
     };
     SizerConfig { period_ms, ..base }
 }
