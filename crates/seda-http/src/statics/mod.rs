@@ -193,7 +193,7 @@ fn route(req: HttpRequest, cache: &Sink<Lookup>, retry_after_s: u32, serve_hidde
         return;
     }
     let key = match path::confine(req.head.uri.path()) {
-        Ok(k) => Arc::<str>::from(k),
+        Ok(k) => Arc::<str>::from(&*k),
         Err(_) => {
             req.respond(text(
                 StatusCode::BAD_REQUEST,

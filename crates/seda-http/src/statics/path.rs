@@ -1,5 +1,7 @@
 //! Request paths: percent-decoding and confinement to the served root.
 
+use std::borrow::Cow;
+
 /// Why a request path was refused (answered 400).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathError {
@@ -51,7 +53,44 @@ pub fn percent_decode(raw: &str) -> Result<Vec<u8>, PathError> {
 /// inside the root, or why it is refused. Empty segments and `.` are skipped; `..` is refused
 /// outright rather than resolved, so no request can climb out of the root by name (symlinks are
 /// checked when the file is opened). A trailing slash is kept as a trailing `/`.
-pub fn confine(raw: &str) -> Result<String, PathError> {
+///
+/// A path that needs no decoding and no clean-up (most requests: `/dir/file`) is returned as a
+/// view of `raw`, without the two buffers the general case fills.
+pub fn confine(raw: &str) -> Result<Cow<'_, str>, PathError> {
+    match plain(raw) {
+        Some(view) => Ok(Cow::Borrowed(view)),
+        None => confine_decoded(raw).map(Cow::Owned),
+    }
+}
+
+/// `raw` without its leading `/` when that is already what [`confine_decoded`] would return:
+/// no `%`, backslash or NUL, no `.` or `..` segment, and no empty segment but a last one (the
+/// trailing slash it keeps).
+fn plain(raw: &str) -> Option<&str> {
+    let rest = raw.strip_prefix('/')?;
+    let bytes = rest.as_bytes();
+    // One pass over the bytes (a split by '/' costs a char search per segment).
+    let mut start = 0;
+    for i in 0..=bytes.len() {
+        let end = i == bytes.len();
+        if !end {
+            match bytes[i] {
+                b'%' | b'\\' | 0 => return None,
+                b'/' => {}
+                _ => continue,
+            }
+        }
+        let seg = &bytes[start..i];
+        if seg == b"." || seg == b".." || (seg.is_empty() && !end) {
+            return None;
+        }
+        start = i + 1;
+    }
+    Some(rest)
+}
+
+/// The general case of [`confine`]: decode, then rebuild segment by segment.
+fn confine_decoded(raw: &str) -> Result<String, PathError> {
     if !raw.starts_with('/') {
         return Err(PathError::NotAbsolute);
     }
@@ -82,12 +121,58 @@ pub fn confine(raw: &str) -> Result<String, PathError> {
 /// Whether a confined path names a hidden file or directory: a segment starting with `.`
 /// (`.env`, `.git/config`, `a/.cache/b`).
 pub fn is_hidden(confined: &str) -> bool {
-    confined.split('/').any(|seg| seg.starts_with('.'))
+    // A segment starts with '.' where the path does or where a '/' is followed by one.
+    confined.starts_with('.') || confined.contains("/.")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcut returns what the general case would, wherever it applies.
+    #[test]
+    fn the_plain_shortcut_agrees_with_the_general_case() {
+        let paths = [
+            "/",
+            "/a",
+            "/a/",
+            "/a/b",
+            "/a/b/",
+            "//",
+            "//a",
+            "/a//b",
+            "/a/./b",
+            "/./",
+            "/.",
+            "/..",
+            "/a/..",
+            "/a/../b",
+            "/.hidden",
+            "/a/.b/c",
+            "/a..b",
+            "/a%20b",
+            "/a\\b",
+            "/dir00000/class1_3",
+            "/a/b//",
+            "/...",
+            "/a.",
+        ];
+        for p in paths {
+            if let Some(view) = plain(p) {
+                assert_eq!(Ok(view.to_string()), confine_decoded(p), "{p}");
+            }
+            assert_eq!(
+                confine(p).map(|c| c.into_owned()),
+                confine_decoded(p),
+                "{p}"
+            );
+        }
+        assert!(matches!(
+            confine("/dir00000/class1_3"),
+            Ok(Cow::Borrowed(_))
+        ));
+        assert!(matches!(confine("/a/"), Ok(Cow::Borrowed("a/"))));
+    }
 
     #[test]
     fn plain_paths_pass() {

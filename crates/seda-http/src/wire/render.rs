@@ -45,24 +45,29 @@ pub fn render_head<B>(out: &mut Vec<u8>, response: &Response<B>, framing: Framin
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
-    let headers = response.headers();
-    for (name, value) in headers {
+    // Which of the headers we may add the response already has, noted on the way through
+    // (a comparison of known names) rather than by three lookups, each hashing its name.
+    let (mut has_length, mut has_date, mut has_connection) = (false, false, false);
+    for (name, value) in response.headers() {
+        has_length |= name == CONTENT_LENGTH;
+        has_date |= name == DATE;
+        has_connection |= name == CONNECTION;
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if !bodiless(status) && !headers.contains_key(CONTENT_LENGTH) {
+    if !bodiless(status) && !has_length {
         out.extend_from_slice(b"content-length: ");
         push_decimal(out, framing.body_len);
         out.extend_from_slice(b"\r\n");
     }
-    if !headers.contains_key(DATE) {
+    if !has_date {
         out.extend_from_slice(b"date: ");
         with_date(|d| out.extend_from_slice(d));
         out.extend_from_slice(b"\r\n");
     }
-    if !headers.contains_key(CONNECTION) {
+    if !has_connection {
         match (framing.version, framing.keep_alive) {
             (Version::HTTP_10, true) => out.extend_from_slice(b"connection: keep-alive\r\n"),
             (Version::HTTP_10, false) => {}
@@ -150,5 +155,22 @@ mod tests {
         let text = render(&r, Version::HTTP_11, true, 0);
         assert!(text.starts_with("HTTP/1.1 304 Not Modified\r\n"));
         assert!(!text.contains("content-length"));
+    }
+
+    #[test]
+    fn headers_the_response_has_are_not_added_again() {
+        let mut r = Response::new(());
+        let h = r.headers_mut();
+        h.insert(CONTENT_LENGTH, "7".parse().expect("value"));
+        h.insert(
+            DATE,
+            "Thu, 01 Jan 1970 00:00:00 GMT".parse().expect("value"),
+        );
+        h.insert(CONNECTION, "close".parse().expect("value"));
+        let text = render(&r, Version::HTTP_11, false, 1234);
+        assert_eq!(text.matches("content-length").count(), 1, "{text}");
+        assert!(text.contains("content-length: 7\r\n"), "{text}");
+        assert_eq!(text.matches("date").count(), 1, "{text}");
+        assert_eq!(text.matches("connection").count(), 1, "{text}");
     }
 }
