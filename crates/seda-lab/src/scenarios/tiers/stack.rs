@@ -112,7 +112,12 @@ impl Stack {
         }
 
         for (tier, addr, below) in [
-            (1, middle, format!("http://{back}/hold")),
+            // Under DAGOR the back's gate serves `/` and calls the hold service's `/hold`.
+            (
+                1,
+                middle,
+                format!("http://{back}/{}", if dagor { "" } else { "hold" }),
+            ),
             (0, front, format!("http://{middle}/")),
         ] {
             let name = format!("{policy}-{}", super::net::TIERS[tier]);
