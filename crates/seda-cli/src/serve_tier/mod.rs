@@ -30,12 +30,16 @@ use axum::routing::get;
 use clap::Args;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use seda_control::peers::{AimdLimit, AimdLimitConfig, ConcurrencyLimiter};
 use seda_tower::{Deadlines, SedaLayer};
 use tokio::sync::Semaphore;
 
 use call::Tier;
 use counters::Counters;
 use window::DownstreamWindow;
+
+/// A gate's layer admits this many in flight: far past any queue bound it is given.
+const GATE_OPEN_LIMIT: f64 = 100_000.0;
 
 /// How a tier controls its load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +97,8 @@ pub struct TierArgs {
     #[arg(long)]
     edge: bool,
     /// At most this many calls below in flight, the rest queued in this tier (a gate in
-    /// front of a service, where DAGOR's agent sees the queue).
+    /// front of a service, where DAGOR's agent sees the queue). A gate's seda layer only
+    /// carries deadlines: it refuses nothing, the queue bound is the service's.
     #[arg(long)]
     below_limit: Option<usize>,
     /// Calls allowed to wait for one of --below-limit's slots; past them, 503.
@@ -142,11 +147,25 @@ async fn stats(State(tier): State<Arc<Tier>>) -> ([(header::HeaderName, &'static
 pub fn serve(args: &TierArgs) -> anyhow::Result<()> {
     args.check()?;
     let deadline = Duration::from_millis(args.deadline_ms);
-    let layer = SedaLayer::response_time(Duration::from_millis(args.target_ms))
-        .map_err(|e| anyhow!("--target-ms: {e}"))?
-        .http()
-        .deadlines(Deadlines::new().default_budget(deadline))
-        .map_err(|e| anyhow!("--deadline-ms: {e}"))?;
+    let layer = match args.below_limit {
+        // A gate stands for the service behind it, whose only admission is its queue bound
+        // (--below-queue): its layer carries the deadlines and admits everything else.
+        Some(_) => {
+            let open = AimdLimitConfig {
+                initial: GATE_OPEN_LIMIT,
+                min: GATE_OPEN_LIMIT,
+                max: GATE_OPEN_LIMIT,
+                ..AimdLimitConfig::default()
+            };
+            let limit = AimdLimit::new(open).map_err(|e| anyhow!("the gate's layer: {e}"))?;
+            SedaLayer::new(ConcurrencyLimiter::new(limit))
+        }
+        None => SedaLayer::response_time(Duration::from_millis(args.target_ms))
+            .map_err(|e| anyhow!("--target-ms: {e}"))?,
+    }
+    .http()
+    .deadlines(Deadlines::new().default_budget(deadline))
+    .map_err(|e| anyhow!("--deadline-ms: {e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
