@@ -43,7 +43,8 @@ impl Default for DagorConfig {
 /// window closes, the service is overloaded if the mean wait was above the threshold; the new
 /// level is then the last one whose requests of the window, counted from the most important,
 /// stay within (1 - alpha) x the window's admitted, else the first that reaches
-/// (1 + beta) x them. The level is what the service tells its callers (piggybacked on its
+/// (1 + beta) x them (one level more when the window saw too few requests past the level to
+/// reach it, as when the callers, told the level, send none of them). The level is what the service tells its callers (piggybacked on its
 /// responses), who drop what it would refuse before they send it ([`Priority`]'s order).
 #[derive(Debug, Clone)]
 pub struct Dagor {
@@ -164,17 +165,21 @@ impl Dagor {
             } else {
                 let goal = admitted as f64 * (1.0 + self.cfg.beta);
                 // The first level past the current one whose cumulative count reaches the
-                // goal; none reaching it (no requests below the level): admit all.
+                // goal. None reaching it means the window saw too few requests after the
+                // level to tell: the callers, told the level, stopped sending them. Then one
+                // level more, not all: a jump to admit everything would let every caller
+                // send everything at once, and the next window cut from there.
+                let current = self.level.rank() as usize;
                 let mut cum = admitted;
-                let mut rank = self.lowest.rank() as usize;
-                for r in self.level.rank() as usize + 1..self.histogram.len() {
+                let mut rank = (current + 1).min(self.lowest.rank() as usize);
+                for r in current + 1..self.histogram.len() {
                     cum += u64::from(self.histogram[r]);
                     if cum as f64 >= goal {
                         rank = r;
                         break;
                     }
                 }
-                rank.max(self.level.rank() as usize)
+                rank.max(current)
             };
             self.level = Priority::from_rank(rank as u32).unwrap_or(self.lowest);
         }

@@ -57,6 +57,39 @@ fn a_window_below_the_threshold_admits_about_beta_more() {
 }
 
 #[test]
+fn a_level_whose_callers_send_nothing_past_it_climbs_one_level_at_a_time() {
+    let mut agent = Dagor::new(DagorConfig::default()).expect("valid");
+    let mut t = Duration::ZERO;
+    for _ in 0..10 {
+        window(&mut agent, &mut t, 1280, 30 * MS);
+    }
+    let cut = agent.level();
+    // The callers drop what the level refuses: only requests up to it arrive, unqueued.
+    let mut levels = Vec::new();
+    for _ in 0..4 {
+        let start = t;
+        while t < start + Duration::from_secs(1) {
+            for u in 0..=agent.level().user() {
+                agent.admit(t, user(u));
+                agent.on_dequeue(Duration::ZERO);
+            }
+            // Under 2,000 a window: the windows close by time.
+            t += 50 * MS;
+        }
+        levels.push(agent.level().user());
+    }
+    assert!(!agent.overloaded());
+    // The first window closed here was the last overloaded one, cut once more.
+    assert!(levels[0] < cut.user(), "{levels:?} from {cut}");
+    let steps: Vec<u16> = levels.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(
+        steps,
+        [1, 1, 1],
+        "{levels:?}: one level a window, never all at once"
+    );
+}
+
+#[test]
 fn the_mean_wait_is_what_counts_not_the_longest() {
     let mut agent = Dagor::new(DagorConfig::default()).expect("valid");
     let mut t = Duration::ZERO;
