@@ -51,6 +51,8 @@
 //! - [`criticality`]: GSRE's four criticality levels, CINNAMON's rotating cohorts, and
 //!   [`CriticalityGate`](criticality::CriticalityGate), which cuts the lowest level first,
 //!   cohort by cohort, in front of a controller that bounds the requests in flight.
+//! - [`dagor`]: WeChat's DAGOR (DAGOR18), the peer of the `tiers` comparison: queueing-time
+//!   detection and an admission level over business x user priorities, told to callers.
 //! - [`SharedController`]: one of them shared by several stages (WC03's single-stage admission
 //!   control: one controller filters every request, whatever stage it is headed for).
 //!
@@ -64,6 +66,7 @@
 //! pool/       thread_pool (SEDA's pool sizing), batching (AggThrottle)
 //! client/     aimd_window (SSM's client-side window)
 //! criticality/ levels (GSRE), cohorts (CINNAMON) and the gate that cuts the lowest first
+//! dagor/      DAGOR's compound priorities and its per-service agent
 //! catalogue/  the list of admission controllers by name, and the parameter reader
 //! ```
 //!
@@ -82,6 +85,7 @@ mod agent;
 pub mod catalogue;
 mod client;
 pub mod criticality;
+pub mod dagor;
 pub mod drop;
 mod entry;
 mod error;

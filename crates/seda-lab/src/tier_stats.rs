@@ -40,6 +40,10 @@ pub struct TierStats {
     pub cancelled_in_call: u64,
     /// The window over the tiers below (requests allowed in flight), when the tier keeps one.
     pub window: Option<f64>,
+    /// DAGOR's admission level (`seda serve tier --policy dagor`), as business/user: the
+    /// least important priority the tier admits now.
+    #[serde(default)]
+    pub admission_level: Option<String>,
 }
 
 impl TierStats {
@@ -75,6 +79,7 @@ impl TierStats {
                 .cancelled_in_call
                 .saturating_sub(before.cancelled_in_call),
             window: self.window,
+            admission_level: self.admission_level.clone(),
         }
     }
 }

@@ -20,6 +20,7 @@ use seda_tower::{REJECT_HEADER, RequestDeadline};
 use tokio::sync::Semaphore;
 
 use super::counters::{Below, Counters};
+use super::dagor::DagorTier;
 use super::window::{DownstreamWindow, Slot};
 
 /// The largest answer from below relayed whole.
@@ -30,11 +31,45 @@ pub struct Tier {
     pub counters: Counters,
     /// Ours: the window over the tiers below; `None`: the tier controls alone.
     pub window: Option<Mutex<DownstreamWindow>>,
+    /// DAGOR: its agent and the level of the tier below; `None`: not DAGOR.
+    pub dagor: Option<DagorTier>,
+    /// Calls below in flight at once, the rest waiting in a bounded queue (`--below-limit`).
+    pub below_limit: Option<BelowLimit>,
     pub workers: Semaphore,
     pub work: Duration,
     /// The tier below, as `http://host:port/path`; the request's query is passed on.
     pub downstream: String,
     pub client: Client<HttpConnector, Body>,
+}
+
+/// A bound on the calls below in flight, with a bounded queue of the calls waiting: the back's
+/// gate under DAGOR, where requests queue in the tier, so that its agent sees their wait.
+pub struct BelowLimit {
+    pub slots: Semaphore,
+    /// Calls allowed to wait for a slot; past them, 503 with `Retry-After`.
+    pub queue: usize,
+    pub waiting: std::sync::atomic::AtomicUsize,
+}
+
+/// A place in [`BelowLimit`]'s queue, given back when dropped (served, or the caller left).
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    /// A place, if fewer than the queue's bound are waiting.
+    fn enter(limit: &'a BelowLimit) -> Option<Waiting<'a>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        limit
+            .waiting
+            .fetch_update(Relaxed, Relaxed, |n| (n < limit.queue).then_some(n + 1))
+            .ok()
+            .map(|_| Waiting(&limit.waiting))
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Tier {
@@ -98,6 +133,14 @@ impl Drop for Ledger<'_> {
     }
 }
 
+/// DAGOR's level on an answer going up (nothing when the tier is not DAGOR).
+fn stamped(tier: &Tier, mut r: Response<Body>) -> Response<Body> {
+    if let Some(d) = &tier.dagor {
+        d.stamp(r.headers_mut());
+    }
+    r
+}
+
 fn answer(status: StatusCode, reject: Option<&'static str>, body: &'static str) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = status;
@@ -115,9 +158,33 @@ pub async fn handle(
     State(tier): State<Arc<Tier>>,
     deadline: Option<axum::Extension<RequestDeadline>>,
     uri: Uri,
+    headers: HeaderMap,
 ) -> Response<Body> {
     let tier = &*tier;
+    let r = serve(tier, deadline, uri, &headers).await;
+    stamped(tier, r)
+}
+
+async fn serve(
+    tier: &Tier,
+    deadline: Option<axum::Extension<RequestDeadline>>,
+    uri: Uri,
+    headers: &HeaderMap,
+) -> Response<Body> {
     tier.counters.arrived();
+    let arrived = Instant::now();
+    let priority = tier.dagor.as_ref().map(|d| d.priority(headers));
+    if let (Some(d), Some(p)) = (&tier.dagor, priority) {
+        // DAGOR18 Section 4.2: this tier's level, then the level the tier below said.
+        if !d.admit(p) {
+            tier.counters.refused_at_door();
+            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("dagor"), "");
+        }
+        if !d.below_admits(p) {
+            tier.counters.refused_at_door();
+            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("downstream"), "");
+        }
+    }
     let slot = match tier.window() {
         Some(mut w) => match w.try_acquire() {
             Some(s) => Some(s),
@@ -137,18 +204,42 @@ pub async fn handle(
         settled: false,
     };
     // The tier's own work: one of its workers held for `work` (its capacity is workers over
-    // work, known before a run).
-    let Ok(_worker) = tier.workers.acquire().await else {
-        ledger.settle(Below::Failed, Duration::ZERO);
-        return answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), "");
-    };
-    let start = Instant::now();
-    ledger.working_since = Some(start);
-    tokio::time::sleep(tier.work).await;
-    ledger.working_since = None;
-    ledger.spent = start.elapsed();
-    tier.counters.worked(ledger.spent, true);
-    drop(_worker);
+    // work, known before a run). None for a gate (`--work-ms 0`).
+    let mut queued = Duration::ZERO;
+    if !tier.work.is_zero() {
+        let Ok(_worker) = tier.workers.acquire().await else {
+            ledger.settle(Below::Failed, Duration::ZERO);
+            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), "");
+        };
+        let start = Instant::now();
+        queued = start - arrived;
+        ledger.working_since = Some(start);
+        tokio::time::sleep(tier.work).await;
+        ledger.working_since = None;
+        ledger.spent = start.elapsed();
+        tier.counters.worked(ledger.spent, true);
+    }
+    // A slot below, waited for in a bounded queue, held until the answer.
+    let mut _below_slot = None;
+    if let Some(limit) = &tier.below_limit {
+        let Some(ticket) = Waiting::enter(limit) else {
+            tier.counters.refused_at_door();
+            ledger.settle(Below::Refused, Duration::ZERO);
+            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("overload"), "");
+        };
+        let waited_since = Instant::now();
+        let slot = limit.slots.acquire().await;
+        drop(ticket);
+        let Ok(slot) = slot else {
+            ledger.settle(Below::Failed, Duration::ZERO);
+            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), "");
+        };
+        queued += waited_since.elapsed();
+        _below_slot = Some(slot);
+    }
+    if let Some(d) = &tier.dagor {
+        d.on_dequeue(queued);
+    }
 
     let target = match uri.query() {
         Some(q) => format!("{}?{q}", tier.downstream),
@@ -161,6 +252,13 @@ pub async fn handle(
             return answer(StatusCode::BAD_REQUEST, None, "bad query\n");
         }
     };
+    if let Some(p) = priority
+        && let Ok(v) = header::HeaderValue::from_str(&p.to_string())
+    {
+        request
+            .headers_mut()
+            .insert(super::dagor::PRIORITY_HEADER, v);
+    }
     let budget = match deadline {
         Some(axum::Extension(d)) => d.propagate(request.headers_mut()),
         None => Duration::from_secs(30),
@@ -196,6 +294,9 @@ pub async fn handle(
             )
         }
         Ok(Some((status, headers, bytes))) => {
+            if let Some(d) = &tier.dagor {
+                d.heard(&headers);
+            }
             let below = match status.as_u16() {
                 200..=299 => Below::Ok,
                 503 => Below::Refused,

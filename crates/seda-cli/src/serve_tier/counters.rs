@@ -78,7 +78,7 @@ impl Counters {
         }
     }
 
-    pub fn snapshot(&self, window: Option<f64>) -> TierStats {
+    pub fn snapshot(&self, window: Option<f64>, admission_level: Option<String>) -> TierStats {
         let ms = |c: &AtomicU64| c.load(Relaxed) as f64 / 1000.0;
         TierStats {
             requests: self.requests.load(Relaxed),
@@ -93,6 +93,7 @@ impl Counters {
             cancelled: self.cancelled.load(Relaxed),
             cancelled_in_call: self.cancelled_in_call.load(Relaxed),
             window,
+            admission_level,
         }
     }
 }

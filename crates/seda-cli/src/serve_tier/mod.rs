@@ -9,10 +9,12 @@
 //! overloaded only from the answer to a call it has already done its work for. `--policy
 //! ours`: it also keeps a window over the tiers below ([`window`]), taken before its own work
 //! and fed by the refusals relayed up from below, so an overloaded back is refused at this
-//! tier's door.
+//! tier's door. `--policy dagor`: WeChat's DAGOR ([`dagor`]), each tier with its own
+//! admission level over the requests' priorities, told to the tier above.
 
 mod call;
 mod counters;
+mod dagor;
 mod window;
 
 use std::net::SocketAddr;
@@ -28,12 +30,16 @@ use axum::routing::get;
 use clap::Args;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use seda_control::peers::{AimdLimit, AimdLimitConfig, ConcurrencyLimiter};
 use seda_tower::{Deadlines, SedaLayer};
 use tokio::sync::Semaphore;
 
 use call::Tier;
 use counters::Counters;
 use window::DownstreamWindow;
+
+/// A gate's layer admits this many in flight: far past any queue bound it is given.
+const GATE_OPEN_LIMIT: f64 = 100_000.0;
 
 /// How a tier controls its load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +48,8 @@ pub enum Policy {
     Alone,
     /// Its own layer and a window over the tiers below, fed by their refusals.
     Ours,
+    /// Its own layer and DAGOR18's agent, told the level of the tier below.
+    Dagor,
 }
 
 impl FromStr for Policy {
@@ -51,7 +59,8 @@ impl FromStr for Policy {
         match s {
             "alone" => Ok(Policy::Alone),
             "ours" => Ok(Policy::Ours),
-            _ => Err(format!("`{s}` is not a policy: alone or ours")),
+            "dagor" => Ok(Policy::Dagor),
+            _ => Err(format!("`{s}` is not a policy: alone, ours or dagor")),
         }
     }
 }
@@ -65,10 +74,11 @@ pub struct TierArgs {
     /// The tier below, as http://host:port/path (each request's query is passed on).
     #[arg(long)]
     downstream: String,
-    /// alone (the tier's own layer) or ours (also a window over the tiers below).
+    /// alone (the tier's own layer), ours (also a window over the tiers below) or dagor
+    /// (also DAGOR's admission level, told to the tier above).
     #[arg(long, default_value = "alone")]
     policy: Policy,
-    /// The tier's own work per request: a hold of one of its workers, ms.
+    /// The tier's own work per request: a hold of one of its workers, ms (0: none, a gate).
     #[arg(long, default_value_t = 5.0)]
     work_ms: f64,
     /// Workers of the tier's own work.
@@ -83,12 +93,26 @@ pub struct TierArgs {
     /// The window's size at start (ours), requests in flight below.
     #[arg(long, default_value_t = 8.0)]
     window: f64,
+    /// The trusted edge: this tier gives requests their DAGOR priority (ignoring any sent).
+    #[arg(long)]
+    edge: bool,
+    /// At most this many calls below in flight, the rest queued in this tier (a gate in
+    /// front of a service, where DAGOR's agent sees the queue). A gate's seda layer only
+    /// carries deadlines: it refuses nothing, the queue bound is the service's.
+    #[arg(long)]
+    below_limit: Option<usize>,
+    /// Calls allowed to wait for one of --below-limit's slots; past them, 503.
+    #[arg(long, default_value_t = 32)]
+    below_queue: usize,
 }
 
 impl TierArgs {
     fn check(&self) -> anyhow::Result<()> {
-        if !(self.work_ms.is_finite() && self.work_ms > 0.0 && self.work_ms <= 60_000.0) {
-            bail!("--work-ms must be in (0, 60000], got {}", self.work_ms);
+        if !(self.work_ms.is_finite() && self.work_ms >= 0.0 && self.work_ms <= 60_000.0) {
+            bail!("--work-ms must be in [0, 60000], got {}", self.work_ms);
+        }
+        if self.below_limit == Some(0) {
+            bail!("--below-limit must be at least 1");
         }
         if self.workers == 0 || self.deadline_ms == 0 || self.target_ms == 0 {
             bail!("--workers, --deadline-ms and --target-ms must be at least 1");
@@ -111,7 +135,8 @@ impl TierArgs {
 }
 
 async fn stats(State(tier): State<Arc<Tier>>) -> ([(header::HeaderName, &'static str); 1], String) {
-    let s = tier.counters.snapshot(tier.window_size());
+    let level = tier.dagor.as_ref().map(|d| d.level().to_string());
+    let s = tier.counters.snapshot(tier.window_size(), level);
     (
         [(header::CONTENT_TYPE, "application/json")],
         serde_json::to_string(&s).unwrap_or_default(),
@@ -122,21 +147,45 @@ async fn stats(State(tier): State<Arc<Tier>>) -> ([(header::HeaderName, &'static
 pub fn serve(args: &TierArgs) -> anyhow::Result<()> {
     args.check()?;
     let deadline = Duration::from_millis(args.deadline_ms);
-    let layer = SedaLayer::response_time(Duration::from_millis(args.target_ms))
-        .map_err(|e| anyhow!("--target-ms: {e}"))?
-        .http()
-        .deadlines(Deadlines::new().default_budget(deadline))
-        .map_err(|e| anyhow!("--deadline-ms: {e}"))?;
+    let layer = match args.below_limit {
+        // A gate stands for the service behind it, whose only admission is its queue bound
+        // (--below-queue): its layer carries the deadlines and admits everything else.
+        Some(_) => {
+            let open = AimdLimitConfig {
+                initial: GATE_OPEN_LIMIT,
+                min: GATE_OPEN_LIMIT,
+                max: GATE_OPEN_LIMIT,
+                ..AimdLimitConfig::default()
+            };
+            let limit = AimdLimit::new(open).map_err(|e| anyhow!("the gate's layer: {e}"))?;
+            SedaLayer::new(ConcurrencyLimiter::new(limit))
+        }
+        None => SedaLayer::response_time(Duration::from_millis(args.target_ms))
+            .map_err(|e| anyhow!("--target-ms: {e}"))?,
+    }
+    .http()
+    .deadlines(Deadlines::new().default_budget(deadline))
+    .map_err(|e| anyhow!("--deadline-ms: {e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let dagor = match args.policy {
+        Policy::Dagor => Some(dagor::DagorTier::new(args.edge)?),
+        _ => None,
+    };
     rt.block_on(async {
         let tier = Arc::new(Tier {
             counters: Counters::default(),
             window: (args.policy == Policy::Ours)
                 .then(|| Mutex::new(DownstreamWindow::new(args.window, deadline))),
+            dagor,
+            below_limit: args.below_limit.map(|n| call::BelowLimit {
+                slots: Semaphore::new(n),
+                queue: args.below_queue,
+                waiting: Default::default(),
+            }),
             workers: Semaphore::new(args.workers),
             work: Duration::from_secs_f64(args.work_ms / 1000.0),
             downstream: args.downstream.clone(),

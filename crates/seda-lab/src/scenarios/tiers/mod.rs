@@ -1,8 +1,10 @@
 //! `tiers` (issue 53, items 3 and 4): a front, a middle and a back tier, each a process in its
 //! own network namespace joined by veth with netem's 1 ms delay ([`net`]), the back at 3 x its
-//! capacity. Compared: each tier controlling alone, and ours, where what the back knows (its
-//! refusals, relayed up with its `Retry-After`) reaches the front, which refuses at its door
-//! before any tier spends work. Then cross-tier termination ([`cancel`]): requests abandoned
+//! capacity. Compared: each tier controlling alone; WeChat's DAGOR (DAGOR18: each tier's
+//! admission level over business x user priorities, moved by its queueing time and told to
+//! the tier above, which refuses at its door what the tier below would refuse); and ours,
+//! where what the back knows (its refusals, relayed up with its `Retry-After`) reaches the
+//! front, which refuses at its door before any tier spends work. Then cross-tier termination ([`cancel`]): requests abandoned
 //! at the front, by their client or their deadline, stop in every tier.
 //!
 //! Capacity by design: the back is the hold service with 4 workers and requests asking for
@@ -16,7 +18,8 @@
 //! front and middle spend on requests the back then refused, or that missed their deadline,
 //! <= 5% of their work; a request cancelled at the front stops in every tier within one
 //! control period (the tower layer's 100 ms tick), and no tier starts work on a request whose
-//! budget is spent.
+//! budget is spent. Ours against DAGOR is observed, a comparison the peer may win: the report
+//! says who did.
 
 mod cancel;
 mod net;
@@ -46,7 +49,7 @@ const WASTE_GOAL: f64 = 0.05;
 /// One control period: seda-tower's tick (`seda_tower::DEFAULT_TICK`), ms.
 const CONTROL_PERIOD_MS: f64 = 100.0;
 /// The variants, in the order they run (`seda serve tier --policy`).
-const VARIANTS: [&str; 2] = ["alone", "ours"];
+const VARIANTS: [&str; 3] = ["alone", "dagor", "ours"];
 
 /// One variant's run.
 struct Measured {
@@ -55,6 +58,8 @@ struct Measured {
     front: TierStats,
     middle: TierStats,
     back: BackCounts,
+    /// DAGOR's admission levels at the end, front, middle and back (business/user).
+    levels: Option<[String; 3]>,
 }
 
 impl Measured {
@@ -97,7 +102,7 @@ fn measure(lab: &Lab, stack: &Stack, variant: &'static str) -> Result<Measured> 
     let (report, before) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             std::thread::sleep(Duration::from_secs_f64(from_s));
-            Ok::<_, anyhow::Error>((stack.tiers()?, BackCounts::of(&stack.back()?)))
+            Ok::<_, anyhow::Error>((stack.tiers()?, stack.back_counts()?))
         });
         let report = lab.load(cfg);
         let before = reader
@@ -107,7 +112,11 @@ fn measure(lab: &Lab, stack: &Stack, variant: &'static str) -> Result<Measured> 
     });
     let (report, ([f0, m0], b0)) = (report?, before??);
     let [f1, m1] = stack.tiers()?;
-    let back = BackCounts::of(&stack.back()?).since(&b0);
+    let back = stack.back_counts()?.since(&b0);
+    let levels = stack.gate()?.map(|gate| {
+        let level = |t: &TierStats| t.admission_level.clone().unwrap_or_default();
+        [level(&f1), level(&m1), level(&gate)]
+    });
     let mut summary = crate::hold::window_summary(variant, &report, from_s, run_s, 0.0);
     summary.extra.remove("within_1s_fraction");
     summary.extra.remove("terminated_fraction");
@@ -121,6 +130,7 @@ fn measure(lab: &Lab, stack: &Stack, variant: &'static str) -> Result<Measured> 
         front: f1.since(&f0),
         middle: m1.since(&m0),
         back,
+        levels,
     };
     let figures = [
         ("wasted_share", Some(m.wasted_share())),
@@ -151,14 +161,17 @@ impl Scenario for Tiers {
 
     fn about(&self) -> &'static str {
         "three tiers in their own network namespaces, the back at 3 x capacity: each tier \
-         alone vs the back's refusals flowing up to the front's door; goodput, work wasted \
-         in the upper tiers, and cancellation stopping every tier (issue 53)"
+         alone, DAGOR's levels told one tier up, and ours (the back's refusals flowing up to \
+         the front's door); goodput, work wasted in the upper tiers, and cancellation \
+         stopping every tier (issue 53)"
     }
 
     fn headline(&self) -> &'static [&'static str] {
         &[
             "ours/goodput_fraction_of_capacity",
             "ours/wasted_share",
+            "dagor/goodput_fraction_of_capacity",
+            "dagor/wasted_share",
             "alone/wasted_share",
         ]
     }

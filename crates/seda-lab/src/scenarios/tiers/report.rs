@@ -90,6 +90,29 @@ fn checks(runs: &[Measured], t: &Termination) -> Vec<Check> {
             ),
         ));
     }
+    if let (Some(ours), Some(dagor)) = (find(runs, "ours"), find(runs, "dagor")) {
+        // Observed: a comparison with a peer that the peer may win; the report says who did.
+        let (go, gd) = (goodput_fraction(ours), goodput_fraction(dagor));
+        let (wo, wd) = (ours.wasted_share(), dagor.wasted_share());
+        let winner = |ours_better: bool, tie: bool| match (tie, ours_better) {
+            (true, _) => "a tie",
+            (false, true) => "ours",
+            (false, false) => "DAGOR",
+        };
+        checks.push(Check::observed(
+            "ours against DAGOR (DAGOR18): at least its goodput, and less of the upper tiers' \
+             work wasted",
+            go >= gd && wo <= wd,
+            format!(
+                "goodput: ours {go:.3} x, DAGOR {gd:.3} x ({} ahead); wasted: ours {:.2}%, \
+                 DAGOR {:.2}% ({} ahead)",
+                winner(go > gd, (go - gd).abs() < 0.005),
+                wo * 100.0,
+                wd * 100.0,
+                winner(wo < wd, (wo - wd).abs() < 0.0005),
+            ),
+        ));
+    }
     for (how, c) in [
         ("its client left", &t.client_gone),
         ("its deadline passed at the front", &t.deadline_passed),
@@ -142,6 +165,16 @@ fn table(runs: &[Measured]) -> String {
             m.wasted_share() * 100.0,
         );
     }
+    for m in runs {
+        if let Some([front, middle, back]) = &m.levels {
+            let _ = writeln!(
+                md,
+                "\n{}'s admission levels at the end (business/user, 0/127 admits all): the \
+                 front {front}, the middle {middle}, the back {back}.",
+                m.variant
+            );
+        }
+    }
     md
 }
 
@@ -185,7 +218,16 @@ pub(super) fn outcome(runs: &[Measured], t: &Termination, delay_ms: Option<u32>)
          reach the client, but only after the front and middle did their part. *ours*: the \
          front keeps a window over the tiers below (SSM's AIMD window, cut once per window of \
          refusals), taken before its own work and fed by the refusals relayed up with the \
-         back's `Retry-After`; when the back is full the front refuses at its door.\n\n\
+         back's `Retry-After`; when the back is full the front refuses at its door. \
+         *dagor*: WeChat's DAGOR (DAGOR18) in every tier, beside each tier's seda layer: the \
+         front gives each request a priority (one business, a user priority hashed from the \
+         request's number, one of 128); each tier moves an admission level from its mean \
+         queueing time over 1 s windows (overloaded above 20 ms: 5% fewer admitted, else 1% \
+         more), answers with it, and refuses at its door what the tier below last said it \
+         would refuse. The back is the same hold service behind a gate in its namespace that \
+         queues its requests (4 at a time to the 4 workers, 32 waiting) where DAGOR sees the \
+         wait. DAGOR tells a level one call up: the middle learns the back's, the front only \
+         the middle's.\n\n\
          Cross-tier termination (ours' stack):\n\n",
     );
     for (how, c) in [

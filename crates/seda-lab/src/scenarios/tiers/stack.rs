@@ -2,6 +2,12 @@
 //! front and the middle are `seda serve tier` (axum behind seda's tower layer, 5 ms of their
 //! own work a request, then a call below), the back is the hold service ([`crate::hold`]),
 //! whose capacity is its workers over the hold each request asks for.
+//!
+//! Under DAGOR the back is the same hold service behind a gate in its namespace (`seda serve
+//! tier --policy dagor --work-ms 0 --below-limit 4 --below-queue 32`): the gate lets four
+//! requests at a time reach the four workers and queues the rest, at most 32 as the hold
+//! service's own queue bound, so that DAGOR's agent sees the back's queueing time, sets the
+//! back's level from it and says it on the back's answers.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -19,6 +25,8 @@ use crate::{Lab, bottleneck};
 const PORT: u16 = 8080;
 /// The back's admin port.
 const ADMIN_PORT: u16 = 8081;
+/// Under DAGOR, the hold service's port behind the back's gate.
+const HELD_PORT: u16 = 8082;
 /// The back's workers.
 pub const BACK_WORKERS: usize = 4;
 /// The back's queue bound: past it, 503 with `Retry-After`.
@@ -44,15 +52,20 @@ pub struct Stack {
     pub front: SocketAddr,
     middle: SocketAddr,
     back_admin: SocketAddr,
+    /// Under DAGOR, the back's gate (its counters).
+    gate: Option<SocketAddr>,
     children: Vec<Child>,
 }
 
 impl Stack {
-    /// Starts the back, the middle and the front of variant `policy` (`alone` or `ours`).
+    /// Starts the back, the middle and the front of variant `policy` (`alone`, `ours` or
+    /// `dagor`).
     pub fn start(lab: &Lab, net: &TierNet, policy: &str) -> Result<Stack> {
         let at = |tier: usize, port: u16| SocketAddr::from((net.tier_addr(tier), port));
         let (front, middle, back) = (at(0, PORT), at(1, PORT), at(2, PORT));
         let back_admin = at(2, ADMIN_PORT);
+        let dagor = policy == "dagor";
+        let held = if dagor { at(2, HELD_PORT) } else { back };
         let mut children = Vec::new();
 
         let setup = HoldSetup {
@@ -66,20 +79,49 @@ impl Stack {
         let mut cmd = lab.seda(&["serve", "bottleneck"]);
         cmd.args([
             "--addr",
-            &back.to_string(),
+            &held.to_string(),
             "--admin",
             &back_admin.to_string(),
         ])
         .arg("--config")
         .arg(config);
-        children.push(Self::spawn(lab, net, 2, &name, &cmd, back)?);
+        children.push(Self::spawn(lab, net, 2, &name, &cmd, held)?);
+        if dagor {
+            let name = format!("{policy}-back-gate");
+            let cmd = lab.seda(&[
+                "serve",
+                "tier",
+                "--addr",
+                &back.to_string(),
+                "--downstream",
+                &format!("http://{held}/hold"),
+                "--policy",
+                policy,
+                "--work-ms",
+                "0",
+                "--below-limit",
+                &BACK_WORKERS.to_string(),
+                "--below-queue",
+                &BACK_QUEUE.to_string(),
+                "--deadline-ms",
+                &DEADLINE_MS.to_string(),
+                "--target-ms",
+                &DEADLINE_MS.to_string(),
+            ]);
+            children.push(Self::spawn(lab, net, 2, &name, &cmd, back)?);
+        }
 
         for (tier, addr, below) in [
-            (1, middle, format!("http://{back}/hold")),
+            // Under DAGOR the back's gate serves `/` and calls the hold service's `/hold`.
+            (
+                1,
+                middle,
+                format!("http://{back}/{}", if dagor { "" } else { "hold" }),
+            ),
             (0, front, format!("http://{middle}/")),
         ] {
             let name = format!("{policy}-{}", super::net::TIERS[tier]);
-            let cmd = lab.seda(&[
+            let mut cmd = lab.seda(&[
                 "serve",
                 "tier",
                 "--addr",
@@ -97,12 +139,17 @@ impl Stack {
                 "--target-ms",
                 &DEADLINE_MS.to_string(),
             ]);
+            if dagor && tier == 0 {
+                // The front is the trusted edge that gives requests their priorities.
+                cmd.arg("--edge");
+            }
             children.push(Self::spawn(lab, net, tier, &name, &cmd, addr)?);
         }
         Ok(Stack {
             front,
             middle,
             back_admin,
+            gate: dagor.then_some(back),
             children,
         })
     }
@@ -131,6 +178,27 @@ impl Stack {
     /// The back's admin document now.
     pub fn back(&self) -> Result<StatsDocument> {
         crate::admin::stats(self.back_admin).context("the back's counters")
+    }
+
+    /// The back's counts now: the hold service's, and under DAGOR its gate's refusals (its
+    /// level's and its queue bound's) and arrivals.
+    pub fn back_counts(&self) -> Result<BackCounts> {
+        let mut counts = BackCounts::of(&self.back()?);
+        if let Some(gate) = self.gate {
+            let g = self.gate_stats(gate)?;
+            counts.refused += g.refused_at_door;
+            counts.requests = g.requests;
+        }
+        Ok(counts)
+    }
+
+    /// Under DAGOR, the back gate's counters (with the back's admission level).
+    pub fn gate(&self) -> Result<Option<TierStats>> {
+        self.gate.map(|g| self.gate_stats(g)).transpose()
+    }
+
+    fn gate_stats(&self, gate: SocketAddr) -> Result<TierStats> {
+        crate::admin::get_json(gate, PATH).context("the back gate's counters")
     }
 
     /// Stops the tiers, front first.
