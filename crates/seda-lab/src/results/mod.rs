@@ -408,7 +408,11 @@ mod tests {
         std::fs::write(rerun.join("result.json"), r.to_string()).expect("write");
         let run = RunDir::read(&d).expect("read");
         let names: Vec<&str> = run.results.iter().map(|r| r.scenario.as_str()).collect();
-        assert_eq!(names, ["mail-spike", "cluster", "dynamic-groups"], "no duplicate");
+        assert_eq!(
+            names,
+            ["mail-spike", "cluster", "dynamic-groups"],
+            "no duplicate"
+        );
         assert_eq!(run.results[2].verdict, "pass", "the rerun's result");
         let _ = std::fs::remove_dir_all(&d);
     }
