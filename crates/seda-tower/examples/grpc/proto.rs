@@ -8,7 +8,7 @@
 //! message WorkReply { string message = 1; }
 //! ```
 //!
-//! Shared with `tests/grpc.rs` (`#[path]`), so the test runs the example's own code.
+//! Shared with `tests/tower/grpc.rs` (`#[path]`), so the test runs the example's own code.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -8,7 +8,7 @@
 //! all. (A6's backoff is random in `[0, backoff]`; this one waits the whole backoff, to keep
 //! the example free of a random source.)
 //!
-//! Shared with `tests/grpc.rs` (`#[path]`), so the test runs the example's own policy.
+//! Shared with `tests/tower/grpc.rs` (`#[path]`), so the test runs the example's own policy.
 
 use std::time::Duration;
 

@@ -2,15 +2,12 @@
 //! the threshold has its future dropped (what it held is released) and is answered 503
 //! `terminated`; requests that finish in time are untouched.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use common::Open;
 use http_body_util::Empty;
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
@@ -19,6 +16,8 @@ use seda_control::terminate::{FixedThreshold, SertConfig, SertThreshold};
 use seda_tower::{REJECT_HEADER, SedaLayer, TERMINATED, Terminated};
 use tokio::sync::oneshot;
 use tower::{ServiceBuilder, ServiceExt};
+
+use crate::common::Open;
 
 /// A resource a handler holds; its release is seen by the test through the channel closing.
 struct Held(#[allow(dead_code)] oneshot::Sender<()>);

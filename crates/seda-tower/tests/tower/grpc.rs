@@ -7,17 +7,14 @@
 //! call. Timings are chosen so that every assertion is about order (a retry no sooner than
 //! the pushback, a deadline no sooner than its timeout), never about speed.
 
-mod common;
-
-#[path = "../examples/grpc/proto.rs"]
+#[path = "../../examples/grpc/proto.rs"]
 mod proto;
-#[path = "../examples/grpc/retry.rs"]
+#[path = "../../examples/grpc/retry.rs"]
 mod retry;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::Open;
 use http::HeaderMap;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -33,6 +30,8 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Status};
 use tower::{ServiceBuilder, ServiceExt};
+
+use crate::common::Open;
 
 /// A limit that never moves: the project's `ConcurrencyLimiter` enforcing this many calls at once,
 /// so that which call is refused is known in advance.

@@ -61,7 +61,7 @@ fn criticality_snippet() -> Result {
 
 /// The lines of the first ```rust block after `heading` in the README.
 fn readme_block(heading: &str) -> Vec<&'static str> {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let Some(at) = readme.find(heading) else {
         return Vec::new();
     };

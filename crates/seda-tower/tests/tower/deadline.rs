@@ -2,15 +2,12 @@
 //! in time is refused before the service runs, an admitted one is cut when its deadline passes
 //! (its future dropped), and a handler sends the next tier less budget than it got.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::routing::get;
 use axum::{Extension, Router};
-use common::Open;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
@@ -22,6 +19,8 @@ use seda_tower::{
     parse_deadline_ms,
 };
 use tokio::sync::oneshot;
+
+use crate::common::Open;
 
 async fn serve(app: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
