@@ -166,10 +166,15 @@ enum Goal {
 /// 0.733 and 0.710 (ahead, a tie), and CI's pre-check (quiet) held every goal here (3 x +1.8%,
 /// incident +11.5%, back in 1.25 s); but the same floor failed `tower-spike`'s CPU-bound page,
 /// so the layer runs without it (seda-tower's `TRIM_FLOOR`) and these goals stay shortfalls.
+///
+/// Enforced since 2026-12-07, from nine runs of the current layer (three CI pre-checks, a
+/// quick run on a loaded machine, a set of five quiet quick runs), each of which held them:
+/// through the incident ours ahead of every peer by +2.9% to +11.5%, and 0.0% refused at 0.8 x.
+/// In the set of five the others missed: at 3 x behind `limit:25` in three runs (down to
+/// -13.6%), at 0.8 x behind `res-aimd` once (-3.9%), back at 0.9 x capacity 2.5 s after the
+/// incident once.
 const KNOWN_SHORTFALLS: &[(Goal, &str)] = &[
-    (Goal::Beats, "incident"),
     (Goal::Beats, "open_0.8x"),
-    (Goal::Refuses, "open_0.8x"),
     (Goal::Beats, "open_3x"),
     (Goal::Leads, "shift"),
     (Goal::Recovers, "incident"),
