@@ -56,6 +56,8 @@ pub struct TypeRow {
     pub name: String,
     /// Requests that ended (completed, rejected, timed out or failed).
     pub ended: u64,
+    /// Of those, the ones admitted and completed.
+    pub completed: u64,
     /// 90th percentile of the admitted (completed) ones, seconds.
     pub p90_s: Option<f64>,
     /// Fraction rejected (503).
@@ -156,6 +158,7 @@ pub fn types(report: &Report) -> Vec<TypeRow> {
             TypeRow {
                 name: k.name.clone(),
                 ended: n,
+                completed: k.counts.completed,
                 p90_s: (k.counts.completed > 0).then_some(k.latency.p90_ms / 1000.0),
                 rejected_fraction: (n > 0).then(|| k.counts.rejected as f64 / n as f64),
             }
