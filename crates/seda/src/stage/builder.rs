@@ -298,7 +298,7 @@ impl<E: Event> StageBuilder<E> {
     ///         .terminate(terminator)
     ///         .handler(handler::each(|(meta, _query): (Meta, String), _cx| {
     ///             for _step in 0..3 {
-    ///                 if meta.cancel.checkpoint().is_err() {
+    ///                 if meta.cancel_token().checkpoint().is_err() {
     ///                     return; // answer the request as terminated, and stop
     ///                 }
     ///                 // ... one step of the search ...
@@ -377,7 +377,7 @@ impl<E: Event> StageBuilder<E> {
     /// sink.enqueue((Meta::new(), 0)).expect("admitted");
     /// is_busy.recv()?;
     /// let meta = Meta::new();
-    /// let client = meta.cancel.clone();
+    /// let client = meta.cancel_token().clone();
     /// sink.enqueue((meta, 1)).expect("admitted");
     /// client.cancel(); // the client goes away while its request waits
     /// release.send(())?;

@@ -331,7 +331,7 @@ pub struct PeriodSnapshot {
     pub queueing: HistogramSummary,
     /// Handler time per event (batch time divided over its events).
     pub service: HistogramSummary,
-    /// Time from the request's birth ([`Meta::born`](crate::Meta)) to the end of this stage.
+    /// Time from the request's birth ([`Meta::born`](crate::Meta::born)) to the end of this stage.
     pub response: HistogramSummary,
 }
 
