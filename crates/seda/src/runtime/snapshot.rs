@@ -36,6 +36,7 @@ impl RuntimeSnapshot {
 /// A pool's size and backlog.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PoolSnapshot {
     /// Pool name.
     pub name: String,
