@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(r.form.get("to").map(String::as_str), Some("5"));
         assert_eq!(r.form.get("x").map(String::as_str), Some(""));
         assert_eq!(r.cookies.get("sid").map(String::as_str), Some("abc"));
-        assert_eq!(r.meta.class, MAX_CLASS);
+        assert_eq!(r.meta.class(), MAX_CLASS);
         let big = vec![b'a'; MAX_FORM_BYTES + 1];
         let e = MailRequest::parse("POST", "/login", None, Some("1"), &big, Instant::now());
         assert_eq!(e.unwrap_err().status, 413);

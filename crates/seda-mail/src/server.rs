@@ -187,13 +187,13 @@ fn route(
     let (mut meta, head, body, reply) = req.into_parts();
     if serve_abandoned {
         // A token the front end does not hold: nobody cancels it.
-        meta.cancel = seda::CancelToken::new();
+        meta = meta.with_cancel_token(seda::CancelToken::new());
     }
     if let Some(d) = deadline {
         // The stricter of the service's own deadline and the one the caller sent (the front
         // end set it from `x-seda-deadline-ms` or `grpc-timeout`).
-        let own = meta.born + d;
-        meta.deadline = Some(meta.deadline.map_or(own, |sent| sent.min(own)));
+        let own = meta.born() + d;
+        meta.set_deadline(Some(meta.deadline().map_or(own, |sent| sent.min(own))));
     }
     match parse_head(&head, &body, meta) {
         Err(resp) => {
@@ -233,9 +233,9 @@ pub fn parse_head(
         cookie.as_deref(),
         class,
         body,
-        meta.born,
+        meta.born(),
     )?;
-    let class = request.meta.class;
+    let class = request.meta.class();
     request.meta = meta.with_class(class);
     Ok(request)
 }

@@ -189,7 +189,7 @@ impl Shared {
         }
         let start = Instant::now();
         while start.elapsed() < UNCUT {
-            if meta.cancel.checkpoint().is_err() {
+            if meta.cancel_token().checkpoint().is_err() {
                 if wrote {
                     self.wrote.fetch_add(1, Ordering::Relaxed);
                 }

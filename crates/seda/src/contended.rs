@@ -149,6 +149,7 @@ struct Holder {
 /// What a watched resource looks like now, for stats pages.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ContendedSnapshot {
     /// The resource's name.
     pub name: String,

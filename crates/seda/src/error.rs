@@ -109,7 +109,7 @@ impl From<ConfigError> for BuildError {
 /// An enqueue that was turned away: the event(s) come back with the reason.
 ///
 /// Like crossbeam's `SendError<T>`, nothing is lost: the caller decides what to do (answer 503,
-/// degrade, retry elsewhere, or wait with [`Sink::enqueue_timeout`]).
+/// degrade, retry elsewhere, or wait with [`Sink::enqueue_timeout`](crate::Sink::enqueue_timeout)).
 pub struct Rejected<T> {
     /// What was not enqueued.
     pub event: T,

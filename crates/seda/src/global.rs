@@ -109,6 +109,7 @@ impl GlobalControlConfig {
 /// Global control's state, in snapshots.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct GlobalSnapshot {
     /// The p90 target, s.
     pub target_p90_s: f64,

@@ -141,20 +141,31 @@ impl CancelToken {
 /// it, so any stage can compute the request's response time (`now - born`), honour its deadline,
 /// apply class-based admission and see whether its client gave up.
 ///
-/// Build it with [`Meta::new`] and its `with_*` methods: new fields may be added.
+/// Build it with [`Meta::new`] or [`Meta::born_at`] and its `with_*` methods, read it with its
+/// accessors. Its id and birth are fixed once made; its class, deadline and token can be
+/// changed (`set_*`, `with_*`) by whoever owns the request.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use seda::Meta;
+///
+/// let born = Instant::now();
+/// let meta = Meta::born_at(born).with_class(2).with_deadline(born + Duration::from_secs(1));
+/// let derived = meta.clone(); // an event derived from the same request
+/// assert_eq!((derived.id(), derived.class()), (meta.id(), 2));
+/// assert!(!meta.is_expired(born));
+/// meta.cancel_token().cancel(); // the client went away
+/// assert!(derived.is_expired(born));
+/// ```
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct Meta {
-    /// A process-unique request id.
-    pub id: u64,
-    /// When the request entered the service.
-    pub born: Instant,
-    /// Service class; 0 is the lowest. Class-based admission cuts lower classes first.
-    pub class: u8,
-    /// After this instant nobody waits for the answer: the request is dropped, not served.
-    pub deadline: Option<Instant>,
-    /// Set when the client goes away.
-    pub cancel: CancelToken,
+    pub(crate) id: u64,
+    pub(crate) born: Instant,
+    pub(crate) class: u8,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) cancel: CancelToken,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -176,6 +187,42 @@ impl Meta {
         }
     }
 
+    /// A process-unique request id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// When the request entered the service: its response time is measured from here.
+    pub fn born(&self) -> Instant {
+        self.born
+    }
+
+    /// Service class; 0 is the lowest. Class-based admission cuts lower classes first.
+    pub fn class(&self) -> u8 {
+        self.class
+    }
+
+    /// After this instant nobody waits for the answer: the request is dropped, not served.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// The request's cancellation flag, shared by every event derived from it: cancelled when
+    /// the client goes away, or by the stage's terminator.
+    pub fn cancel_token(&self) -> &CancelToken {
+        &self.cancel
+    }
+
+    /// Changes the class (a service that classifies a request once it has read it).
+    pub fn set_class(&mut self, class: u8) {
+        self.class = class;
+    }
+
+    /// Changes the deadline (`None`: nobody gives up on the request).
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
     /// The same metadata with another class.
     pub fn with_class(mut self, class: u8) -> Self {
         self.class = class;
@@ -185,6 +232,13 @@ impl Meta {
     /// The same metadata with a deadline.
     pub fn with_deadline(mut self, deadline: Instant) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// The same metadata with another cancellation flag: `CancelToken::new()` detaches the
+    /// request from whoever held the old one (a front end that cancels when its client leaves).
+    pub fn with_cancel_token(mut self, cancel: CancelToken) -> Self {
+        self.cancel = cancel;
         self
     }
 

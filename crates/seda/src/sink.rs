@@ -22,6 +22,14 @@ const BACKOFF_ROUNDS: u32 = 10;
 /// section) and either queues the event or hands it back in a [`Rejected`] with the reason.
 /// Nothing blocks except [`enqueue_timeout`](Self::enqueue_timeout), which waits for room.
 ///
+/// # Panics
+///
+/// No method panics on its own. Admission runs user code in the caller's thread: a predicate
+/// ([`StageBuilder::admit_if`](crate::StageBuilder::admit_if)) or an
+/// [`AdmissionController`](crate::AdmissionController) that panics unwinds into the enqueuer.
+/// A handler's panic never reaches it, even on an inline stage: the stage catches and counts
+/// it (see [`Handler`](crate::Handler)).
+///
 /// # Examples
 ///
 /// ```
@@ -64,6 +72,21 @@ impl<E: Event> Sink<E> {
     }
 
     /// Events waiting in the stage's queue (and slots held by prepared enqueues).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let sink = rt.stage(Stage::builder("s").handler(handler::each(|_: u8, _cx| {})))?;
+    /// let held = sink.enqueue_prepare(vec![1, 2, 3])?; // reserved, not yet visible
+    /// assert_eq!(sink.len(), 3);
+    /// drop(held); // aborts: the slots are released
+    /// assert!(sink.is_empty());
+    /// rt.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.core.queue.len()
     }
@@ -75,6 +98,22 @@ impl<E: Event> Sink<E> {
 
     /// Changes the queue threshold while running (SEDA's adaptive load shedding adjusts it).
     /// Events already queued stay; new ones are admitted only below the new limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{RejectReason, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let sink = rt.stage(Stage::builder("s").handler(handler::each(|_: u8, _cx| {})))?;
+    /// assert_eq!(sink.threshold(), Some(seda::DEFAULT_THRESHOLD));
+    /// sink.set_threshold(Some(0)); // shed everything new
+    /// assert_eq!(sink.enqueue(1).unwrap_err().reason, RejectReason::QueueFull);
+    /// sink.set_threshold(None); // unbounded
+    /// assert!(sink.enqueue(2).is_ok());
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn set_threshold(&self, threshold: Option<usize>) {
         self.core.queue.set_threshold(threshold);
     }
@@ -127,6 +166,26 @@ impl<E: Event> Sink<E> {
     ///
     /// [`Rejected`] with every event back, for the first reason one of them was refused (the
     /// reasons of [`enqueue`](Self::enqueue)); none was queued.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{RejectReason, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let sink = rt.stage(
+    ///     Stage::builder("s")
+    ///         .threshold(2)
+    ///         .handler(handler::each(|_: u8, _cx| {})),
+    /// )?;
+    /// let held = sink.enqueue_prepare(vec![0])?; // one slot of two taken
+    /// let refused = sink.enqueue_many(vec![1, 2]).unwrap_err();
+    /// assert_eq!(refused.reason, RejectReason::QueueFull);
+    /// assert_eq!(refused.into_inner(), vec![1, 2]); // none was queued
+    /// held.commit();
+    /// rt.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn enqueue_many(&self, events: Vec<E>) -> Result<(), Rejected<Vec<E>>> {
         if events.is_empty() {
             return Ok(());
@@ -137,6 +196,25 @@ impl<E: Event> Sink<E> {
     /// Enqueues one event; on rejection the event is dropped (and counted as rejected).
     /// Returns whether it was admitted: for events nobody answers (metrics, hints), where a
     /// refusal needs no handling.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let hints = rt.stage(
+    ///     Stage::builder("hints")
+    ///         .rate_limit(0.001, 1.0) // one token
+    ///         .handler(handler::each(|_: u64, _cx| {})),
+    /// )?;
+    /// assert!(hints.enqueue_lossy(1));
+    /// assert!(!hints.enqueue_lossy(2)); // dropped, and counted as rejected
+    /// let stats = rt.stats();
+    /// assert_eq!(stats.stages[0].totals.counters.rejected_total, 1);
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn enqueue_lossy(&self, event: E) -> bool {
         self.enqueue(event).is_ok()
     }
@@ -273,7 +351,8 @@ impl<E: Event> fmt::Debug for Prepared<E> {
 }
 
 impl<E: Event> Prepared<E> {
-    /// Makes the events visible to the stage.
+    /// Makes the events visible to the stage. Admission already ran: the commit cannot be
+    /// refused.
     pub fn commit(mut self) {
         if let Some(events) = self.events.take() {
             self.core.push_admitted(events, current_stage());
@@ -283,11 +362,47 @@ impl<E: Event> Prepared<E> {
     /// The admitted events, to fill in what admission did not need before they are committed:
     /// a front end admits a request on its head and reads its body only once admitted, so a
     /// refusal never costs the body's reading.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use seda::{Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let (tx, rx) = mpsc::channel();
+    /// let tx = std::sync::Mutex::new(tx);
+    /// let sink = rt.stage(Stage::builder("upload").handler(handler::each(
+    ///     move |body: Vec<u8>, _cx| tx.lock().unwrap().send(body.len()).unwrap(),
+    /// )))?;
+    /// let mut prepared = sink.enqueue_prepare(vec![Vec::new()])?; // admitted on its head
+    /// prepared.events_mut()[0].extend_from_slice(b"the body, read once admitted");
+    /// prepared.commit();
+    /// assert_eq!(rx.recv()?, 28);
+    /// rt.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn events_mut(&mut self) -> &mut [E] {
         self.events.as_deref_mut().unwrap_or_default()
     }
 
-    /// Releases the reservation and gives the events back.
+    /// Releases the reservation and gives the events back (dropping the guard releases it
+    /// too, dropping the events).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let sink = rt.stage(Stage::builder("store").handler(handler::each(|_: u8, _cx| {})))?;
+    /// let prepared = sink.enqueue_prepare(vec![1, 2])?;
+    /// // ... the caller's own commit fails ...
+    /// assert_eq!(prepared.abort(), vec![1, 2]);
+    /// assert!(sink.is_empty()); // nothing reserved any more
+    /// rt.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn abort(mut self) -> Vec<E> {
         let events = self.events.take().unwrap_or_default();
         self.core.unadmit(&events);

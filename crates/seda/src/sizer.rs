@@ -9,9 +9,9 @@
 //! - `fixed`: the initial thread count, never changed (the baseline a sweep of sizes gives);
 //! - `self_tuning`: FAIR07 Section 4.3's pool, P (pre-compensated), PI or PD control toward a
 //!   throughput target on an ARX model fitted online
-//!   ([`SelfTuningPool`]);
+//!   ([`SelfTuningPool`](seda_control::selftune::SelfTuningPool));
 //! - `hill_climbing`: the .NET thread pool's search for the most completions per second
-//!   ([`HillClimbing`]).
+//!   ([`HillClimbing`](seda_control::selftune::HillClimbing)).
 //!
 //! Every sizer but SEDA's heuristic is built by name from the registry and driven through
 //! [`seda_control::sizer::Sizer`], as the simulator drives it: every `period_ms` the control

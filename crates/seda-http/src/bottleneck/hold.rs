@@ -99,7 +99,7 @@ pub(crate) fn hold(meta: &Meta, hold: Hold, holding: &AtomicUsize) -> Option<htt
     let _on_cores = hold.cores.map(|_| Holding::enter(holding));
     let mut done = Duration::ZERO;
     loop {
-        meta.cancel.checkpoint().ok()?;
+        meta.cancel_token().checkpoint().ok()?;
         let left = hold.time.saturating_sub(done);
         if left.is_zero() {
             return Some(text(StatusCode::OK, "held\n"));

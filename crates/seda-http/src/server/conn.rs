@@ -404,8 +404,8 @@ pub(super) async fn answer(
         }
     };
     let mut meta = Meta::born_at(born);
-    meta.deadline = deadline;
-    let mut cancel = CancelOnDrop(Some(meta.cancel.clone()), &shared);
+    meta.set_deadline(deadline);
+    let mut cancel = CancelOnDrop(Some(meta.cancel_token().clone()), &shared);
     let (reply, rx) = Reply::channel();
     let request = HttpRequest::new(meta, head, Bytes::new(), reply);
     // Admission is decided on the head, before a body is read: a refusal never costs reading

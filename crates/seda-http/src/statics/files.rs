@@ -73,7 +73,7 @@ impl Files {
         if let Some(waiters) = state.pending.get_mut(&ev.key) {
             if waiters.len() >= self.max_waiters {
                 // Reap the waiters whose clients left before refusing anyone.
-                waiters.retain(|w| !w.req.meta.cancel.is_cancelled());
+                waiters.retain(|w| !w.req.meta.cancel_token().is_cancelled());
             }
             if waiters.len() >= self.max_waiters {
                 drop(state);
@@ -119,7 +119,7 @@ impl Files {
         let Some(waiters) = state.pending.get_mut(&ev.key) else {
             return;
         };
-        waiters.retain(|w| !w.req.meta.cancel.is_cancelled());
+        waiters.retain(|w| !w.req.meta.cancel_token().is_cancelled());
         let Some(meta) = waiters.first().map(|w| w.req.meta.clone()) else {
             state.pending.remove(&ev.key);
             return;
@@ -161,7 +161,7 @@ impl Files {
         };
         drop(state);
         for w in waiters {
-            if !w.req.meta.cancel.is_cancelled() {
+            if !w.req.meta.cancel_token().is_cancelled() {
                 let r = entry.respond(&w.req.head.method, &w.req.head.headers);
                 w.req.respond(r);
             }

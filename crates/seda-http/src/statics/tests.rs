@@ -107,8 +107,8 @@ fn a_read_whose_client_left_is_done_for_the_other_waiters() {
     files.lookup(first, &io);
     files.lookup(second, &io);
     let read = reads.recv_timeout(Duration::from_secs(5)).expect("read");
-    assert_eq!(read.meta.id, meta1.id);
-    meta1.cancel.cancel();
+    assert_eq!(read.meta.id(), meta1.id());
+    meta1.cancel_token().cancel();
     files.read_dropped(read, RejectReason::Expired);
     assert!(files.state.lock().pending.is_empty());
     assert_eq!(rx2.blocking_recv().expect("second answered").status(), 200);
@@ -120,7 +120,7 @@ fn a_read_whose_client_left_is_done_for_the_other_waiters() {
     let (only, _rx, meta) = lookup("h");
     files.lookup(only, &io);
     let read = reads.recv_timeout(Duration::from_secs(5)).expect("read");
-    meta.cancel.cancel();
+    meta.cancel_token().cancel();
     files.read_dropped(read, RejectReason::Expired);
     assert!(files.state.lock().pending.is_empty());
     rt.shutdown_timeout(Duration::from_secs(5));
@@ -195,7 +195,7 @@ fn waiters_on_one_file_are_capped_and_cancelled_ones_make_room() {
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()[http::header::RETRY_AFTER], "1");
     // A waiter whose client left is dropped, which makes room for a new one.
-    metas[1].cancel.cancel();
+    metas[1].cancel_token().cancel();
     let (ev, rx5, _) = lookup("f");
     files.lookup(ev, &io);
     assert_eq!(files.state.lock().pending["f"].len(), 3);

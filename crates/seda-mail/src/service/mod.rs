@@ -280,7 +280,7 @@ impl MailService {
     /// `request` with the class admission control will see: the session's (0 without one),
     /// or, with [`ServiceOptions::trust_class_header`], what the client sent.
     fn classified(&self, mut request: MailRequest) -> MailRequest {
-        request.meta.class = self.class_of(&request);
+        request.meta.set_class(self.class_of(&request));
         request
     }
 
@@ -296,7 +296,7 @@ impl MailService {
     /// a new session even when it carries a cookie.
     pub fn class_of(&self, request: &MailRequest) -> u8 {
         if self.trust_class_header {
-            return request.meta.class;
+            return request.meta.class();
         }
         if request.method == "POST" && request.path == "/login" {
             let user_class = request

@@ -44,7 +44,7 @@ impl TypeHandler {
         let refused = search
             .as_ref()
             .is_some_and(|(job, t)| self.search_costs.would_run_past(job, *t));
-        let cancel = &ev.request.meta.cancel;
+        let cancel = ev.request.meta.cancel_token();
         // A search holds one of the searches' connections from its statement
         // to the end of its work on the processor (the scan's time).
         let slot = self

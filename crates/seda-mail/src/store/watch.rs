@@ -159,7 +159,7 @@ mod tests {
         let hit = Arc::new(AtomicBool::new(false));
         let h = hit.clone();
         let mut g = watch(&meta, move || h.store(true, Ordering::SeqCst));
-        meta.cancel.cancel();
+        meta.cancel_token().cancel();
         let t0 = std::time::Instant::now();
         while !hit.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(1));
@@ -173,7 +173,7 @@ mod tests {
         let h = hit.clone();
         let g = watch(&meta, move || h.store(true, Ordering::SeqCst));
         assert!(!g.finish());
-        meta.cancel.cancel();
+        meta.cancel_token().cancel();
         std::thread::sleep(POLL * 4);
         assert!(!hit.load(Ordering::SeqCst));
     }
@@ -197,8 +197,8 @@ mod tests {
         // ...and one that panics.
         let bad = Meta::new();
         let _g2 = watch(&bad, || panic!("a failing cancel"));
-        stuck.cancel.cancel();
-        bad.cancel.cancel();
+        stuck.cancel_token().cancel();
+        bad.cancel_token().cancel();
         within(&started_rx, "the hanging abort starting");
         std::thread::sleep(POLL * 4);
 
@@ -218,7 +218,7 @@ mod tests {
         let _g3 = watch(&later, move || {
             let _ = hit_tx.send(());
         });
-        later.cancel.cancel();
+        later.cancel_token().cancel();
         within(&hit_rx, "a later abort");
         let _ = release_tx.send(());
     }

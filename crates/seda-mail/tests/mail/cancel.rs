@@ -21,7 +21,7 @@ fn slow_pattern() -> String {
 fn slow_search_is_interrupted(store: &dyn Store) {
     let backend = store.backend();
     let meta = Meta::new();
-    let token = meta.cancel.clone();
+    let token = meta.cancel_token().clone();
     let canceller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(150));
         token.cancel();

@@ -127,7 +127,7 @@ fn moves_under_cancellation_and_rejection_lose_and_duplicate_nothing() {
                         maybe_in_trash.insert(id);
                         req("POST", "/delete", Some(&cookie), &format!("id={id}"))
                     };
-                    let token = r.meta.cancel.clone();
+                    let token = r.meta.cancel_token().clone();
                     let mode = rng.below(10);
                     if mode == 0 {
                         token.cancel(); // cancelled before admission

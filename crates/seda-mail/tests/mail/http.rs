@@ -109,7 +109,7 @@ fn rejection_is_503_with_retry_after() {
     let svc = seda_mail::MailService::start(&rt, store, &ServiceOptions::default()).unwrap();
     // A request whose deadline has passed is not served.
     let mut late = req("GET", "/login", None, "");
-    late.meta.deadline = Some(std::time::Instant::now());
+    late.meta.set_deadline(Some(std::time::Instant::now()));
     let r = call(&svc, late);
     assert_eq!(r.status, 503);
     // Dispatch answers through the event's callback, whatever happens to it.

@@ -185,7 +185,7 @@ fn every_request_type_on_every_backend() {
 
         // A cancelled request does nothing and says so.
         let cancelled = Meta::new();
-        cancelled.cancel.cancel();
+        cancelled.cancel_token().cancel();
         assert!(
             store.delete(user.id, second.id, None, &cancelled).is_err(),
             "{backend}"

@@ -38,6 +38,15 @@ pub enum ConfigError {
         /// What is wrong, with the value.
         reason: String,
     },
+    /// A domain's pool settings are out of range or contradict each other.
+    Domain {
+        /// The domain.
+        domain: String,
+        /// The setting, as the file names it under `[domains.NAME]` (`sizer.kind`...).
+        setting: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
+    },
     /// A stage's terminator cannot be built from its settings.
     Terminate {
         /// The stage.
@@ -118,6 +127,11 @@ impl fmt::Display for ConfigError {
                 setting,
                 reason,
             } => write!(f, "stage `{stage}`: {setting}: {reason}"),
+            ConfigError::Domain {
+                domain,
+                setting,
+                reason,
+            } => write!(f, "domain `{domain}`: {setting}: {reason}"),
             ConfigError::Admission { stage, source } => {
                 write!(f, "stage `{stage}`: admission: {source}")
             }
@@ -144,7 +158,9 @@ impl std::error::Error for ConfigError {
                 Some(source)
             }
             ConfigError::ControlThread(e) => Some(e),
-            ConfigError::Stage { .. } | ConfigError::Runtime { .. } => None,
+            ConfigError::Stage { .. }
+            | ConfigError::Domain { .. }
+            | ConfigError::Runtime { .. } => None,
         }
     }
 }

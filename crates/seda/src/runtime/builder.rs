@@ -12,7 +12,23 @@ use crate::error::BuildError;
 use crate::global::GlobalControl;
 use crate::shared::Shared;
 
-/// Builds a [`Runtime`].
+/// Builds a [`Runtime`]: [`Runtime::builder`], then settings, then [`start`](Self::start).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use seda::{Config, GlobalControlConfig, Runtime};
+///
+/// let config = Config::from_toml("[runtime]\ntick_ms = 50")?;
+/// let rt = Runtime::builder()
+///     .config(config)
+///     .global(GlobalControlConfig::new(Duration::from_millis(250), "front"))
+///     .start()?;
+/// assert_eq!(rt.configuration().runtime.tick_ms, 50);
+/// rt.shutdown();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct RuntimeBuilder {
     config: Config,
@@ -36,8 +52,8 @@ impl RuntimeBuilder {
     /// # Errors
     ///
     /// [`BuildError::Config`] when the global control settings are invalid
-    /// ([`ConfigError::Runtime`]) or the control thread cannot be spawned
-    /// ([`ConfigError::ControlThread`]).
+    /// ([`ConfigError::Runtime`]), a domain's pool settings are ([`ConfigError::Domain`]), or
+    /// the control thread cannot be spawned ([`ConfigError::ControlThread`]).
     pub fn start(self) -> Result<Runtime, BuildError> {
         let registry = Arc::new(Registry::default());
         let shared = Arc::new(Shared::new());

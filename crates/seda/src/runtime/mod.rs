@@ -65,6 +65,12 @@ struct Inner {
 /// with threads running. Shutting down twice is harmless: the second call returns the first
 /// report. (A handler that holds a clone keeps the runtime alive until it is shut down.)
 ///
+/// # Panics
+///
+/// No method panics. [`shutdown`](Self::shutdown) called from inside a handler of the same
+/// runtime waits for that handler to return, that is forever: shut down from outside the
+/// graph, or use [`shutdown_timeout`](Self::shutdown_timeout).
+///
 /// # Examples
 ///
 /// ```
@@ -93,7 +99,7 @@ impl fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A builder for a runtime.
+    /// A builder for a runtime: its configuration and global control ([`RuntimeBuilder`]).
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder::default()
     }
@@ -113,7 +119,8 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// None today; the `Result` leaves room for settings checked when the pool starts.
+    /// [`BuildError::Config`] with [`ConfigError::Domain`](crate::ConfigError::Domain) when
+    /// the pool's sizer settings are invalid (an unknown sizer, a setting out of range).
     ///
     /// # Examples
     ///
@@ -131,9 +138,10 @@ impl Runtime {
     /// ```
     pub fn domain(&self, name: &str, settings: PoolSettings) -> Result<(), BuildError> {
         if let Some((setting, reason)) = settings.sizer_config().problem() {
-            return Err(BuildError::Config(crate::ConfigError::Runtime {
+            return Err(BuildError::Config(crate::ConfigError::Domain {
+                domain: name.to_string(),
                 setting,
-                reason: format!("domain `{name}`: {reason}"),
+                reason,
             }));
         }
         let mut domains = self.inner.registry.domains.write();
@@ -219,6 +227,20 @@ impl Runtime {
     /// # Errors
     ///
     /// [`BuildError::NoSuchPool`] when no stage with its own pool and no domain has that name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{BuildError, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// rt.stage(Stage::builder("db").handler(handler::each(|_: u64, _cx| {})))?;
+    /// rt.resize_pool("db", 2, 16)?; // a queued stage's own pool has the stage's name
+    /// assert_eq!(rt.stats().stages[0].threads_max, 16);
+    /// assert!(matches!(rt.resize_pool("dbs", 2, 16), Err(BuildError::NoSuchPool(_))));
+    /// rt.shutdown();
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn resize_pool(&self, pool: &str, min: usize, max: usize) -> Result<(), BuildError> {
         self.pool_named(pool)?.resize(min, max);
         Ok(())
@@ -241,6 +263,22 @@ impl Runtime {
 
     /// Changes global control's p90 target while running (FAIR07 Figure 5-7). Returns false
     /// when the runtime has no global control.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use seda::{GlobalControlConfig, Runtime};
+    ///
+    /// let plain = Runtime::start()?;
+    /// assert!(!plain.set_response_target(Duration::from_millis(200)));
+    /// plain.shutdown();
+    /// let global = GlobalControlConfig::new(Duration::from_millis(500), "entry");
+    /// let rt = Runtime::builder().global(global).start()?;
+    /// assert!(rt.set_response_target(Duration::from_millis(200)));
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn set_response_target(&self, target: Duration) -> bool {
         match &self.inner.global {
             Some(g) => {
@@ -270,7 +308,25 @@ impl Runtime {
     /// Stops admitting events from outside, lets every queue drain (hand-offs between stages
     /// continue), then stops and joins every thread. Waits as long as handlers take.
     ///
-    /// Call it from outside the graph: a handler calling it waits for itself.
+    /// Call it from outside the graph: a handler calling it waits for itself. A second call
+    /// returns the first call's report.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{RejectReason, Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let sink = rt.stage(Stage::builder("work").handler(handler::each(|_: u64, _cx| {})))?;
+    /// for n in 0..100 {
+    ///     sink.enqueue(n).expect("admitted");
+    /// }
+    /// let report = rt.shutdown();
+    /// assert!(report.drained && report.abandoned == 0); // all 100 handled
+    /// assert_eq!(sink.enqueue(100).unwrap_err().reason, RejectReason::Closed);
+    /// assert_eq!(rt.shutdown(), report);
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn shutdown(&self) -> ShutdownReport {
         self.shutdown_inner(None)
     }

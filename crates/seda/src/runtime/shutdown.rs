@@ -11,6 +11,7 @@ use crate::erased::StageDyn;
 
 /// What a shutdown achieved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ShutdownReport {
     /// Every admitted event was handled or dropped by its stage before the pools stopped.
     pub drained: bool,

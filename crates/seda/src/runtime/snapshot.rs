@@ -36,6 +36,7 @@ impl RuntimeSnapshot {
 /// A pool's size and backlog.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PoolSnapshot {
     /// Pool name.
     pub name: String,
@@ -51,6 +52,28 @@ pub struct PoolSnapshot {
 
 impl Runtime {
     /// A snapshot of every stage's and pool's state and measurements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use seda::{Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let (tx, rx) = mpsc::channel();
+    /// let tx = std::sync::Mutex::new(tx);
+    /// let sink = rt.stage(Stage::builder("work").handler(handler::each(move |n: u64, _cx| {
+    ///     tx.lock().unwrap().send(n).unwrap();
+    /// })))?;
+    /// sink.enqueue(1).expect("admitted");
+    /// rx.recv()?;
+    /// let stats = rt.stats();
+    /// let work = &stats.stages[0];
+    /// assert_eq!((work.name.as_str(), work.totals.counters.admitted), ("work", 1));
+    /// assert_eq!(stats.pool_of(work).map(|p| p.name.as_str()), Some("work"));
+    /// rt.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> RuntimeSnapshot {
         let stages = self.inner.registry.stages.read().clone();
         let pools = self.inner.registry.pools.read().clone();
@@ -93,6 +116,29 @@ impl Runtime {
     }
 
     /// The stage graph with per-edge event counts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use seda::{Runtime, Stage, handler};
+    ///
+    /// let rt = Runtime::start()?;
+    /// let b = rt.stage(Stage::builder("b").inline().handler(handler::each(|_: u8, _cx| {})))?;
+    /// let a = rt.stage(Stage::builder("a").inline().handler(handler::each(move |n: u8, _cx| {
+    ///     let _ = b.enqueue(n);
+    /// })))?;
+    /// a.enqueue(1).expect("admitted"); // inline: handled, and passed to `b`, before it returns
+    /// let graph = rt.graph();
+    /// let edges: Vec<_> = graph
+    ///     .edges
+    ///     .iter()
+    ///     .map(|e| (e.from.as_str(), e.to.as_str(), e.events))
+    ///     .collect();
+    /// assert!(edges.contains(&("outside", "a", 1)) && edges.contains(&("a", "b", 1)));
+    /// assert!(graph.to_dot().contains("digraph"));
+    /// rt.shutdown();
+    /// # Ok::<(), seda::BuildError>(())
+    /// ```
     pub fn graph(&self) -> Graph {
         let stages = self.inner.registry.stages.read().clone();
         let name_of = |id: usize| -> String {

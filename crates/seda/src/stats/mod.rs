@@ -331,7 +331,7 @@ pub struct PeriodSnapshot {
     pub queueing: HistogramSummary,
     /// Handler time per event (batch time divided over its events).
     pub service: HistogramSummary,
-    /// Time from the request's birth ([`Meta::born`](crate::Meta)) to the end of this stage.
+    /// Time from the request's birth ([`Meta::born`](crate::Meta::born)) to the end of this stage.
     pub response: HistogramSummary,
 }
 
@@ -394,6 +394,7 @@ pub(crate) fn state_numbers<'de, D: Deserializer<'de>>(
 /// The state of a stage's terminator, for snapshots and the dashboard.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct TerminationSnapshot {
     /// The terminator's kind (`sert`, `fixed`, `percentile`).
     pub kind: std::borrow::Cow<'static, str>,
@@ -411,6 +412,7 @@ pub struct TerminationSnapshot {
 
 /// A stage's cumulative histograms since start (see [`crate::Runtime::histograms`]).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct StageHistograms {
     /// Time from enqueue to dequeue.
     pub queueing: Histogram,

@@ -257,7 +257,7 @@ fn expired_and_cancelled_requests_are_dropped_not_served() {
         reply: tx.clone(),
     })
     .unwrap();
-    gone.cancel.cancel();
+    gone.cancel_token().cancel();
     std::thread::sleep(Duration::from_millis(40));
     open_tx.send(()).unwrap(); // blocker
     open_tx.send(()).unwrap(); // the fine one
@@ -336,7 +336,7 @@ fn the_controller_hears_of_every_dequeue_even_of_cancelled_events() {
         reply: tx.clone(),
     })
     .unwrap();
-    gone.cancel.cancel();
+    gone.cancel_token().cancel();
     open_tx.send(()).unwrap();
     rt.shutdown();
     drop(tx);

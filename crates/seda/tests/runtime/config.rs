@@ -1,4 +1,6 @@
-use seda::{Config, Order, Runtime, Stage, handler};
+use seda::{
+    BuildError, Config, ConfigError, Order, PoolSettings, Runtime, SizerConfig, Stage, handler,
+};
 
 const FILE: &str = r#"
 [runtime]
@@ -110,6 +112,22 @@ fn bad_configuration_gets_a_clear_error() {
     assert!(err.to_string().contains("already exists"), "{err}");
     assert!(rt.sink::<String>("dup").is_err(), "wrong event type");
     assert!(rt.sink::<u64>("dup").is_ok());
+    // A domain's bad settings name the domain in a field of their own, not in the text.
+    let settings = PoolSettings {
+        sizer: Some(SizerConfig::new("bogus")),
+        ..Default::default()
+    };
+    let err = rt.domain("pool", settings).unwrap_err();
+    match &err {
+        BuildError::Config(ConfigError::Domain {
+            domain, setting, ..
+        }) => assert_eq!((domain.as_str(), *setting), ("pool", "sizer.kind")),
+        other => panic!("expected ConfigError::Domain, got {other:?}"),
+    }
+    assert!(
+        err.to_string().starts_with("domain `pool`: sizer.kind:"),
+        "{err}"
+    );
     rt.shutdown();
 }
 

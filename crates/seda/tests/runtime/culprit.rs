@@ -22,11 +22,11 @@ fn request(
     hold: Duration,
 ) -> (Duration, Result<(), CancelReason>) {
     let asked = Instant::now();
-    let mut held = lock.acquire(&meta.cancel, || folder.lock().unwrap());
+    let mut held = lock.acquire(meta.cancel_token(), || folder.lock().unwrap());
     let waited = asked.elapsed();
     let start = Instant::now();
     while start.elapsed() < hold {
-        if let Err(reason) = meta.cancel.checkpoint() {
+        if let Err(reason) = meta.cancel_token().checkpoint() {
             return (waited, Err(reason));
         }
         std::thread::sleep(Duration::from_millis(1));

@@ -16,7 +16,7 @@ const UNCUT: Duration = Duration::from_secs(30);
 fn work(meta: &Meta, long: bool) -> Result<(), CancelReason> {
     let start = Instant::now();
     while long && start.elapsed() < UNCUT {
-        meta.cancel.checkpoint()?;
+        meta.cancel_token().checkpoint()?;
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(())
@@ -94,10 +94,13 @@ fn a_handler_that_finishes_first_completes() {
                 .terminate(Box::new(FixedThreshold(Duration::ZERO)))
                 .handler(handler::each(move |(meta, ()): (Meta, ()), _| {
                     // Never at a safe point: waits to be asked, then finishes anyway.
-                    while !meta.cancel.is_cancelled() {
+                    while !meta.cancel_token().is_cancelled() {
                         std::thread::sleep(Duration::from_millis(1));
                     }
-                    tx.lock().unwrap().send(meta.cancel.reason()).unwrap();
+                    tx.lock()
+                        .unwrap()
+                        .send(meta.cancel_token().reason())
+                        .unwrap();
                 })),
         )
         .unwrap();
