@@ -38,6 +38,18 @@ pub struct TierStats {
     pub cancelled: u64,
     /// Of those, the ones whose call below was in flight and was dropped.
     pub cancelled_in_call: u64,
+    /// Calls sent below, retries included.
+    #[serde(default)]
+    pub calls: u64,
+    /// Of those, retries of a call the tier below refused (`seda serve tier --retries`).
+    #[serde(default)]
+    pub retries: u64,
+    /// Retries the tier's retry budget did not allow.
+    #[serde(default)]
+    pub retries_denied: u64,
+    /// Calls (first or retry) the tier's adaptive throttle refused, never sent.
+    #[serde(default)]
+    pub throttled: u64,
     /// The window over the tiers below (requests allowed in flight), when the tier keeps one.
     pub window: Option<f64>,
     /// DAGOR's admission level (`seda serve tier --policy dagor`), as business/user: the
@@ -51,6 +63,15 @@ impl TierStats {
     pub fn wasted_share(&self) -> f64 {
         if self.work_ms > 0.0 {
             (self.wasted_ms / self.work_ms).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// The share of the calls sent below that were retries, in [0, 1] (0 with no calls).
+    pub fn retry_share(&self) -> f64 {
+        if self.calls > 0 {
+            self.retries as f64 / self.calls as f64
         } else {
             0.0
         }
@@ -78,6 +99,10 @@ impl TierStats {
             cancelled_in_call: self
                 .cancelled_in_call
                 .saturating_sub(before.cancelled_in_call),
+            calls: self.calls.saturating_sub(before.calls),
+            retries: self.retries.saturating_sub(before.retries),
+            retries_denied: self.retries_denied.saturating_sub(before.retries_denied),
+            throttled: self.throttled.saturating_sub(before.throttled),
             window: self.window,
             admission_level: self.admission_level.clone(),
         }
@@ -92,12 +117,16 @@ mod tests {
     fn the_wasted_share_and_the_difference_of_two_readings() {
         let a = TierStats {
             requests: 10,
+            calls: 10,
+            retries: 1,
             work_ms: 50.0,
             wasted_ms: 10.0,
             ..TierStats::default()
         };
         let b = TierStats {
             requests: 30,
+            calls: 40,
+            retries: 4,
             work_ms: 150.0,
             wasted_ms: 60.0,
             ..TierStats::default()
@@ -105,7 +134,9 @@ mod tests {
         let d = b.since(&a);
         assert_eq!(d.requests, 20);
         assert!((d.wasted_share() - 0.5).abs() < 1e-9);
+        assert!((d.retry_share() - 0.1).abs() < 1e-9);
         assert_eq!(TierStats::default().wasted_share(), 0.0);
+        assert_eq!(TierStats::default().retry_share(), 0.0);
         let text = serde_json::to_string(&b).expect("serializes");
         assert_eq!(serde_json::from_str::<TierStats>(&text).expect("reads"), b);
     }

@@ -1,6 +1,7 @@
 //! One request through a tier: a slot in the window below (ours), the tier's own work (a hold
-//! of one of its workers), the call below with the budget left, and the answer relayed up
-//! with what the tier that answered said (`Retry-After`, `x-seda-reject`).
+//! of one of its workers), the call below with the budget left (again, if it was refused and
+//! [`ClientHelp`] allows), and the answer relayed up with what the tier that answered said
+//! (`Retry-After`, `x-seda-reject`).
 //!
 //! A [`Ledger`] follows the request: when the handler's future is dropped before the answer
 //! (the caller left, or the seda layer cut the request at its deadline), its `Drop` counts the
@@ -16,11 +17,13 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, Request, Response, StatusCode, Uri, header};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use seda_control::dagor::Priority;
 use seda_tower::{REJECT_HEADER, RequestDeadline};
 use tokio::sync::Semaphore;
 
 use super::counters::{Below, Counters};
 use super::dagor::DagorTier;
+use super::help::ClientHelp;
 use super::window::{DownstreamWindow, Slot};
 
 /// The largest answer from below relayed whole.
@@ -35,6 +38,8 @@ pub struct Tier {
     pub dagor: Option<DagorTier>,
     /// Calls below in flight at once, the rest waiting in a bounded queue (`--below-limit`).
     pub below_limit: Option<BelowLimit>,
+    /// How calls below are throttled and retried (`--throttle`, `--retries`).
+    pub help: ClientHelp,
     pub workers: Semaphore,
     pub work: Duration,
     /// The tier below, as `http://host:port/path`; the request's query is passed on.
@@ -173,6 +178,12 @@ async fn serve(
 ) -> Response<Body> {
     tier.counters.arrived();
     let arrived = Instant::now();
+    // The throttle (`--throttle`) decides a request's first call at the door, before any
+    // work: what it refuses costs this tier nothing.
+    if !tier.help.may_send() {
+        tier.counters.throttled();
+        return answer(StatusCode::SERVICE_UNAVAILABLE, Some("throttled"), "");
+    }
     let priority = tier.dagor.as_ref().map(|d| d.priority(headers));
     if let (Some(d), Some(p)) = (&tier.dagor, priority) {
         // DAGOR18 Section 4.2: this tier's level, then the level the tier below said.
@@ -245,13 +256,93 @@ async fn serve(
         Some(q) => format!("{}?{q}", tier.downstream),
         None => tier.downstream.clone(),
     };
-    let mut request = match Request::get(target.as_str()).body(Body::empty()) {
-        Ok(r) => r,
-        Err(_) => {
+    // The refusal the next call retries, and how long its call took.
+    let mut refusal: Option<(Reply, Duration)> = None;
+    let mut retries = 0;
+    loop {
+        let Some(mut request) = request_below(&target, priority) else {
             ledger.settle(Below::Failed, Duration::ZERO);
             return answer(StatusCode::BAD_REQUEST, None, "bad query\n");
+        };
+        let budget = match &deadline {
+            Some(axum::Extension(d)) => d.propagate(request.headers_mut()),
+            None => Duration::from_secs(30),
+        };
+        if let Some((refused, latency)) = refusal.take() {
+            // A retry goes only with budget left, within the retry budget, past the throttle.
+            if budget.is_zero() || !may_retry(tier) {
+                ledger.settle(Below::Refused, latency);
+                return relay(refused);
+            }
+        } else if budget.is_zero() {
+            // No tier below could finish in time: no call (`RequestDeadline::propagate`).
+            ledger.settle(Below::Deadline, Duration::ZERO);
+            return answer(StatusCode::GATEWAY_TIMEOUT, Some("deadline"), "");
+        } else {
+            tier.help.first_call();
         }
-    };
+        tier.counters.called(retries > 0);
+        ledger.in_call = true;
+        let sent = Instant::now();
+        let reply = tokio::time::timeout(budget, call_below(tier, request)).await;
+        let latency = sent.elapsed();
+        let Ok(reply) = reply else {
+            ledger.settle(Below::Deadline, latency);
+            return answer(StatusCode::GATEWAY_TIMEOUT, Some("deadline"), "");
+        };
+        let Some(reply) = reply else {
+            ledger.settle(Below::Failed, latency);
+            return answer(
+                StatusCode::BAD_GATEWAY,
+                None,
+                "the tier below did not answer\n",
+            );
+        };
+        if let Some(d) = &tier.dagor {
+            d.heard(&reply.headers);
+        }
+        let below = match reply.status.as_u16() {
+            200..=299 => Below::Ok,
+            503 => Below::Refused,
+            504 => Below::Deadline,
+            _ => Below::Failed,
+        };
+        if below != Below::Refused {
+            tier.help.accepted();
+        } else if retries < tier.help.retries() {
+            retries += 1;
+            refusal = Some((reply, latency));
+            continue;
+        }
+        ledger.settle(below, latency);
+        return relay(reply);
+    }
+}
+
+/// Whether a refused call may go again now: within the retry budget, then past the throttle
+/// (each counted when it says no).
+fn may_retry(tier: &Tier) -> bool {
+    if !tier.help.may_retry() {
+        tier.counters.retry_denied();
+        return false;
+    }
+    if !tier.help.may_send() {
+        tier.counters.throttled();
+        return false;
+    }
+    true
+}
+
+/// An answer from below, read whole.
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+}
+
+/// The call below for `target`, carrying DAGOR's `priority` when there is one.
+fn request_below(target: &str, priority: Option<Priority>) -> Option<Request<Body>> {
+    let mut request = Request::get(target).body(Body::empty()).ok()?;
     if let Some(p) = priority
         && let Ok(v) = header::HeaderValue::from_str(&p.to_string())
     {
@@ -259,58 +350,30 @@ async fn serve(
             .headers_mut()
             .insert(super::dagor::PRIORITY_HEADER, v);
     }
-    let budget = match deadline {
-        Some(axum::Extension(d)) => d.propagate(request.headers_mut()),
-        None => Duration::from_secs(30),
-    };
-    if budget.is_zero() {
-        // No tier below could finish in time: no call (`RequestDeadline::propagate`).
-        ledger.settle(Below::Deadline, Duration::ZERO);
-        return answer(StatusCode::GATEWAY_TIMEOUT, Some("deadline"), "");
-    }
-    ledger.in_call = true;
-    let sent = Instant::now();
-    let reply = tokio::time::timeout(budget, async {
-        let response = tier.client.request(request).await.ok()?;
-        let (parts, body) = response.into_parts();
-        let bytes = axum::body::to_bytes(Body::new(body), MAX_BODY_BYTES)
-            .await
-            .ok()?;
-        Some((parts.status, parts.headers, bytes))
+    Some(request)
+}
+
+/// One call below and its answer read whole; `None` when it brought no answer.
+async fn call_below(tier: &Tier, request: Request<Body>) -> Option<Reply> {
+    let response = tier.client.request(request).await.ok()?;
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(Body::new(body), MAX_BODY_BYTES)
+        .await
+        .ok()?;
+    Some(Reply {
+        status: parts.status,
+        headers: parts.headers,
+        bytes,
     })
-    .await;
-    let latency = sent.elapsed();
-    match reply {
-        Err(_) => {
-            ledger.settle(Below::Deadline, latency);
-            answer(StatusCode::GATEWAY_TIMEOUT, Some("deadline"), "")
-        }
-        Ok(None) => {
-            ledger.settle(Below::Failed, latency);
-            answer(
-                StatusCode::BAD_GATEWAY,
-                None,
-                "the tier below did not answer\n",
-            )
-        }
-        Ok(Some((status, headers, bytes))) => {
-            if let Some(d) = &tier.dagor {
-                d.heard(&headers);
-            }
-            let below = match status.as_u16() {
-                200..=299 => Below::Ok,
-                503 => Below::Refused,
-                504 => Below::Deadline,
-                _ => Below::Failed,
-            };
-            ledger.settle(below, latency);
-            relay(status, &headers, bytes)
-        }
-    }
 }
 
 /// The answer from below, with the headers that tell the tiers above why it refused.
-fn relay(status: StatusCode, headers: &HeaderMap, bytes: axum::body::Bytes) -> Response<Body> {
+fn relay(reply: Reply) -> Response<Body> {
+    let Reply {
+        status,
+        headers,
+        bytes,
+    } = reply;
     let mut r = Response::new(Body::from(bytes));
     *r.status_mut() = status;
     let keep: [HeaderName; 3] = [

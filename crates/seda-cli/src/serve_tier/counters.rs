@@ -33,6 +33,10 @@ pub struct Counters {
     failed: AtomicU64,
     cancelled: AtomicU64,
     cancelled_in_call: AtomicU64,
+    calls: AtomicU64,
+    retries: AtomicU64,
+    retries_denied: AtomicU64,
+    throttled: AtomicU64,
 }
 
 fn us(d: Duration) -> u64 {
@@ -78,6 +82,24 @@ impl Counters {
         }
     }
 
+    /// A call sent below, a retry of a refused one or not.
+    pub fn called(&self, retry: bool) {
+        self.calls.fetch_add(1, Relaxed);
+        if retry {
+            self.retries.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A retry the retry budget did not allow.
+    pub fn retry_denied(&self) {
+        self.retries_denied.fetch_add(1, Relaxed);
+    }
+
+    /// A call the adaptive throttle refused here, never sent.
+    pub fn throttled(&self) {
+        self.throttled.fetch_add(1, Relaxed);
+    }
+
     pub fn snapshot(&self, window: Option<f64>, admission_level: Option<String>) -> TierStats {
         let ms = |c: &AtomicU64| c.load(Relaxed) as f64 / 1000.0;
         TierStats {
@@ -92,6 +114,10 @@ impl Counters {
             downstream_failed: self.failed.load(Relaxed),
             cancelled: self.cancelled.load(Relaxed),
             cancelled_in_call: self.cancelled_in_call.load(Relaxed),
+            calls: self.calls.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+            retries_denied: self.retries_denied.load(Relaxed),
+            throttled: self.throttled.load(Relaxed),
             window,
             admission_level,
         }

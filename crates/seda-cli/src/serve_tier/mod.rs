@@ -11,10 +11,15 @@
 //! and fed by the refusals relayed up from below, so an overloaded back is refused at this
 //! tier's door. `--policy dagor`: WeChat's DAGOR ([`dagor`]), each tier with its own
 //! admission level over the requests' priorities, told to the tier above.
+//!
+//! Beside any policy, the tier's client of the tier below can help it ([`help`]): adaptive
+//! throttling (`--throttle`) and retries of refused calls (`--retries`) held to a retry
+//! budget (`--retry-budget`).
 
 mod call;
 mod counters;
 mod dagor;
+mod help;
 mod window;
 
 use std::net::SocketAddr;
@@ -36,6 +41,7 @@ use tokio::sync::Semaphore;
 
 use call::Tier;
 use counters::Counters;
+use help::{ClientHelp, HelpArgs};
 use window::DownstreamWindow;
 
 /// A gate's layer admits this many in flight: far past any queue bound it is given.
@@ -104,6 +110,18 @@ pub struct TierArgs {
     /// Calls allowed to wait for one of --below-limit's slots; past them, 503.
     #[arg(long, default_value_t = 32)]
     below_queue: usize,
+    /// Throttle calls below adaptively, as Google's clients do: refuse a request here, before
+    /// its work, with probability max(0, (requests - 2 x accepts) / (requests + 1)) over
+    /// 10 s, accepts being the answers from below that were not a 503.
+    #[arg(long)]
+    throttle: bool,
+    /// Send a call the tier below refused (503) again at once, up to N times, while the
+    /// request's budget lasts.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    retries: u32,
+    /// Retry at most this share of the first calls (over 10 s, plus one retry a second).
+    #[arg(long, requires = "retries", value_name = "SHARE")]
+    retry_budget: Option<f64>,
 }
 
 impl TierArgs {
@@ -175,6 +193,11 @@ pub fn serve(args: &TierArgs) -> anyhow::Result<()> {
         Policy::Dagor => Some(dagor::DagorTier::new(args.edge)?),
         _ => None,
     };
+    let help = ClientHelp::new(HelpArgs {
+        throttle: args.throttle,
+        retries: args.retries,
+        budget: args.retry_budget,
+    })?;
     rt.block_on(async {
         let tier = Arc::new(Tier {
             counters: Counters::default(),
@@ -186,6 +209,7 @@ pub fn serve(args: &TierArgs) -> anyhow::Result<()> {
                 queue: args.below_queue,
                 waiting: Default::default(),
             }),
+            help,
             workers: Semaphore::new(args.workers),
             work: Duration::from_secs_f64(args.work_ms / 1000.0),
             downstream: args.downstream.clone(),

@@ -1,11 +1,13 @@
-//! `tiers` (issue 53, items 3 and 4): a front, a middle and a back tier, each a process in its
+//! `tiers` (issue 53, items 3 to 5): a front, a middle and a back tier, each a process in its
 //! own network namespace joined by veth with netem's 1 ms delay ([`net`]), the back at 3 x its
 //! capacity. Compared: each tier controlling alone; WeChat's DAGOR (DAGOR18: each tier's
 //! admission level over business x user priorities, moved by its queueing time and told to
 //! the tier above, which refuses at its door what the tier below would refuse); and ours,
 //! where what the back knows (its refusals, relayed up with its `Retry-After`) reaches the
-//! front, which refuses at its door before any tier spends work. Then cross-tier termination ([`cancel`]): requests abandoned
-//! at the front, by their client or their deadline, stop in every tier.
+//! front, which refuses at its door before any tier spends work. Then cross-tier termination
+//! ([`cancel`]): requests abandoned at the front, by their client or their deadline, stop in
+//! every tier. Last a retry storm ([`storm`]): clients resending refused requests at once,
+//! with and without the middle tier's client throttling and holding its retries to a budget.
 //!
 //! Capacity by design: the back is the hold service with 4 workers and requests asking for
 //! 20 ms holds, 200/s ([`stack::back_capacity_per_s`]); the front and the middle do 5 ms of
@@ -24,6 +26,7 @@
 mod cancel;
 mod net;
 mod stack;
+mod storm;
 
 use std::time::Duration;
 
@@ -74,7 +77,16 @@ impl Measured {
     }
 }
 
-fn load_config(stack: &Stack, rate_per_s: f64, run_s: f64) -> Result<LoadConfig> {
+/// How a variant is driven: its length, the start of its measured part, and its clients'
+/// retries of a refused request (sent again at once: a retry storm).
+#[derive(Debug, Clone, Copy)]
+struct Drive {
+    run_s: f64,
+    from_s: f64,
+    client_retries: u32,
+}
+
+fn load_config(stack: &Stack, rate_per_s: f64, drive: Drive) -> Result<LoadConfig> {
     let target = Target::parse(&format!("http://{}/?ms={}", stack.front, stack::HOLD_MS))?;
     let model = Model::Open(Open {
         rate_per_s,
@@ -83,22 +95,22 @@ fn load_config(stack: &Stack, rate_per_s: f64, run_s: f64) -> Result<LoadConfig>
         max_backlog: 10_000,
     });
     let mut cfg = LoadConfig::new(target, model)?;
-    cfg.duration = Duration::from_secs_f64(run_s);
+    cfg.duration = Duration::from_secs_f64(drive.run_s);
     cfg.goodput_target = Duration::from_millis(stack::DEADLINE_MS);
     cfg.precise_pacing = true;
     cfg.client = ClientConfig {
         deadline: Duration::from_secs(2),
+        retries: drive.client_retries,
         ..ClientConfig::default()
     };
     Ok(cfg)
 }
 
 /// Drives `stack` at 3 x the back's capacity; the tiers' counters from `from_s` to the end.
-fn measure(lab: &Lab, stack: &Stack, variant: &'static str) -> Result<Measured> {
+fn measure(lab: &Lab, stack: &Stack, variant: &'static str, drive: Drive) -> Result<Measured> {
     let capacity = back_capacity_per_s();
-    let run_s = lab.pick(10.0, 30.0);
-    let from_s = lab.pick(3.0, 5.0);
-    let cfg = load_config(stack, OVERLOAD * capacity, run_s)?;
+    let Drive { run_s, from_s, .. } = drive;
+    let cfg = load_config(stack, OVERLOAD * capacity, drive)?;
     let (report, before) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             std::thread::sleep(Duration::from_secs_f64(from_s));
@@ -162,8 +174,9 @@ impl Scenario for Tiers {
     fn about(&self) -> &'static str {
         "three tiers in their own network namespaces, the back at 3 x capacity: each tier \
          alone, DAGOR's levels told one tier up, and ours (the back's refusals flowing up to \
-         the front's door); goodput, work wasted in the upper tiers, and cancellation \
-         stopping every tier (issue 53)"
+         the front's door); goodput, work wasted in the upper tiers, cancellation \
+         stopping every tier, and a retry storm with the middle tier's client throttling and \
+         within a retry budget (issue 53)"
     }
 
     fn headline(&self) -> &'static [&'static str] {
@@ -173,6 +186,8 @@ impl Scenario for Tiers {
             "dagor/goodput_fraction_of_capacity",
             "dagor/wasted_share",
             "alone/wasted_share",
+            "storm/goodput_fraction_of_capacity",
+            "storm/middle_retry_share",
         ]
     }
 
@@ -190,16 +205,22 @@ impl Scenario for Tiers {
         ));
         let mut runs = Vec::new();
         let mut termination = None;
+        let drive = Drive {
+            run_s: lab.pick(10.0, 30.0),
+            from_s: lab.pick(3.0, 5.0),
+            client_retries: 0,
+        };
         for variant in VARIANTS {
-            let stack = Stack::start(lab, &net, variant)?;
-            runs.push(measure(lab, &stack, variant)?);
+            let stack = Stack::start(lab, &net, variant, variant, &[])?;
+            runs.push(measure(lab, &stack, variant, drive)?);
             if variant == "ours" {
                 termination = Some(cancel::run(&stack)?);
             }
             stack.stop();
         }
         let termination = termination.ok_or_else(|| anyhow::anyhow!("ours did not run"))?;
-        Ok(report::outcome(&runs, &termination, net.delay_ms))
+        let storms = storm::run(lab, &net)?;
+        Ok(report::outcome(&runs, &storms, &termination, net.delay_ms))
     }
 }
 

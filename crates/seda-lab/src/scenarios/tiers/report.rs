@@ -6,6 +6,7 @@ use serde_json::{Map, json};
 
 use super::cancel::{Cut, Termination};
 use super::stack::{self, back_capacity_per_s};
+use super::storm;
 use super::{CONTROL_PERIOD_MS, GOODPUT_GOAL, Measured, OVERLOAD, WASTE_GOAL};
 use crate::outcome::{Check, Outcome};
 
@@ -179,10 +180,16 @@ fn table(runs: &[Measured]) -> String {
 }
 
 /// The outcome of the runs and the termination phase.
-pub(super) fn outcome(runs: &[Measured], t: &Termination, delay_ms: Option<u32>) -> Outcome {
-    let checks = checks(runs, t);
+pub(super) fn outcome(
+    runs: &[Measured],
+    storms: &[Measured],
+    t: &Termination,
+    delay_ms: Option<u32>,
+) -> Outcome {
+    let mut checks = checks(runs, t);
+    checks.extend(storm::checks(storms));
     let mut summary = Map::new();
-    for m in runs {
+    for m in runs.iter().chain(storms) {
         summary.insert(
             m.variant.to_string(),
             serde_json::to_value(&m.summary).unwrap_or_default(),
@@ -241,6 +248,8 @@ pub(super) fn outcome(runs: &[Measured], t: &Termination, delay_ms: Option<u32>)
         "- no budget left: answered {}, {} request(s) reached the front's handler",
         t.spent_status, t.spent_reached_handler
     );
+    report.push('\n');
+    report.push_str(&storm::report(storms));
     Outcome {
         paper: "issue 53 ([DAGOR18]'s upstream coordination, [SERT06]'s future work)".into(),
         config: json!({
@@ -253,6 +262,9 @@ pub(super) fn outcome(runs: &[Measured], t: &Termination, delay_ms: Option<u32>)
             "deadline_ms": stack::DEADLINE_MS,
             "overload": OVERLOAD,
             "netem_delay_ms": delay_ms,
+            "storm_client_retries": storm::CLIENT_RETRIES,
+            "storm_middle_retries": storm::MIDDLE_RETRIES,
+            "storm_retry_budget": storm::RETRY_BUDGET,
         }),
         summary,
         data: json!({}),

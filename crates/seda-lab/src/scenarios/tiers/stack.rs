@@ -58,9 +58,16 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Starts the back, the middle and the front of variant `policy` (`alone`, `ours` or
-    /// `dagor`).
-    pub fn start(lab: &Lab, net: &TierNet, policy: &str) -> Result<Stack> {
+    /// Starts the back, the middle and the front of `variant`, whose tiers run `policy`
+    /// (`alone`, `ours` or `dagor`), the middle with `middle_help` besides (`seda serve tier`'s
+    /// `--throttle`, `--retries`, `--retry-budget`).
+    pub fn start(
+        lab: &Lab,
+        net: &TierNet,
+        variant: &str,
+        policy: &str,
+        middle_help: &[String],
+    ) -> Result<Stack> {
         let at = |tier: usize, port: u16| SocketAddr::from((net.tier_addr(tier), port));
         let (front, middle, back) = (at(0, PORT), at(1, PORT), at(2, PORT));
         let back_admin = at(2, ADMIN_PORT);
@@ -74,7 +81,7 @@ impl Stack {
             terminate: None,
             stats_period_ms: None,
         };
-        let name = format!("{policy}-back");
+        let name = format!("{variant}-back");
         let config = bottleneck::write_config(lab, &name, &setup.serve_config())?;
         let mut cmd = lab.seda(&["serve", "bottleneck"]);
         cmd.args([
@@ -87,7 +94,7 @@ impl Stack {
         .arg(config);
         children.push(Self::spawn(lab, net, 2, &name, &cmd, held)?);
         if dagor {
-            let name = format!("{policy}-back-gate");
+            let name = format!("{variant}-back-gate");
             let cmd = lab.seda(&[
                 "serve",
                 "tier",
@@ -120,7 +127,7 @@ impl Stack {
             ),
             (0, front, format!("http://{middle}/")),
         ] {
-            let name = format!("{policy}-{}", super::net::TIERS[tier]);
+            let name = format!("{variant}-{}", super::net::TIERS[tier]);
             let mut cmd = lab.seda(&[
                 "serve",
                 "tier",
@@ -142,6 +149,9 @@ impl Stack {
             if dagor && tier == 0 {
                 // The front is the trusted edge that gives requests their priorities.
                 cmd.arg("--edge");
+            }
+            if tier == 1 {
+                cmd.args(middle_help);
             }
             children.push(Self::spawn(lab, net, tier, &name, &cmd, addr)?);
         }
