@@ -22,33 +22,62 @@ async fn answer(_r: Req) -> Result<Res, Infallible> {
     Ok(http::Response::new(String::new()))
 }
 
-/// Times `svc` answering requests made by `make`, each awaited in its own `block_on`.
-fn per_request<S, M>(
-    group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    rt: &tokio::runtime::Runtime,
-    id: BenchmarkId,
-    mut svc: S,
-    make: M,
-) where
+/// The thread's CPU time for `n` requests made by `make` through `svc`, each awaited in its own
+/// `block_on`.
+fn batch<S, M>(rt: &tokio::runtime::Runtime, svc: &mut S, n: u64, make: &M) -> Duration
+where
     S: Service<Req, Response = Res, Error = Infallible>,
     M: Fn() -> Req,
 {
-    group.bench_function(id, |b| {
-        b.iter_custom(|iters| {
-            let start = seda::thread_cpu_time();
-            for _ in 0..iters {
-                let response = rt.block_on(async {
-                    match svc.ready().await {
-                        Ok(ready) => ready.call(make()).await,
-                        Err(never) => match never {},
-                    }
-                });
-                std::hint::black_box(response).ok();
+    let start = seda::thread_cpu_time();
+    for _ in 0..n {
+        let response = rt.block_on(async {
+            match svc.ready().await {
+                Ok(ready) => ready.call(make()).await,
+                Err(never) => match never {},
             }
-            seda::thread_cpu_time().saturating_sub(start)
+        });
+        std::hint::black_box(response).ok();
+    }
+    seda::thread_cpu_time().saturating_sub(start)
+}
+
+/// The CPU time of `svc` answering requests made by `make`.
+fn per_request<S, M>(group: &mut Group<'_>, rt: &Runtime, id: BenchmarkId, mut svc: S, make: M)
+where
+    S: Service<Req, Response = Res, Error = Infallible>,
+    M: Fn() -> Req,
+{
+    group.bench_function(id, |b| b.iter_custom(|n| batch(rt, &mut svc, n, &make)));
+}
+
+/// What `layered` costs over `bare`, both answering requests made by `make`: each sample
+/// times a batch through each, one after the other, and reports the difference, so that a
+/// change in the machine's load during the run moves both alike (the goal's figure: the
+/// layer's CPU per request over the bare service). A sample where the bare batch took longer
+/// reports zero.
+fn overhead<B, L, M>(
+    group: &mut Group<'_>,
+    rt: &Runtime,
+    id: BenchmarkId,
+    mut bare: B,
+    mut layered: L,
+    make: M,
+) where
+    B: Service<Req, Response = Res, Error = Infallible>,
+    L: Service<Req, Response = Res, Error = Infallible>,
+    M: Fn() -> Req,
+{
+    group.bench_function(id, |b| {
+        b.iter_custom(|n| {
+            let bare = batch(rt, &mut bare, n, &make);
+            batch(rt, &mut layered, n, &make).saturating_sub(bare)
         })
     });
 }
+
+type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
+type Runtime = tokio::runtime::Runtime;
 
 fn bench(c: &mut Criterion) {
     // With its timer: a request with a deadline arms one.
@@ -56,61 +85,16 @@ fn bench(c: &mut Criterion) {
         .enable_time()
         .build()
         .unwrap();
-    let mut group = c.benchmark_group("per_request");
-    let plain = || Req::new(());
-    per_request(
-        &mut group,
-        &rt,
-        BenchmarkId::new("bare", ""),
-        tower::service_fn(answer),
-        plain,
-    );
     let target = Duration::from_secs(1);
-    per_request(
-        &mut group,
-        &rt,
-        BenchmarkId::new("layer", "response_time_tuned"),
+    let tuned = || {
         ServiceBuilder::new()
             .layer(SedaLayer::response_time(target).unwrap().http())
-            .service_fn(answer),
-        plain,
-    );
-    let controller = ResponseTimeController::new(ResponseTimeConfig {
-        max_rate_per_s: 1e12,
-        initial_rate_per_s: 1e12,
-        bucket_depth: 1e12,
-        ..ResponseTimeConfig::new(target)
-    })
-    .unwrap();
-    per_request(
-        &mut group,
-        &rt,
-        BenchmarkId::new("layer", "response_time"),
-        ServiceBuilder::new()
-            .layer(SedaLayer::new(controller).http())
-            .service_fn(answer),
-        plain,
-    );
+            .service_fn(answer)
+    };
     // The same layer reading a 10 s budget from every request: the door's check, the
     // deadline in the extensions, a response time recorded (the service answers at once, so
     // no timer is armed). The bare service gets the same requests, to compare with.
-    let with_budget = || {
-        let mut r = Req::new(());
-        r.headers_mut()
-            .insert(DEADLINE_HEADER, http::HeaderValue::from_static("10000"));
-        r
-    };
-    per_request(
-        &mut group,
-        &rt,
-        BenchmarkId::new("bare", "with_budget"),
-        tower::service_fn(answer),
-        with_budget,
-    );
-    per_request(
-        &mut group,
-        &rt,
-        BenchmarkId::new("layer", "response_time_tuned+deadlines"),
+    let timed = || {
         ServiceBuilder::new()
             .layer(
                 SedaLayer::response_time(target)
@@ -119,9 +103,44 @@ fn bench(c: &mut Criterion) {
                     .deadlines(Deadlines::new())
                     .unwrap(),
             )
-            .service_fn(answer),
-        with_budget,
-    );
+            .service_fn(answer)
+    };
+    let plain = || Req::new(());
+    let with_budget = || {
+        let mut r = Req::new(());
+        r.headers_mut()
+            .insert(DEADLINE_HEADER, http::HeaderValue::from_static("10000"));
+        r
+    };
+    let bare = || tower::service_fn(answer);
+
+    let mut group = c.benchmark_group("per_request");
+    per_request(&mut group, &rt, BenchmarkId::new("bare", ""), bare(), plain);
+    let id = BenchmarkId::new("layer", "response_time_tuned");
+    per_request(&mut group, &rt, id, tuned(), plain);
+    let controller = ResponseTimeController::new(ResponseTimeConfig {
+        max_rate_per_s: 1e12,
+        initial_rate_per_s: 1e12,
+        bucket_depth: 1e12,
+        ..ResponseTimeConfig::new(target)
+    })
+    .unwrap();
+    let wc03 = ServiceBuilder::new()
+        .layer(SedaLayer::new(controller).http())
+        .service_fn(answer);
+    let id = BenchmarkId::new("layer", "response_time");
+    per_request(&mut group, &rt, id, wc03, plain);
+    let id = BenchmarkId::new("bare", "with_budget");
+    per_request(&mut group, &rt, id, bare(), with_budget);
+    let id = BenchmarkId::new("layer", "response_time_tuned+deadlines");
+    per_request(&mut group, &rt, id, timed(), with_budget);
+    group.finish();
+
+    let mut group = c.benchmark_group("over_bare");
+    let id = BenchmarkId::new("layer", "response_time_tuned");
+    overhead(&mut group, &rt, id, bare(), tuned(), plain);
+    let id = BenchmarkId::new("layer", "response_time_tuned+deadlines");
+    overhead(&mut group, &rt, id, bare(), timed(), with_budget);
     group.finish();
 }
 
