@@ -2,8 +2,8 @@
 //! layer, with each kind of controller, in one run. The inner service answers at once, so the
 //! difference is the layer's own cost (admission, timing, the controller's bookkeeping).
 //!
-//! Each figure is the CPU time of the bench's thread per request (`seda::thread_cpu_time`
-//! around each sample), not wall time: on a shared machine wall time also counts the time the
+//! Each figure is the CPU time of the bench's thread per request ([`thread_cpu_time`] around
+//! each sample), not wall time: on a shared machine wall time also counts the time the
 //! thread waited for a core, which moves with whatever else runs. `examples/layer_cost.rs`
 //! drives the same services for callgrind's instruction counts.
 
@@ -22,6 +22,17 @@ async fn answer(_r: Req) -> Result<Res, Infallible> {
     Ok(http::Response::new(String::new()))
 }
 
+/// The CPU time the calling thread has used so far: `seda::thread_cpu_time`, repeated here
+/// because this crate is published without `seda` (a path-only dev-dependency would be
+/// dropped from the package and the bench would not build).
+fn thread_cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// The thread's CPU time for `n` requests made by `make` through `svc`, each awaited in its own
 /// `block_on`.
 fn batch<S, M>(rt: &tokio::runtime::Runtime, svc: &mut S, n: u64, make: &M) -> Duration
@@ -29,7 +40,7 @@ where
     S: Service<Req, Response = Res, Error = Infallible>,
     M: Fn() -> Req,
 {
-    let start = seda::thread_cpu_time();
+    let start = thread_cpu_time();
     for _ in 0..n {
         let response = rt.block_on(async {
             match svc.ready().await {
@@ -39,7 +50,7 @@ where
         });
         std::hint::black_box(response).ok();
     }
-    seda::thread_cpu_time().saturating_sub(start)
+    thread_cpu_time().saturating_sub(start)
 }
 
 /// The CPU time of `svc` answering requests made by `make`.
