@@ -125,7 +125,8 @@ type Decide<B> = Arc<dyn Fn(&Request<B>) -> Criticality + Send + Sync>;
 type Trust<B> = Arc<dyn Fn(&Request<B>) -> bool + Send + Sync>;
 type Key<B> = Arc<dyn Fn(&Request<B>) -> Option<Vec<u8>> + Send + Sync>;
 
-/// Sets each request's [`Criticality`] at a trusted edge; see the [module docs](self).
+/// Sets each request's [`Criticality`] at a trusted edge: the crate's README, *Criticality*,
+/// says where the edge is and how levels travel.
 pub struct CriticalityLayer<B> {
     decide: Decide<B>,
     trust: Trust<B>,

@@ -54,7 +54,8 @@ impl SedaLayer<SingleClass> {
     /// trimming (`response_time_tuned_trim`), bounding the requests in flight at departure
     /// rate x allowed wait (Little's law, [`QueueModel::InFlight`]). The allowed wait shrinks
     /// while the requests in flight never all finish and the p90 is under 0.8 x `target`,
-    /// and shrinks past it whatever happens ([`TRIM_FLOOR`] says why trimming has no floor).
+    /// and shrinks past it whatever happens (the layer's `TRIM_FLOOR` says why trimming has
+    /// no floor).
     ///
     /// Why trimming: requests in flight in a service share its cores and its upstream's
     /// queue, so a standing in-flight queue adds response time and no throughput (CoDel's

@@ -4,8 +4,8 @@
 //! A sizer chooses a pool's thread count while it runs. The runtime's configuration
 //! (`sizer = { kind = "self_tuning" }`), the runtime's pools, the simulator and the lab name
 //! sizers by the constants below and build them with [`build`], which gives a
-//! [`Sizer`](crate::sizer::Sizer) they all drive the same way; the CLI's help can list
-//! [`SIZERS`]. The sizers are in [`sizer`](crate::sizer), over the controllers of
+//! [`Sizer`] they all drive the same way; the CLI's help can list
+//! [`SIZERS`]. The sizers are in [`sizer`], over the controllers of
 //! [`pool`](crate::ThreadPoolController) (SEDA's heuristic) and [`selftune`](crate::selftune)
 //! (the self-tuning pool, hill climbing).
 //!
