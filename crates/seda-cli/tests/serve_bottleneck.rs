@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,20 +17,6 @@ impl Drop for Guard {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn get(addr: &str, target: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
 }
 
 /// The quality a page was made at, from its `x-seda-quality` header.
@@ -72,16 +57,16 @@ fn pages_state_their_quality_and_degrade_under_a_burst() {
     );
     let mut guard = Guard(child);
 
-    let r = get(&addr, "/page?size=1.5");
+    let r = common::get(&addr, "/page?size=1.5");
     assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
     assert_eq!(quality(&r), Some(1.0), "{r}");
     assert!(r.contains("<b id=\"quality\">1.0000</b>"), "{r}");
     assert!(r.contains("read 98304 bytes"), "1.5 x 64 KiB: {r}");
     for bad in ["/?size=9", "/?size=x", "/?nope=1"] {
-        let r = get(&addr, bad);
+        let r = common::get(&addr, bad);
         assert!(r.starts_with("HTTP/1.1 400"), "{bad}: {r}");
     }
-    assert!(get(&addr, "/elsewhere").starts_with("HTTP/1.1 404"));
+    assert!(common::get(&addr, "/elsewhere").starts_with("HTTP/1.1 404"));
 
     // The burst: 16 clients until one sees a degraded page, for at most 20 s.
     let degraded = Arc::new(AtomicBool::new(false));
@@ -92,7 +77,7 @@ fn pages_state_their_quality_and_degrade_under_a_burst() {
             let (addr, degraded, lowest) = (addr.clone(), degraded.clone(), lowest.clone());
             std::thread::spawn(move || {
                 while !degraded.load(Ordering::Relaxed) && Instant::now() < until {
-                    if let Some(q) = quality(&get(&addr, "/")) {
+                    if let Some(q) = quality(&common::get(&addr, "/")) {
                         lowest.fetch_min((q * 1e6) as u64, Ordering::Relaxed);
                         if q < 1.0 {
                             degraded.store(true, Ordering::Relaxed);
@@ -107,8 +92,8 @@ fn pages_state_their_quality_and_degrade_under_a_burst() {
     }
     let q = lowest.load(Ordering::Relaxed) as f64 / 1e6;
     assert!(q < 1.0, "the quality never fell below 1 under the burst");
-    assert!(get(&addr, "/_seda/stats").starts_with("HTTP/1.1 404"));
-    let stats = get(&admin.expect("admin address"), "/_seda/stats");
+    assert!(common::get(&addr, "/_seda/stats").starts_with("HTTP/1.1 404"));
+    let stats = common::get(&admin.expect("admin address"), "/_seda/stats");
     assert!(stats.contains("\"name\": \"degradation\""), "{stats}");
     assert!(stats.contains("\"quality\""), "{stats}");
 
@@ -149,7 +134,7 @@ fn pages_hold_the_emulated_processor_for_their_cost() {
     let _guard = Guard(child);
     let t = Instant::now();
     for _ in 0..2 {
-        let r = get(&addr, "/page?size=1");
+        let r = common::get(&addr, "/page?size=1");
         assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
     }
     assert!(
@@ -157,7 +142,7 @@ fn pages_hold_the_emulated_processor_for_their_cost() {
         "{:?}",
         t.elapsed()
     );
-    let stats = get(&admin.expect("admin address"), "/_seda/stats");
+    let stats = common::get(&admin.expect("admin address"), "/_seda/stats");
     let body = stats.split("\r\n\r\n").nth(1).expect("body");
     let v: serde_json::Value = serde_json::from_str(body).expect("JSON");
     let busy = v["service"]["bottleneck"]["processor"]["busy_core_s"]

@@ -2,12 +2,13 @@
 //! refuses every call with 503: retries at once up to `--retries`, held to `--retry-budget`,
 //! and `--throttle` refusing at the tier's door what the tier below would not accept.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 /// Kills the tier when the test ends, however it ends.
 struct Tier {
@@ -75,23 +76,9 @@ fn tier(downstream: &str, args: &[&str]) -> Tier {
     Tier { child, addr }
 }
 
-fn get(addr: &str, target: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
-}
-
 /// The tier's counters.
 fn stats(addr: &str) -> serde_json::Value {
-    let response = get(addr, "/_tier/stats");
+    let response = common::get(addr, "/_tier/stats");
     let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
     serde_json::from_str(body).expect("the tier's stats are JSON")
 }
@@ -106,7 +93,7 @@ fn count(stats: &serde_json::Value, key: &str) -> u64 {
 fn a_refused_call_is_retried_at_once_up_to_n_times() {
     let (below, seen) = refusing_server();
     let t = tier(&below, &["--retries", "3"]);
-    let answer = get(&t.addr, "/");
+    let answer = common::get(&t.addr, "/");
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     let s = stats(&t.addr);
     assert_eq!(seen.load(Ordering::SeqCst), 4);
@@ -119,7 +106,7 @@ fn the_retry_budget_holds_retries_to_its_share() {
     let (below, seen) = refusing_server();
     let t = tier(&below, &["--retries", "3", "--retry-budget", "0.1"]);
     for _ in 0..30 {
-        assert!(get(&t.addr, "/").starts_with("HTTP/1.1 503"));
+        assert!(common::get(&t.addr, "/").starts_with("HTTP/1.1 503"));
     }
     // 10% of 30 first calls, and the allowance of one a second over the budget's 10 s: 13
     // retries, the first three requests' nine and then one at a time; the 27 requests after
@@ -137,7 +124,7 @@ fn the_throttle_refuses_at_the_door_what_below_does_not_accept() {
     let t = tier(&below, &["--throttle"]);
     let mut throttled = 0;
     for _ in 0..60 {
-        let answer = get(&t.addr, "/");
+        let answer = common::get(&t.addr, "/");
         assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
         throttled += usize::from(answer.contains("x-seda-reject: throttled"));
     }

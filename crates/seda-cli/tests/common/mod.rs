@@ -3,8 +3,10 @@
 // Each test binary includes this module and uses only part of it.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 /// A running `seda` server process, its stdout (for what it prints at shutdown) and address.
 pub struct Server {
@@ -60,4 +62,20 @@ pub fn start(args: &[&std::ffi::OsStr]) -> Server {
         addr,
         admin: None,
     }
+}
+
+/// `GET target` over a fresh connection (`connection: close`), the whole response as text
+/// (empty if the server sent nothing in 30 s).
+pub fn get(addr: &str, target: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
 }
