@@ -138,7 +138,6 @@
 mod admission;
 mod budget;
 mod classify;
-mod clock;
 mod criticality;
 mod deadline;
 mod error;
