@@ -194,31 +194,35 @@ impl RetryAfter {
 }
 
 /// A [`RetryAfter`] that the threads of a server share, on its own clock: an admission costs
-/// one atomic add, and the lock is taken only to refuse.
+/// one atomic add, and the lock is taken only to refuse. A clone (a service per connection, or
+/// per request under axum's `Router::layer`) is one reference count.
 #[derive(Debug, Clone)]
-pub struct SharedRetryAfter {
+pub struct SharedRetryAfter(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
     start: Instant,
-    admitted: Arc<AtomicU64>,
-    advisor: Arc<Mutex<RetryAfter>>,
+    admitted: AtomicU64,
+    advisor: Mutex<RetryAfter>,
     /// The advisor's [`RetryAfter::seconds`], stored by each refusal (the only call that
     /// changes it), so that reading it takes no lock.
-    seconds: Arc<AtomicU32>,
+    seconds: AtomicU32,
 }
 
 impl SharedRetryAfter {
     /// [`RetryAfter::around`] `base_s`, shared.
     pub fn around(base_s: u32) -> Self {
-        SharedRetryAfter {
+        SharedRetryAfter(Arc::new(Shared {
             start: Instant::now(),
-            admitted: Arc::new(AtomicU64::new(0)),
-            advisor: Arc::new(Mutex::new(RetryAfter::around(base_s))),
-            seconds: Arc::new(AtomicU32::new(RetryAfter::around(base_s).seconds())),
-        }
+            admitted: AtomicU64::new(0),
+            advisor: Mutex::new(RetryAfter::around(base_s)),
+            seconds: AtomicU32::new(RetryAfter::around(base_s).seconds()),
+        }))
     }
 
     /// A request was admitted.
     pub fn admitted(&self) {
-        self.admitted.fetch_add(1, Ordering::Relaxed);
+        self.0.admitted.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A request was refused: the `Retry-After` to send it, seconds. The admissions since the
@@ -226,18 +230,19 @@ impl SharedRetryAfter {
     /// where they happened; after a quiet spell they outnumber the refusal, and the wait stays
     /// at the base.
     pub fn refused(&self) -> u32 {
+        let s = &*self.0;
         // The advisor is plain arithmetic: a panic elsewhere leaves it usable.
-        let mut advisor = self.advisor.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.start.elapsed();
-        advisor.admitted_n(now, self.admitted.swap(0, Ordering::Relaxed));
+        let mut advisor = s.advisor.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = s.start.elapsed();
+        advisor.admitted_n(now, s.admitted.swap(0, Ordering::Relaxed));
         let told = advisor.refused(now);
-        self.seconds.store(advisor.seconds(), Ordering::Relaxed);
+        s.seconds.store(advisor.seconds(), Ordering::Relaxed);
         told
     }
 
     /// The wait it would send now, seconds (as of the last refusal: nothing else moves it).
     pub fn seconds(&self) -> u32 {
-        self.seconds.load(Ordering::Relaxed)
+        self.0.seconds.load(Ordering::Relaxed)
     }
 }
 

@@ -4,12 +4,14 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use seda_control::{AdmissionController, RejectReason, SharedController};
+use parking_lot::Mutex;
+use seda_control::{AdmissionController, RejectReason};
 
 use crate::ArrivalLag;
 use crate::budget::{DeadlineState, DeadlineStats};
+use crate::clock::Epoch;
 use crate::terminate::{Termination, TerminationStats};
 
 /// How often the controller's periodic `tick` runs (the runtime's default control tick).
@@ -32,21 +34,40 @@ pub enum QueueModel {
 
 /// The shared admission state.
 pub(crate) struct Admission {
-    controller: SharedController,
+    /// The controller and the counters, under one lock: each request takes it once at
+    /// admission and once at completion, and counts there, not in atomics of its own.
+    locked: Mutex<Locked>,
+    name: &'static str,
     queue: QueueModel,
-    epoch: Instant,
+    epoch: Epoch,
     tick_every_ns: u64,
     last_tick_ns: AtomicU64,
-    admitted: AtomicU64,
-    rejected: [AtomicU64; RejectReason::ALL.len()],
-    completed: AtomicU64,
-    dropped: AtomicU64,
     /// Added to each response time the controller learns.
     pub(crate) lag: ArrivalLag,
     /// Set once, by [`SedaLayer::terminate`](crate::SedaLayer::terminate); none by default.
     pub(crate) termination: OnceLock<Termination>,
     /// Set once, by [`HttpSedaLayer::deadlines`](crate::HttpSedaLayer::deadlines).
     pub(crate) deadlines: OnceLock<DeadlineState>,
+}
+
+struct Locked {
+    controller: Box<dyn AdmissionController>,
+    counts: Counts,
+}
+
+/// What the layer has done so far (cumulative).
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    admitted: u64,
+    rejected: [u64; RejectReason::ALL.len()],
+    completed: u64,
+    dropped: u64,
+}
+
+impl Counts {
+    fn rejected_total(&self) -> u64 {
+        self.rejected.iter().sum()
+    }
 }
 
 impl Admission {
@@ -56,21 +77,22 @@ impl Admission {
         queue: QueueModel,
     ) -> Self {
         Admission {
-            controller: SharedController::new(controller),
+            name: controller.name(),
+            locked: Mutex::new(Locked {
+                controller,
+                counts: Counts::default(),
+            }),
             queue,
-            epoch: Instant::now(),
+            epoch: Epoch::now(),
             tick_every_ns: tick_every.as_nanos().clamp(1, u64::MAX as u128) as u64,
             last_tick_ns: AtomicU64::new(0),
-            admitted: AtomicU64::new(0),
-            rejected: Default::default(),
-            completed: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
             lag: ArrivalLag::default(),
             termination: OnceLock::new(),
             deadlines: OnceLock::new(),
         }
     }
 
+    /// The time since the layer was made, on the layer's clock ([`crate::clock`]).
     pub(crate) fn now(&self) -> Duration {
         self.epoch.elapsed()
     }
@@ -86,44 +108,52 @@ impl Admission {
                 .compare_exchange(last, now_ns, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            self.controller.with(|c| c.tick(now));
+            let counts = {
+                let mut l = self.locked.lock();
+                l.controller.tick(now);
+                l.counts
+            };
             if let Some(t) = self.termination.get() {
                 // Refused or cut for its deadline: an arrival lost, as a rejection is.
                 let (refused, cut) = self.deadlines.get().map_or((0, 0), |d| d.refused_and_cut());
-                let rejected = self.rejected_total() + refused;
-                let arrived = self.admitted.load(Ordering::Relaxed) + rejected;
+                let rejected = counts.rejected_total() + refused;
+                let arrived = counts.admitted + rejected;
                 let terminated = t.terminated.load(Ordering::Relaxed);
-                let lost = rejected + self.dropped.load(Ordering::Relaxed) + terminated + cut;
+                let lost = rejected + counts.dropped + terminated + cut;
                 t.maybe_period(now, arrived, lost, terminated);
             }
         }
     }
 
-    fn rejected_total(&self) -> u64 {
-        self.rejected
-            .iter()
-            .map(|n| n.load(Ordering::Relaxed))
-            .sum()
+    /// Asks the controller to admit one request of `class`, arriving now. The ticket reports
+    /// the request's outcome to the controller when it completes or is dropped.
+    pub(crate) fn admit(self: &Arc<Self>, class: u8) -> Result<Ticket, RejectReason> {
+        self.admit_at(self.now(), class)
     }
 
-    /// Asks the controller to admit one request of `class`. The ticket reports the request's
-    /// outcome to the controller when it completes or is dropped.
-    pub(crate) fn admit(self: &Arc<Self>, class: u8) -> Result<Ticket, RejectReason> {
-        let now = self.now();
+    /// [`admit`](Self::admit) for a request that arrived at `now` (the layer's clock), for a
+    /// caller that has read the clock already.
+    pub(crate) fn admit_at(
+        self: &Arc<Self>,
+        now: Duration,
+        class: u8,
+    ) -> Result<Ticket, RejectReason> {
         self.maybe_tick(now);
-        let verdict = self.controller.with(|c| {
-            c.admit(now, class).and_then(|()| {
-                if self.queue == QueueModel::AtAdmission && c.on_dequeue(now, Duration::ZERO) {
-                    c.on_drop(now, class);
-                    Err(RejectReason::Expired)
-                } else {
-                    Ok(())
-                }
-            })
+        let mut l = self.locked.lock();
+        let Locked { controller, counts } = &mut *l;
+        let c = controller.as_mut();
+        let verdict = c.admit(now, class).and_then(|()| {
+            if self.queue == QueueModel::AtAdmission && c.on_dequeue(now, Duration::ZERO) {
+                c.on_drop(now, class);
+                Err(RejectReason::Expired)
+            } else {
+                Ok(())
+            }
         });
         match verdict {
             Ok(()) => {
-                self.admitted.fetch_add(1, Ordering::Relaxed);
+                counts.admitted += 1;
+                drop(l);
                 Ok(Ticket {
                     admission: Arc::clone(self),
                     class,
@@ -132,7 +162,7 @@ impl Admission {
                 })
             }
             Err(reason) => {
-                self.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
+                counts.rejected[reason.index()] += 1;
                 Err(reason)
             }
         }
@@ -140,37 +170,41 @@ impl Admission {
 
     /// A finished request: in [`QueueModel::InFlight`] it leaves the controller's queue now (a
     /// drop verdict is moot: it has finished), then `report` tells the controller how it
-    /// ended, under the same lock.
+    /// ended and counts it, under the same lock.
     fn finish(
         &self,
         now: Duration,
         waited: Duration,
-        report: impl FnOnce(&mut dyn AdmissionController),
+        report: impl FnOnce(&mut dyn AdmissionController, &mut Counts),
     ) {
-        self.controller.with(|c| {
-            if self.queue == QueueModel::InFlight {
-                let _ = c.on_dequeue(now, waited);
-            }
-            report(c);
-        });
+        let mut l = self.locked.lock();
+        let Locked { controller, counts } = &mut *l;
+        if self.queue == QueueModel::InFlight {
+            let _ = controller.on_dequeue(now, waited);
+        }
+        report(controller.as_mut(), counts);
     }
 
     pub(crate) fn stats(&self) -> LayerStats {
+        let (counts, state) = {
+            let l = self.locked.lock();
+            (l.counts, l.controller.state())
+        };
         LayerStats {
-            controller: self.controller.name(),
-            admitted: self.admitted.load(Ordering::Relaxed),
+            controller: self.name,
+            admitted: counts.admitted,
             rejected: RejectReason::ALL
                 .iter()
-                .map(|r| (*r, self.rejected[r.index()].load(Ordering::Relaxed)))
+                .map(|r| (*r, counts.rejected[r.index()]))
                 .filter(|(_, n)| *n > 0)
                 .collect(),
-            completed: self.completed.load(Ordering::Relaxed),
-            dropped: self.dropped.load(Ordering::Relaxed),
+            completed: counts.completed,
+            dropped: counts.dropped,
             terminated: self
                 .termination
                 .get()
                 .map_or(0, |t| t.terminated.load(Ordering::Relaxed)),
-            state: self.controller.state(),
+            state,
             termination: self.termination.get().map(Termination::stats),
             deadline: self.deadlines.get().map(|d| d.stats(self.now())),
         }
@@ -194,14 +228,16 @@ impl Ticket {
         let took = now.saturating_sub(self.start);
         let response = took + a.lag.get();
         let class = self.class;
-        a.finish(now, took, |c| c.on_complete(now, class, response, took));
+        a.finish(now, took, |c, counts| {
+            c.on_complete(now, class, response, took);
+            counts.completed += 1;
+        });
         if let Some(t) = a.termination.get() {
             t.on_complete(took, response);
         }
         if let Some(d) = a.deadlines.get() {
             d.recent.record(now, response);
         }
-        a.completed.fetch_add(1, Ordering::Relaxed);
         self.done = true;
     }
 
@@ -211,7 +247,7 @@ impl Ticket {
         let a = &self.admission;
         let now = a.now();
         let class = self.class;
-        a.finish(now, now.saturating_sub(self.start), |c| {
+        a.finish(now, now.saturating_sub(self.start), |c, _| {
             c.on_drop(now, class)
         });
         if let Some(t) = a.termination.get() {
@@ -226,7 +262,7 @@ impl Ticket {
         let a = &self.admission;
         let now = a.now();
         let class = self.class;
-        a.finish(now, now.saturating_sub(self.start), |c| {
+        a.finish(now, now.saturating_sub(self.start), |c, _| {
             c.on_drop(now, class)
         });
         if let Some(d) = a.deadlines.get() {
@@ -252,10 +288,10 @@ impl Drop for Ticket {
             let a = &self.admission;
             let now = a.now();
             let class = self.class;
-            a.finish(now, now.saturating_sub(self.start), |c| {
-                c.on_drop(now, class)
+            a.finish(now, now.saturating_sub(self.start), |c, counts| {
+                c.on_drop(now, class);
+                counts.dropped += 1;
             });
-            a.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -298,8 +334,6 @@ impl StatsHandle {
 
 impl fmt::Debug for StatsHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("StatsHandle")
-            .field(&self.0.controller.name())
-            .finish()
+        f.debug_tuple("StatsHandle").field(&self.0.name).finish()
     }
 }

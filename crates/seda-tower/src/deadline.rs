@@ -4,22 +4,22 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
 use crate::admission::Ticket;
 use crate::terminate::RECHECK;
 
-pin_project! {
-    /// One admitted request's timer. It is armed on the first poll (inside the server's
-    /// runtime), wakes at the threshold or every [`RECHECK`] before it (an adaptive threshold
-    /// may fall while the request runs), and never fires for a layer without a terminator.
-    pub(crate) struct Deadline {
-        #[pin]
-        timer: Option<Sleep>,
-        // No tokio runtime with a timer around the poll: the request is not terminable.
-        unarmed: bool,
-    }
+/// One admitted request's timer. It is armed on the first poll (inside the server's runtime),
+/// wakes at the threshold or every [`RECHECK`] before it (an adaptive threshold may fall while
+/// the request runs), and never fires for a layer without a terminator.
+///
+/// The timer is boxed when armed: a request that is never terminable (no terminator, or
+/// answered on its first poll) carries 16 bytes instead of tokio's `Sleep` inline, and the
+/// response future, which servers and callers move, stays small (see `examples/layer_cost.rs`).
+pub(crate) struct Deadline {
+    timer: Option<Pin<Box<Sleep>>>,
+    // No tokio runtime with a timer around the poll: the request is not terminable.
+    unarmed: bool,
 }
 
 impl Deadline {
@@ -36,11 +36,11 @@ impl Deadline {
         ticket: &Ticket,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
-        let mut this = self.project();
+        let this = self.get_mut();
         let Some(termination) = ticket.termination() else {
             return Poll::Pending;
         };
-        if *this.unarmed {
+        if this.unarmed {
             return Poll::Pending;
         }
         loop {
@@ -49,21 +49,22 @@ impl Deadline {
                 return Poll::Ready(());
             }
             let at = Instant::now() + (threshold - running).min(RECHECK);
-            match this.timer.as_mut().as_pin_mut() {
-                Some(timer) if timer.is_elapsed() => timer.reset(at),
-                Some(_) => {}
+            let timer = match this.timer.as_mut() {
+                Some(timer) => {
+                    if timer.is_elapsed() {
+                        timer.as_mut().reset(at);
+                    }
+                    timer
+                }
                 None => {
                     if tokio::runtime::Handle::try_current().is_err() {
-                        *this.unarmed = true;
+                        this.unarmed = true;
                         return Poll::Pending;
                     }
-                    this.timer.set(Some(tokio::time::sleep_until(at)));
+                    this.timer.insert(Box::pin(tokio::time::sleep_until(at)))
                 }
-            }
-            let Some(timer) = this.timer.as_mut().as_pin_mut() else {
-                return Poll::Pending;
             };
-            ready!(timer.poll(cx));
+            ready!(timer.as_mut().poll(cx));
         }
     }
 }

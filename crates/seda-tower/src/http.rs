@@ -52,10 +52,12 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // One reading of the layer's clock for the door and the controller.
+        let now = self.seda.admission.now();
         // The deadline first: a request that cannot finish in time costs the controller nothing.
         let budget = match self.seda.admission.deadlines.get() {
             None => None,
-            Some(d) => match d.check(request.headers(), self.seda.admission.now()) {
+            Some(d) => match d.check(request.headers(), now) {
                 Ok(budget) => budget,
                 Err(_) => {
                     return HttpResponseFuture {
@@ -70,7 +72,7 @@ where
             request.extensions_mut().insert(b);
         }
         let class = self.seda.classify.class(&request);
-        match self.seda.admit(class) {
+        match self.seda.admission.admit_at(now, class) {
             Ok(ticket) => {
                 self.retry.admitted();
                 HttpResponseFuture {

@@ -138,6 +138,7 @@
 mod admission;
 mod budget;
 mod classify;
+mod clock;
 mod criticality;
 mod deadline;
 mod error;

@@ -123,8 +123,27 @@ static DEADLINE_NAME: HeaderName = HeaderName::from_static(DEADLINE_HEADER);
 /// when both are present (a caller that sends two means the stricter one), each malformed or
 /// repeated header ignored and returned as an error beside the budget of the others.
 pub fn budget_from_headers(headers: &HeaderMap) -> (Option<Duration>, Option<BudgetError>) {
-    let mut budget: Option<Duration> = None;
-    let mut error = None;
+    let read = read_headers(headers);
+    (read.budget, read.error)
+}
+
+/// What [`read_headers`] found.
+pub(crate) struct HeaderBudget {
+    /// As [`budget_from_headers`] gives it.
+    pub(crate) budget: Option<Duration>,
+    /// As [`budget_from_headers`] gives it.
+    pub(crate) error: Option<BudgetError>,
+    /// Whether the request carries a `grpc-timeout` (readable or not).
+    pub(crate) grpc: bool,
+}
+
+/// [`budget_from_headers`], and whether `grpc-timeout` was there: one lookup per header name.
+pub(crate) fn read_headers(headers: &HeaderMap) -> HeaderBudget {
+    let mut read = HeaderBudget {
+        budget: None,
+        error: None,
+        grpc: false,
+    };
     for (key, name, parse) in [
         (
             &GRPC_TIMEOUT_NAME,
@@ -135,6 +154,7 @@ pub fn budget_from_headers(headers: &HeaderMap) -> (Option<Duration>, Option<Bud
     ] {
         let mut values = headers.get_all(key).iter();
         let Some(first) = values.next() else { continue };
+        read.grpc |= name == GRPC_TIMEOUT;
         let parsed = if values.next().is_some() {
             // Two values could be an intermediary's and the client's: neither is trusted.
             Err(BudgetError::new(name, "given more than once"))
@@ -142,11 +162,11 @@ pub fn budget_from_headers(headers: &HeaderMap) -> (Option<Duration>, Option<Bud
             parse(first.as_bytes())
         };
         match parsed {
-            Ok(b) => budget = Some(budget.map_or(b, |o| o.min(b))),
-            Err(e) => error = Some(e),
+            Ok(b) => read.budget = Some(read.budget.map_or(b, |o| o.min(b))),
+            Err(e) => read.error = Some(e),
         }
     }
-    (budget, error)
+    read
 }
 
 /// The number `digits` spell, if they are all ASCII digits (at most 13, so no overflow).

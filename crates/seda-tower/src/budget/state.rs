@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use seda_control::InvalidConfig;
 
-use super::parse::{GRPC_TIMEOUT, MAX_BUDGET, budget_from_headers};
+use super::parse::{HeaderBudget, MAX_BUDGET, read_headers};
 use super::recent::Recent;
 use super::request::RequestDeadline;
 
@@ -121,7 +121,11 @@ impl DeadlineState {
         since_epoch: Duration,
     ) -> Result<Option<RequestDeadline>, Refused> {
         let now = Instant::now();
-        let (from_headers, error) = budget_from_headers(headers);
+        let HeaderBudget {
+            budget: from_headers,
+            error,
+            grpc,
+        } = read_headers(headers);
         if error.is_some() {
             self.malformed.fetch_add(1, Ordering::Relaxed);
         }
@@ -139,7 +143,7 @@ impl DeadlineState {
             self.refused_predicted.fetch_add(1, Ordering::Relaxed);
             return Err(Refused::Predicted);
         }
-        let grpc = from_headers.is_some() && headers.contains_key(GRPC_TIMEOUT);
+        let grpc = from_headers.is_some() && grpc;
         Ok(Some(RequestDeadline::starting(now, budget, grpc)))
     }
 

@@ -4,20 +4,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
 use super::request::RequestDeadline;
 
-pin_project! {
-    /// One admitted request's deadline timer, armed on the first poll (inside the server's
-    /// runtime). It never fires for a request without a deadline, nor outside a tokio runtime
-    /// with a timer. The HTTP form's deadlines and the gRPC form's `grpc-timeout` both use it.
-    pub(crate) struct BudgetTimer {
-        deadline: Option<std::time::Instant>,
-        #[pin]
-        sleep: Option<Sleep>,
-    }
+/// One admitted request's deadline timer, armed on the first poll (inside the server's
+/// runtime). It never fires for a request without a deadline, nor outside a tokio runtime with
+/// a timer. The HTTP form's deadlines and the gRPC form's `grpc-timeout` both use it. Boxed
+/// when armed, as the termination timer is (`crate::deadline::Deadline` says why).
+pub(crate) struct BudgetTimer {
+    deadline: Option<std::time::Instant>,
+    sleep: Option<Pin<Box<Sleep>>>,
 }
 
 impl BudgetTimer {
@@ -35,29 +32,30 @@ impl BudgetTimer {
 
     /// `Ready` once the request's deadline has passed.
     pub(crate) fn poll_passed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut this = self.project();
-        let Some(deadline) = *this.deadline else {
+        let this = self.get_mut();
+        let Some(deadline) = this.deadline else {
             return Poll::Pending;
         };
-        if this.sleep.is_none() {
-            if tokio::runtime::Handle::try_current().is_err() {
-                *this.deadline = None;
-                return Poll::Pending;
-            }
-            let at = Instant::from_std(deadline);
-            // tokio panics making a timer in a runtime built without one (`enable_time`): the
-            // request is then served without its deadline, never failed for the server's setup.
-            match std::panic::catch_unwind(|| tokio::time::sleep_until(at)) {
-                Ok(sleep) => this.sleep.set(Some(sleep)),
-                Err(_) => {
-                    *this.deadline = None;
+        let sleep = match this.sleep.as_mut() {
+            Some(sleep) => sleep,
+            None => {
+                if tokio::runtime::Handle::try_current().is_err() {
+                    this.deadline = None;
                     return Poll::Pending;
                 }
+                let at = Instant::from_std(deadline);
+                // tokio panics making a timer in a runtime built without one (`enable_time`):
+                // the request is then served without its deadline, never failed for the
+                // server's setup.
+                match std::panic::catch_unwind(|| tokio::time::sleep_until(at)) {
+                    Ok(sleep) => this.sleep.insert(Box::pin(sleep)),
+                    Err(_) => {
+                        this.deadline = None;
+                        return Poll::Pending;
+                    }
+                }
             }
-        }
-        match this.sleep.as_pin_mut() {
-            Some(sleep) => sleep.poll(cx),
-            None => Poll::Pending,
-        }
+        };
+        sleep.as_mut().poll(cx)
     }
 }

@@ -364,6 +364,7 @@ impl TunedResponseTimeController {
     }
 
     /// Outer loop: one window's percentile, closed at `now`.
+    #[cold]
     pub fn observe(&mut self, now: Time, sample_s: f64) {
         self.last_p_s = sample_s;
         let last = self.last_outer.replace(now).unwrap_or(now);
@@ -405,19 +406,27 @@ impl TunedResponseTimeController {
     }
 
     /// Closes departure-rate periods and due windows.
+    /// (It runs two or three times per request: the rare work is in cold functions.)
+    #[inline]
     fn roll(&mut self, now: Time) {
         let start = *self.period_start.get_or_insert(now);
         let elapsed = now.saturating_sub(start);
         if elapsed >= self.cfg.base.timeout {
-            let d = self.period_dequeues as f64 / elapsed.as_secs_f64();
-            let a = self.cfg.base.alpha;
-            self.departures_per_s = a * self.departures_per_s + (1.0 - a) * d;
-            self.period_dequeues = 0;
-            self.period_start = Some(now);
+            self.close_period(now, elapsed);
         }
         if let Some(p) = self.window.poll(now) {
             self.observe(now, p);
         }
+    }
+
+    /// A departure-rate period of `elapsed` closes at `now`.
+    #[cold]
+    fn close_period(&mut self, now: Time, elapsed: Duration) {
+        let d = self.period_dequeues as f64 / elapsed.as_secs_f64();
+        let a = self.cfg.base.alpha;
+        self.departures_per_s = a * self.departures_per_s + (1.0 - a) * d;
+        self.period_dequeues = 0;
+        self.period_start = Some(now);
     }
 }
 

@@ -41,6 +41,7 @@ impl SampleWindow {
     }
 
     /// Adds a sample; returns the window's percentile if this sample closed it.
+    #[inline]
     pub fn push(&mut self, now: Time, sample_s: f64) -> Option<f64> {
         let opened = *self.opened.get_or_insert(now);
         self.samples.push(sample_s);
@@ -66,6 +67,8 @@ impl SampleWindow {
             .is_some_and(|o| now.saturating_sub(o) >= self.timeout)
     }
 
+    // Once per window: kept out of `push` and `poll`, which run on every request.
+    #[cold]
     fn close(&mut self, now: Time) -> Option<f64> {
         self.opened = Some(now);
         if self.samples.is_empty() {
