@@ -173,8 +173,14 @@ enum Goal {
 /// In the set of five the others missed: at 3 x behind `limit:25` in three runs (down to
 /// -13.6%), at 0.8 x behind `res-aimd` once (-3.9%), back at 0.9 x capacity 2.5 s after the
 /// incident once.
+///
+/// Back to a known shortfall on 2026-12-07 (second session, an AMD EPYC machine where the nine
+/// runs above were on Intel Xeon ones): ours refused 4.3% at 0.8 x in one quiet run of seven
+/// of the layer of that day (0.0% in the other six), and the layer before it, run again the
+/// same hour, refused 3.6% and 4.6% in two of three quick runs. The cause is not found yet.
 const KNOWN_SHORTFALLS: &[(Goal, &str)] = &[
     (Goal::Beats, "open_0.8x"),
+    (Goal::Refuses, "open_0.8x"),
     (Goal::Beats, "open_3x"),
     (Goal::Leads, "shift"),
     (Goal::Recovers, "incident"),
