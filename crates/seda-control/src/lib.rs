@@ -84,6 +84,7 @@ mod admission;
 mod agent;
 pub mod catalogue;
 mod client;
+pub mod clock;
 pub mod criticality;
 pub mod dagor;
 pub mod drop;

@@ -72,7 +72,7 @@
 
 #![warn(missing_docs)]
 
-mod clock;
+use seda_control::clock;
 mod config;
 mod contended;
 mod cpu;

@@ -10,12 +10,17 @@ use super::storm;
 use super::{CONTROL_PERIOD_MS, GOODPUT_GOAL, Measured, OVERLOAD, WASTE_GOAL};
 use crate::outcome::{Check, Outcome};
 
-fn find<'a>(runs: &'a [Measured], variant: &str) -> Option<&'a Measured> {
+pub(super) fn find<'a>(runs: &'a [Measured], variant: &str) -> Option<&'a Measured> {
     runs.iter().find(|m| m.variant == variant)
 }
 
-fn goodput_fraction(m: &Measured) -> f64 {
+pub(super) fn goodput_fraction(m: &Measured) -> f64 {
     m.summary.goodput_fraction_of_capacity.unwrap_or(0.0)
+}
+
+/// A figure of `m`'s summary beyond the standard ones (NaN if it has none).
+pub(super) fn figure(m: &Measured, key: &str) -> f64 {
+    m.summary.extra_f64(key).unwrap_or(f64::NAN)
 }
 
 /// Whether every tier stopped all of a cut's requests, within one control period, and the
@@ -145,13 +150,7 @@ fn table(runs: &[Measured]) -> String {
          |---|---|---|---|---|---|---|---|---|\n",
     );
     for m in runs {
-        let get = |k: &str| {
-            m.summary
-                .extra
-                .get(k)
-                .and_then(|v| v.as_f64())
-                .unwrap_or(f64::NAN)
-        };
+        let get = |k: &str| figure(m, k);
         let _ = writeln!(
             md,
             "| {} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1}% | {:.1}% | {:.1}% |",

@@ -18,6 +18,7 @@ use std::fmt::Write;
 use anyhow::Result;
 
 use super::net::TierNet;
+use super::report::{figure, find, goodput_fraction};
 use super::stack::{Stack, back_capacity_per_s};
 use super::{Drive, GOODPUT_GOAL, Measured, OVERLOAD, measure};
 use crate::Lab;
@@ -84,22 +85,9 @@ pub(super) fn run(lab: &Lab, net: &TierNet) -> Result<Vec<Measured>> {
     Ok(runs)
 }
 
-fn get(m: &Measured, key: &str) -> f64 {
-    m.summary
-        .extra
-        .get(key)
-        .and_then(|v| v.as_f64())
-        .unwrap_or(f64::NAN)
-}
-
-fn goodput(m: &Measured) -> f64 {
-    m.summary.goodput_fraction_of_capacity.unwrap_or(0.0)
-}
-
 /// The storm's claims.
 pub(super) fn checks(storms: &[Measured]) -> Vec<Check> {
-    let find = |v: &str| storms.iter().find(|m| m.variant == v);
-    let (Some(h), Some(u)) = (find(HELPED), find(UNHELPED)) else {
+    let (Some(h), Some(u)) = (find(storms, HELPED), find(storms, UNHELPED)) else {
         return Vec::new();
     };
     let storm = format!(
@@ -108,7 +96,7 @@ pub(super) fn checks(storms: &[Measured]) -> Vec<Check> {
          budget",
         RETRY_BUDGET * 100.0
     );
-    let g = goodput(h);
+    let g = goodput_fraction(h);
     let share = h.middle.retry_share();
     let first_calls = h.middle.calls.saturating_sub(h.middle.retries);
     vec![
@@ -120,7 +108,7 @@ pub(super) fn checks(storms: &[Measured]) -> Vec<Check> {
                  {:.3} x",
                 h.summary.goodput_per_s,
                 back_capacity_per_s(),
-                goodput(u)
+                goodput_fraction(u)
             ),
         ),
         Check::new(
@@ -148,21 +136,21 @@ pub(super) fn checks(storms: &[Measured]) -> Vec<Check> {
         Check::observed(
             "retry storm, the middle's help against none: at least the goodput, and fewer \
              requests reaching the back",
-            g >= goodput(u) && h.back.requests < u.back.requests,
+            g >= goodput_fraction(u) && h.back.requests < u.back.requests,
             format!(
                 "goodput {g:.3} x with the help, {:.3} x without; the back received {:.0}/s \
                  ({:.0}/s refused) with the help, {:.0}/s ({:.0}/s refused) without; of the \
                  front's {:.0}/s and {:.0}/s, {:.0}/s and {:.0}/s passed the middle's own seda \
                  layer",
-                goodput(u),
-                get(h, "back_requests_per_s"),
-                get(h, "back_refused_per_s"),
-                get(u, "back_requests_per_s"),
-                get(u, "back_refused_per_s"),
-                get(h, "front_requests_per_s"),
-                get(u, "front_requests_per_s"),
-                get(h, "middle_requests_per_s"),
-                get(u, "middle_requests_per_s"),
+                goodput_fraction(u),
+                figure(h, "back_requests_per_s"),
+                figure(h, "back_refused_per_s"),
+                figure(u, "back_requests_per_s"),
+                figure(u, "back_refused_per_s"),
+                figure(h, "front_requests_per_s"),
+                figure(u, "front_requests_per_s"),
+                figure(h, "middle_requests_per_s"),
+                figure(u, "middle_requests_per_s"),
             ),
         ),
     ]
@@ -192,17 +180,17 @@ pub(super) fn report(storms: &[Measured]) -> String {
             "| {} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} ({:.1}%) | {:.0} | {:.0} | \
              {:.0} | {:.0} |",
             m.variant,
-            goodput(m),
-            get(m, "front_requests_per_s"),
-            get(m, "middle_requests_per_s"),
-            get(m, "middle_throttled_per_s"),
-            get(m, "middle_calls_per_s"),
-            get(m, "middle_retries_per_s"),
+            goodput_fraction(m),
+            figure(m, "front_requests_per_s"),
+            figure(m, "middle_requests_per_s"),
+            figure(m, "middle_throttled_per_s"),
+            figure(m, "middle_calls_per_s"),
+            figure(m, "middle_retries_per_s"),
             m.middle.retry_share() * 100.0,
-            get(m, "middle_retries_denied_per_s"),
-            get(m, "back_requests_per_s"),
-            get(m, "back_refused_per_s"),
-            get(m, "back_completed_per_s"),
+            figure(m, "middle_retries_denied_per_s"),
+            figure(m, "back_requests_per_s"),
+            figure(m, "back_refused_per_s"),
+            figure(m, "back_completed_per_s"),
         );
     }
     md
