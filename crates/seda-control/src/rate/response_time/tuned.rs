@@ -152,6 +152,13 @@ pub struct TunedConfig {
     pub trim_floor: f64,
     /// Drop at dequeue events that queued longer than this; `None` disables dropping.
     pub drop_queued: Option<Duration>,
+    /// The queueing-time budget the controller starts with, in units of the target (0.5).
+    /// Where the queue counts the requests being served (seda-tower's
+    /// `QueueModel::InFlight`), the budget is a whole response's, not a wait's: started at
+    /// half the target, 8 emulated cores at 0.8 x capacity refused up to 2.3% of the requests
+    /// of the run's second and third seconds (`tower-peers`, issue 54), until refusals had
+    /// grown it.
+    pub initial_wait: f64,
 }
 
 impl TunedConfig {
@@ -175,6 +182,7 @@ impl TunedConfig {
             standing_share: 0.0,
             trim_floor: 0.0,
             drop_queued: Some(target.mul_f64(TunedConfig::DROP_FRACTION)),
+            initial_wait: 0.5,
         }
     }
 
@@ -201,6 +209,7 @@ impl TunedConfig {
             standing_share: p.f64("standing_share", d.standing_share),
             trim_floor: p.f64("trim_floor", d.trim_floor),
             drop_queued,
+            initial_wait: p.f64("initial_wait", d.initial_wait),
         }
     }
 
@@ -234,6 +243,15 @@ impl TunedConfig {
                 format!("trim_floor must be in [0, 1], got {}", self.trim_floor),
             ));
         }
+        if !(self.initial_wait >= 0.001 && self.initial_wait <= 1.0) {
+            return Err(InvalidConfig::new(
+                "initial_wait",
+                format!(
+                    "initial_wait must be in [0.001, 1], got {}",
+                    self.initial_wait
+                ),
+            ));
+        }
         if !(self.min_queue.is_finite() && self.min_queue >= 1.0) {
             return Err(InvalidConfig::new(
                 "min_queue",
@@ -254,7 +272,8 @@ pub struct TunedResponseTimeController {
     wait_s: f64,
     /// Admitted events not yet dequeued.
     queued: u64,
-    departures_per_s: f64,
+    /// Smoothed dequeues per second; `None` until the first period closes.
+    departures_per_s: Option<f64>,
     period_start: Option<Time>,
     period_dequeues: u64,
     last_p_s: f64,
@@ -281,9 +300,9 @@ impl TunedResponseTimeController {
         Ok(TunedResponseTimeController {
             window: SampleWindow::new(b.nreq, b.timeout, b.percentile),
             target_s,
-            wait_s: 0.5 * target_s,
+            wait_s: cfg.initial_wait * target_s,
             queued: 0,
-            departures_per_s: 0.0,
+            departures_per_s: None,
             period_start: None,
             period_dequeues: 0,
             last_p_s: 0.0,
@@ -301,7 +320,7 @@ impl TunedResponseTimeController {
 
     /// The current queue limit.
     pub fn queue_limit(&self) -> f64 {
-        (self.departures_per_s * self.wait_s).max(self.cfg.min_queue)
+        (self.departures_per_s() * self.wait_s).max(self.cfg.min_queue)
     }
 
     /// Admitted events not yet dequeued.
@@ -360,7 +379,7 @@ impl TunedResponseTimeController {
 
     /// The smoothed departure rate.
     pub fn departures_per_s(&self) -> f64 {
-        self.departures_per_s
+        self.departures_per_s.unwrap_or(0.0)
     }
 
     /// Outer loop: one window's percentile, closed at `now`.
@@ -424,7 +443,14 @@ impl TunedResponseTimeController {
     fn close_period(&mut self, now: Time, elapsed: Duration) {
         let d = self.period_dequeues as f64 / elapsed.as_secs_f64();
         let a = self.cfg.base.alpha;
-        self.departures_per_s = a * self.departures_per_s + (1.0 - a) * d;
+        // The first period is the estimate: averaged with a zero it would start at a fifth of
+        // the rate and take a second to reach nine tenths of it, with the limit at
+        // `min_queue` meanwhile (a fresh layer at 0.8 x capacity on 8 emulated cores refused
+        // 1-13 requests in each of its first quarter-seconds, `tower-peers`).
+        self.departures_per_s = Some(
+            self.departures_per_s
+                .map_or(d, |old| a * old + (1.0 - a) * d),
+        );
         self.period_dequeues = 0;
         self.period_start = Some(now);
     }
@@ -481,7 +507,7 @@ impl AdmissionController for TunedResponseTimeController {
         vec![
             ("queue_limit", self.queue_limit()),
             ("queued", self.queued as f64),
-            ("departures_per_s", self.departures_per_s),
+            ("departures_per_s", self.departures_per_s()),
             ("wait_budget_s", self.wait_s),
             ("last_p_s", self.last_p_s),
             ("dropped", self.dropped as f64),

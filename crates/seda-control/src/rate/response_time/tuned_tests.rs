@@ -24,21 +24,32 @@ fn admits_min_queue_before_any_departure_then_rejects() {
 fn the_queue_limit_follows_the_departure_rate() {
     let mut c = ctl();
     c.tick(s(0.0));
-    // 100 dequeues in 0.1 s: 1000/s, smoothed by alpha 0.8 -> 200/s.
+    // 100 dequeues in 0.1 s: the first period is the estimate, 1000/s.
     for i in 0..100 {
         assert!(c.admit(s(i as f64 * 0.001), 0).is_ok());
         c.on_dequeue(s(i as f64 * 0.001), Duration::ZERO);
     }
     c.tick(s(0.1));
     assert!(
-        (c.departures_per_s() - 200.0).abs() < 1e-9,
+        (c.departures_per_s() - 1000.0).abs() < 1e-9,
         "{}",
         c.departures_per_s()
     );
-    // Budget 0.5 s: limit 100 queued events.
-    assert!((c.queue_limit() - 100.0).abs() < 1e-9);
-    let admitted = (0..1000).filter(|_| c.admit(s(0.1), 0).is_ok()).count();
-    assert_eq!(admitted, 100);
+    // Budget 0.5 s: limit 500 queued events.
+    assert!((c.queue_limit() - 500.0).abs() < 1e-9);
+    // 50 dequeues in the next 0.1 s (500/s), smoothed by alpha 0.8: 900/s.
+    for i in 0..50 {
+        assert!(c.admit(s(0.1 + i as f64 * 0.002), 0).is_ok());
+        c.on_dequeue(s(0.1 + i as f64 * 0.002), Duration::ZERO);
+    }
+    c.tick(s(0.2));
+    assert!(
+        (c.departures_per_s() - 900.0).abs() < 1e-9,
+        "{}",
+        c.departures_per_s()
+    );
+    let admitted = (0..1000).filter(|_| c.admit(s(0.2), 0).is_ok()).count();
+    assert_eq!(admitted, 450);
 }
 
 #[test]
