@@ -6,6 +6,8 @@ use anyhow::{Context, Result, bail};
 use seda_lab::health::Verdict;
 use seda_lab::{scenario, scenarios};
 
+mod repeat;
+
 /// `seda lab` subcommands.
 #[derive(clap::Subcommand, Debug)]
 pub enum LabCommand {
@@ -14,8 +16,9 @@ pub enum LabCommand {
     /// Run a scenario (or `all`) and write result.json, report.md and plots for each, then
     /// results.md over every result.json in the output directory.
     Run(RunArgs),
-    /// Run a scenario N times and report each headline figure's median and spread
-    /// (`repeat.json` and a table; figures straying over +-15% of their median are flagged).
+    /// Run a scenario (or `all`) N times and report each headline figure's median and spread
+    /// (`repeat.json` and a table per scenario; figures straying over +-10% of their median
+    /// are flagged), and how many runs failed or were inconclusive.
     Repeat(RepeatArgs),
     /// Write the results page (`results.md`: every claim, the paper's figure, ours, the
     /// verdict) again from the result.json files of a run directory; with --page and --readme,
@@ -40,15 +43,16 @@ pub struct ResultsArgs {
 /// Arguments of `seda lab repeat`.
 #[derive(clap::Args, Debug)]
 pub struct RepeatArgs {
-    /// A scenario from `seda lab list`.
+    /// A scenario from `seda lab list`, or `all`.
     name: String,
-    /// How many runs.
+    /// How many runs (of each scenario).
     #[arg(long, default_value_t = 5)]
     times: usize,
     /// The quick form of each run.
     #[arg(long)]
     quick: bool,
-    /// Where to write: `run-1/`, `run-2/`... and `repeat.json`.
+    /// Where to write: `run-1/`, `run-2/`... (one directory per scenario in each) and
+    /// `repeat.json`.
     #[arg(long, default_value = "target/seda-lab-repeat")]
     out: PathBuf,
 }
@@ -76,7 +80,7 @@ pub fn run(cmd: &LabCommand) -> Result<()> {
             Ok(())
         }
         LabCommand::Run(args) => run_scenarios(args),
-        LabCommand::Repeat(args) => repeat(args),
+        LabCommand::Repeat(args) => repeat::run(args),
         LabCommand::Results(args) => {
             let written =
                 seda_lab::results::write(&args.out, args.page.as_deref(), args.readme.as_deref())?;
@@ -88,90 +92,13 @@ pub fn run(cmd: &LabCommand) -> Result<()> {
     }
 }
 
-fn repeat(args: &RepeatArgs) -> Result<()> {
-    let s = scenarios::find(&args.name)?;
-    if args.times == 0 {
-        bail!("--times must be at least 1");
-    }
-    let headline = s.headline();
-    if headline.is_empty() {
-        bail!("`{}` declares no headline figures to repeat", s.name());
-    }
-    let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
-    let mut values: Vec<Vec<Option<f64>>> = vec![Vec::new(); headline.len()];
-    let mut runs = Vec::new();
-    let mut loaded_runs = Vec::new();
-    for i in 1..=args.times {
-        eprintln!("== {} run {i} of {}", s.name(), args.times);
-        let dir = args.out.join(format!("run-{i}"));
-        share_cache(&args.out, &dir)?;
-        let ran = scenario::run(s, &dir, &seda_bin, args.quick);
-        let verdict = ran.verdict().map_or("could not run", |v| v.as_str());
-        let summary = ran.outcome.as_ref().ok().map(|o| &o.summary);
-        for (path, column) in headline.iter().zip(&mut values) {
-            column.push(summary.and_then(|s| seda_lab::repeat::figure(s, path)));
-        }
-        let loaded: Vec<String> = ran
-            .health
-            .iter()
-            .flat_map(|h| h.loaded_because.iter().cloned())
-            .collect();
-        println!("run {i}: {verdict} in {:.0} s", ran.elapsed_s);
-        for why in &loaded {
-            println!("  loaded: {why}");
-        }
-        loaded_runs.push(!loaded.is_empty());
-        if let Err(e) = &ran.outcome {
-            println!("  could not run: {e:#}");
-        }
-        runs.push(serde_json::json!({
-            "run": i,
-            "verdict": verdict,
-            "elapsed_s": ran.elapsed_s,
-            "loaded_because": loaded,
-        }));
-    }
-    let spreads: Vec<_> = headline
-        .iter()
-        .zip(values)
-        .map(|(path, v)| seda_lab::repeat::spread(path, v, &loaded_runs))
-        .collect();
-    print!("{}", seda_lab::repeat::table(&spreads));
-    let path = args.out.join("repeat.json");
-    let doc = serde_json::json!({
-        "scenario": s.name(),
-        "quick": args.quick,
-        "times": args.times,
-        "max_spread": seda_lab::repeat::MAX_SPREAD,
-        "runs": runs,
-        "figures": spreads,
-    });
-    std::fs::create_dir_all(&args.out)?;
-    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    println!("{}", path.display());
-    let flagged = spreads.iter().filter(|s| s.flagged).count();
-    if flagged > 0 {
-        println!(
-            "{flagged} figure(s) strayed over +-15% of their median, were missing from a quiet run, or had no quiet run"
-        );
-    }
-    Ok(())
-}
-
-/// Points `run/.cache` (where a scenario keeps what it builds once: corpora, file sets) at
-/// `out/.cache`, so that the runs of a repeat share one.
-fn share_cache(out: &std::path::Path, run: &std::path::Path) -> Result<()> {
-    let shared = out.join(".cache");
-    std::fs::create_dir_all(&shared)
-        .with_context(|| format!("cannot create {}", shared.display()))?;
-    std::fs::create_dir_all(run).with_context(|| format!("cannot create {}", run.display()))?;
-    let link = run.join(".cache");
-    if link.symlink_metadata().is_err() {
-        std::os::unix::fs::symlink("../.cache", &link)
-            .with_context(|| format!("cannot link {}", link.display()))?;
-    }
-    Ok(())
+/// The scenarios `name` picks: every one for `all`.
+fn chosen(name: &str) -> Result<Vec<&'static dyn seda_lab::Scenario>> {
+    Ok(if name == "all" {
+        scenarios::all().to_vec()
+    } else {
+        vec![scenarios::find(name)?]
+    })
 }
 
 /// The line `seda lab run` ends with for each known shortfall: a goal not met yet, which does
@@ -186,11 +113,7 @@ fn shortfall_line(scenario: &str, c: &seda_lab::Check) -> String {
 }
 
 fn run_scenarios(args: &RunArgs) -> Result<()> {
-    let chosen = if args.name == "all" {
-        scenarios::all().to_vec()
-    } else {
-        vec![scenarios::find(&args.name)?]
-    };
+    let chosen = chosen(&args.name)?;
     let seda_bin = std::env::current_exe().context("cannot find the seda binary")?;
     let mut failed = Vec::new();
     let mut shortfalls = Vec::new();
