@@ -419,5 +419,34 @@ fn markdown(runs: &[Run], spike: &Spike, before: &Audit, accounts: &[(u64, i64)]
          ![throughput](throughput.svg)\n![within 1 s](within_1s.svg)\n![threshold](threshold.svg)\n",
         before.users, before.messages
     );
+    md += &type_table(runs);
+    md
+}
+
+/// Where each variant's misses come from, by request type, over the whole run (the spike is
+/// nearly all of it): requests sent, answered within 1 s, answered 503 (refused by admission,
+/// or a search terminated or refused as predicted), answered later than 1 s, and the p90 of
+/// the answered.
+fn type_table(runs: &[Run]) -> String {
+    let mut md = String::from(
+        "\nBy request type, over the whole run:\n\n\
+         | variant | type | sent | within 1 s | 503 | later than 1 s | p90 ms |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for r in runs {
+        for c in r.report.classes.iter().filter(|c| c.counts.sent > 0) {
+            let k = &c.counts;
+            md += &format!(
+                "| {} | {} | {} | {} | {} | {} | {:.0} |\n",
+                r.name,
+                c.name,
+                k.sent,
+                k.good,
+                k.rejected,
+                k.completed.saturating_sub(k.good),
+                c.latency.p90_ms
+            );
+        }
+    }
     md
 }
