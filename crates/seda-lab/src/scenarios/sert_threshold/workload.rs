@@ -19,7 +19,8 @@ pub enum Size {
     },
     /// Lognormal with this mean and shape, no draw above `max_s` (index matching: mean
     /// 23.6 ms, sigma 1.837, so a p90 of 46 ms; the slides' longest request, 2,732 ms, is the
-    /// cap: uncapped, 0.023% of the draws were longer, about 5 s at most in a point of the full form).
+    /// cap: uncapped, 0.023% of the draws were longer, up to about 5 s in a point of the
+    /// full form).
     Lognormal {
         /// Mean, seconds (of the uncapped distribution).
         mean_s: f64,
