@@ -182,8 +182,14 @@ pub(super) fn checks(
             .map(|(f, m)| format!("{f}: {}", m.as_deref().unwrap_or("never")))
             .collect::<Vec<_>>()
             .join("; ");
-        // The quick form measures index matching at 80% and 200% only, where 1.5 s is the best
-        // fixed threshold or within 5% of it (three runs on 2026-12-06).
+        // Index matching: a known shortfall of the plant, not of a controller. 1.5 s costs
+        // against 3 s and 8 s only the requests whose running time passes it; below capacity
+        // running time is about the size, and 0.07% of the sizes pass 1.5 s (none pass the
+        // slides' longest, 2.732 s), far inside the loss's slack, while cutting them lowers the
+        // mean; above capacity its cuts free the cores for the rest. So 1.5 s is the best fixed
+        // threshold, or within 5% of it, at every load the lab measured (80% and 200%) and the
+        // simulator too (80% to 200%). The slides' figure for index matching is not in the text
+        // we have, so whether theirs showed 1.5 s losing somewhere cannot be checked.
         out.push(if quick && s.name == "index_matching" {
             Check::shortfall(claim, passed, detail)
         } else {

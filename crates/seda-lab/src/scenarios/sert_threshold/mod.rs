@@ -96,6 +96,7 @@ fn services() -> [Service; 2] {
             size: Size::Lognormal {
                 mean_s: 0.0236,
                 sigma: 1.837,
+                max_s: 2.732,
             },
             fixed_s: [1.5, 3.0, 8.0],
         },
