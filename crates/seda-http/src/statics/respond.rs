@@ -1,5 +1,6 @@
 //! Ready responses and how one is answered: GET and HEAD, validators (304), single ranges.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -10,7 +11,8 @@ use http::header::{
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 
-use crate::request::Body;
+use crate::request::{Answer, Body};
+use crate::wire::Prepared;
 
 /// A cached file: its body and the header values every response for it carries.
 #[derive(Debug)]
@@ -27,9 +29,9 @@ pub struct Entry {
     pub mtime_s: u64,
     /// `Content-Length` of the whole body.
     pub length: HeaderValue,
-    /// The headers of a `200` for the whole file, built once with the entry: a cache hit
-    /// clones them instead of inserting five headers (hashing each name) per request.
-    full: HeaderMap,
+    /// The `200` for the whole file, prepared once with the entry: a cache hit answers it
+    /// as it is (a reference count) instead of building and rendering a response per request.
+    full: Arc<Prepared>,
 }
 
 impl Entry {
@@ -46,10 +48,12 @@ impl Entry {
                 .unwrap_or(HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT")),
             mtime_s,
             length: HeaderValue::from(body.len()),
+            // Replaced below, once the header values it is made of are in the entry.
+            full: Arc::new(Prepared::new(HeaderMap::new(), Bytes::new())),
             body,
-            full: HeaderMap::new(),
         };
-        entry.full = entry.headers(entry.length.clone(), None);
+        let headers = entry.headers(entry.length.clone(), None);
+        entry.full = Arc::new(Prepared::new(headers, entry.body.clone()));
         entry
     }
 
@@ -69,13 +73,19 @@ impl Entry {
 
     /// The response to a GET or HEAD request with `headers`.
     pub fn respond(&self, method: &Method, headers: &HeaderMap) -> Response<Body> {
+        self.answer(method, headers).into_response()
+    }
+
+    /// The answer to a GET or HEAD request with `headers`: the prepared `200` for the whole
+    /// file, or a response (304, 206, 416).
+    pub fn answer(&self, method: &Method, headers: &HeaderMap) -> Answer {
         if self.not_modified(headers) {
             let mut r = Response::new(Full::new(Bytes::new()));
             *r.status_mut() = StatusCode::NOT_MODIFIED;
             let h = r.headers_mut();
             h.insert(ETAG, self.etag.clone());
             h.insert(LAST_MODIFIED, self.last_modified.clone());
-            return r;
+            return r.into();
         }
         let head = method == Method::HEAD;
         let len = self.body.len() as u64;
@@ -85,14 +95,10 @@ impl Entry {
         };
         let (status, body, length, content_range) = match range {
             RangeSpec::Full => {
-                let body = if head {
-                    Bytes::new()
-                } else {
-                    self.body.clone()
+                return Answer::Prepared {
+                    prepared: self.full.clone(),
+                    head_only: head,
                 };
-                let mut r = Response::new(Full::new(body));
-                *r.headers_mut() = self.full.clone();
-                return r;
             }
             RangeSpec::Part(start, end) => {
                 // `end` is inclusive and below `len`; `start <= end`.
@@ -111,13 +117,13 @@ impl Entry {
                 if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
                     r.headers_mut().insert(CONTENT_RANGE, v);
                 }
-                return r;
+                return r.into();
             }
         };
         let mut r = Response::new(Full::new(if head { Bytes::new() } else { body }));
         *r.status_mut() = status;
         *r.headers_mut() = self.headers(length, content_range);
-        r
+        r.into()
     }
 
     /// RFC 9110 13.2.2: If-None-Match first; If-Modified-Since only without it.

@@ -8,7 +8,9 @@
 //! else goes to hyper on the same connection, with the bytes already read.
 
 mod parse;
+mod prepared;
 mod render;
 
 pub use parse::{Head, MAX_HEADERS, Simple, parse_head};
+pub use prepared::Prepared;
 pub use render::{Framing, bodiless, render_head, says_close};
