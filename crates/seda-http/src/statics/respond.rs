@@ -79,6 +79,13 @@ impl Entry {
     /// The answer to a GET or HEAD request with `headers`: the prepared `200` for the whole
     /// file, or a response (304, 206, 416).
     pub fn answer(&self, method: &Method, headers: &HeaderMap) -> Answer {
+        let head = method == Method::HEAD;
+        if !may_be_conditional(headers) {
+            return Answer::Prepared {
+                prepared: self.full.clone(),
+                head_only: head,
+            };
+        }
         if self.not_modified(headers) {
             let mut r = Response::new(Full::new(Bytes::new()));
             *r.status_mut() = StatusCode::NOT_MODIFIED;
@@ -87,7 +94,6 @@ impl Entry {
             h.insert(LAST_MODIFIED, self.last_modified.clone());
             return r.into();
         }
-        let head = method == Method::HEAD;
         let len = self.body.len() as u64;
         let range = match headers.get(RANGE) {
             Some(v) if self.if_range_holds(headers) => parse_range(v.as_bytes(), len),
@@ -147,6 +153,18 @@ impl Entry {
             Some(v) => v.as_bytes() == self.last_modified.as_bytes(),
         }
     }
+}
+
+/// Whether a request with `headers` may be answered other than by the whole file: it has
+/// `If-None-Match`, `If-Modified-Since` or `Range`. Looking each up hashes its name (three
+/// lookups per hit); a head of a few headers, as most are, is checked by comparing its names
+/// (standard ones: a tag each).
+fn may_be_conditional(headers: &HeaderMap) -> bool {
+    const FEW: usize = 16;
+    headers.keys_len() > FEW
+        || headers
+            .keys()
+            .any(|n| n == IF_NONE_MATCH || n == IF_MODIFIED_SINCE || n == RANGE)
 }
 
 /// Weak comparison of an If-None-Match list against our tag.
@@ -256,6 +274,32 @@ mod tests {
         assert_eq!(parse_range(b"bytes=9-1", 100), RangeSpec::Full);
         assert_eq!(parse_range(b"items=0-1", 100), RangeSpec::Full);
         assert_eq!(parse_range(b"bytes=x-1", 100), RangeSpec::Full);
+    }
+
+    /// The shortcut to the whole file is taken only without validators or a range, in short
+    /// and long heads.
+    #[test]
+    fn only_plain_requests_skip_the_conditions() {
+        let entry = Entry::new(Bytes::from_static(b"0123456789"), "a.txt", UNIX_EPOCH);
+        let mut headers = HeaderMap::new();
+        for i in 0..40 {
+            let status = entry.answer(&Method::GET, &headers).status();
+            assert_eq!(status, StatusCode::OK, "{i} other headers");
+            let mut h = headers.clone();
+            h.insert(RANGE, HeaderValue::from_static("bytes=0-1"));
+            let status = entry.answer(&Method::GET, &h).status();
+            assert_eq!(status, StatusCode::PARTIAL_CONTENT, "{i}");
+            let mut h = headers.clone();
+            h.insert(IF_NONE_MATCH, entry.etag.clone());
+            let status = entry.answer(&Method::GET, &h).status();
+            assert_eq!(status, StatusCode::NOT_MODIFIED, "{i}");
+            let mut h = headers.clone();
+            h.insert(IF_MODIFIED_SINCE, entry.last_modified.clone());
+            let status = entry.answer(&Method::GET, &h).status();
+            assert_eq!(status, StatusCode::NOT_MODIFIED, "{i}");
+            let name = http::HeaderName::from_bytes(format!("x-h{i}").as_bytes()).expect("name");
+            headers.insert(name, HeaderValue::from_static("1"));
+        }
     }
 
     #[test]
