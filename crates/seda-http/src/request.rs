@@ -1,11 +1,15 @@
 //! The event the front end hands to a stage graph, and the way back.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use http::{Response, StatusCode};
 use http_body_util::Full;
 use seda::{Event, Meta};
 use tokio::sync::oneshot;
+
+use crate::wire::Prepared;
 
 /// The response body type: a ready buffer (hyper writes it without copying).
 pub type Body = Full<Bytes>;
@@ -32,20 +36,62 @@ impl Event for HttpRequest {
     }
 }
 
+/// What goes back to the front end for a request.
+#[derive(Debug)]
+pub enum Answer {
+    /// A response.
+    Response(Response<Body>),
+    /// A `200 OK` prepared once (a static cache hit): the fast path writes its pre-rendered
+    /// head without building a response; hyper's path gets [`Prepared::response`].
+    Prepared {
+        /// The answer.
+        prepared: Arc<Prepared>,
+        /// Without the body (a HEAD request).
+        head_only: bool,
+    },
+}
+
+impl Answer {
+    /// The answer as a response.
+    pub fn into_response(self) -> Response<Body> {
+        match self {
+            Answer::Response(r) => r,
+            Answer::Prepared {
+                prepared,
+                head_only,
+            } => prepared.response(head_only),
+        }
+    }
+
+    /// The answer's status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Answer::Response(r) => r.status(),
+            Answer::Prepared { .. } => StatusCode::OK,
+        }
+    }
+}
+
+impl From<Response<Body>> for Answer {
+    fn from(r: Response<Body>) -> Self {
+        Answer::Response(r)
+    }
+}
+
 /// Where the answer to a request goes.
 #[derive(Debug)]
-pub struct Reply(oneshot::Sender<Response<Body>>);
+pub struct Reply(oneshot::Sender<Answer>);
 
 impl Reply {
     /// A reply slot and the receiver the front end awaits.
-    pub fn channel() -> (Reply, oneshot::Receiver<Response<Body>>) {
+    pub fn channel() -> (Reply, oneshot::Receiver<Answer>) {
         let (tx, rx) = oneshot::channel();
         (Reply(tx), rx)
     }
 
     /// Sends the answer; false if nobody waits any more (the client went away).
-    pub fn send(self, response: Response<Body>) -> bool {
-        self.0.send(response).is_ok()
+    pub fn send(self, answer: impl Into<Answer>) -> bool {
+        self.0.send(answer.into()).is_ok()
     }
 }
 
@@ -61,7 +107,7 @@ impl HttpRequest {
     }
 
     /// Answers the request; false if the client went away.
-    pub fn respond(self, response: Response<Body>) -> bool {
+    pub fn respond(self, response: impl Into<Answer>) -> bool {
         self.reply.send(response)
     }
 

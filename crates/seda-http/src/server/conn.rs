@@ -29,7 +29,7 @@ use super::park::{ParkedGuard, Wait, wait_parked};
 use super::stats::inc;
 use super::watch::{ConnState, Verdict, WatchedStream};
 use crate::HttpConfig;
-use crate::request::{Body, HttpRequest, Reply, overloaded, terminated, text};
+use crate::request::{Answer, Body, HttpRequest, Reply, overloaded, terminated, text};
 
 /// Connections being answered 503 because too many are open; beyond this many they are just
 /// closed, so a flood cannot pile up refusal tasks either.
@@ -378,7 +378,7 @@ async fn handle(
 ) -> Result<Response<Body>, Infallible> {
     let (head, body) = req.into_parts();
     let body = (!body.is_end_stream()).then_some(body);
-    Ok(answer(shared, state, head, body).await)
+    Ok(answer(shared, state, head, body).await.into_response())
 }
 
 /// The answer to one request (its head parsed just now, by hyper or [`super::h1`]): admission,
@@ -388,7 +388,7 @@ pub(super) async fn answer(
     state: Arc<ConnState>,
     head: http::request::Parts,
     body: Option<Incoming>,
-) -> Response<Body> {
+) -> Answer {
     // Called right after the head was parsed: the request is born now.
     let born = Instant::now();
     state.begin();
@@ -400,7 +400,7 @@ pub(super) async fn answer(
         Door::Until(d) => Some(d),
         Door::Spent => {
             inc(&shared.counters.deadline_missed);
-            return budget::missed();
+            return budget::missed().into();
         }
     };
     let mut meta = Meta::born_at(born);
@@ -416,7 +416,7 @@ pub(super) async fn answer(
         None => shared.sink.enqueue(request).is_ok(),
         Some(body) if body.size_hint().lower() > shared.config.max_body_bytes as u64 => {
             cancel.0 = None;
-            return too_large(&shared);
+            return too_large(&shared).into();
         }
         Some(body) => match shared.sink.enqueue_prepare(vec![request]) {
             Err(_) => false,
@@ -431,7 +431,7 @@ pub(super) async fn answer(
                 // Dropping the prepared enqueue gives its admission back.
                 Err(r) => {
                     cancel.0 = None;
-                    return r;
+                    return r.into();
                 }
             },
         },
@@ -441,7 +441,7 @@ pub(super) async fn answer(
         cancel.0 = None;
         if budget::passed(deadline) {
             inc(&shared.counters.deadline_missed);
-            return budget::missed();
+            return budget::missed().into();
         }
         inc(&shared.counters.rejected_requests);
         let mut response = overloaded(shared.retry.refused());
@@ -457,7 +457,7 @@ pub(super) async fn answer(
                     .insert(CONNECTION, HeaderValue::from_static("close"));
             }
         }
-        return response;
+        return response.into();
     }
     busy.0.admitted(policy);
     shared.retry.admitted();
@@ -465,17 +465,17 @@ pub(super) async fn answer(
         Ok(r) => r,
         Err(_) if cancel.0.as_ref().and_then(CancelToken::reason) == Some(Terminated) => {
             // The stage's terminator cut it and the handler gave it up unanswered.
-            terminated(shared.retry.seconds())
+            terminated(shared.retry.seconds()).into()
         }
         Err(_) if budget::passed(deadline) => {
             // Dropped unserved because its deadline passed while it waited.
             inc(&shared.counters.deadline_missed);
-            budget::missed()
+            budget::missed().into()
         }
         Err(_) => {
             // Admitted, then dropped without an answer (expired, shutdown, or a handler panic).
             inc(&shared.counters.unanswered);
-            overloaded(shared.retry.seconds())
+            overloaded(shared.retry.seconds()).into()
         }
     };
     cancel.0 = None;

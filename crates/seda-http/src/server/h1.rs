@@ -22,7 +22,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use http::{Method, Response};
+use http::{Method, Version};
 use hyper::body::Body as _;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -30,7 +30,7 @@ use super::Shared;
 use super::conn::answer;
 use super::park::{ParkedGuard, Wait, wait_parked};
 use super::watch::{ConnState, WatchedStream};
-use crate::request::Body;
+use crate::request::{Answer, Body};
 use crate::wire::{self, Framing, Head, Simple};
 
 /// The first read buffer of a busy connection; it grows to `max_header_bytes` at most.
@@ -148,25 +148,13 @@ async fn respond(
     let head_only = req.parts.method == Method::HEAD;
     let answered = answer(shared.clone(), state.clone(), req.parts, None);
     let max = shared.config.max_header_bytes;
-    let Some(mut response) = watch_client(answered, io, buf, max).await else {
+    let Some(answer) = watch_client(answered, io, buf, max).await else {
         return false;
     };
-    let body = take_body(response.body_mut());
-    let keep_alive = req.keep_alive && !wire::says_close(&response) && !*shared.shutdown.borrow();
+    let keep_alive = req.keep_alive && !*shared.shutdown.borrow();
     out.clear();
-    let framing = Framing {
-        version,
-        keep_alive,
-        body_len: body.len(),
-    };
-    wire::render_head(out, &response, framing);
-    let send: &[u8] = if head_only || wire::bodiless(response.status()) {
-        &[]
-    } else {
-        &body
-    };
-    drop(response);
-    if write_all(io, out, send, shared.config.idle_timeout())
+    let (body, keep_alive) = render(answer, out, version, keep_alive, head_only);
+    if write_all(io, out, &body, shared.config.idle_timeout())
         .await
         .is_err()
     {
@@ -179,15 +167,55 @@ async fn respond(
     keep_alive
 }
 
+/// Renders the head of `answer` into `out`; returns the body to send after it and whether the
+/// connection stays open (`keep_alive`, unless the response says close).
+fn render(
+    answer: Answer,
+    out: &mut Vec<u8>,
+    version: Version,
+    keep_alive: bool,
+    head_only: bool,
+) -> (Bytes, bool) {
+    let mut response = match answer {
+        Answer::Prepared { prepared, .. } => {
+            let framing = Framing {
+                version,
+                keep_alive,
+                body_len: prepared.body().len(),
+            };
+            prepared.render_head(out, framing);
+            let body = if head_only {
+                Bytes::new()
+            } else {
+                prepared.body().clone()
+            };
+            return (body, keep_alive);
+        }
+        Answer::Response(response) => response,
+    };
+    let body = take_body(response.body_mut());
+    let keep_alive = keep_alive && !wire::says_close(&response);
+    let framing = Framing {
+        version,
+        keep_alive,
+        body_len: body.len(),
+    };
+    wire::render_head(out, &response, framing);
+    if head_only || wire::bodiless(response.status()) {
+        return (Bytes::new(), keep_alive);
+    }
+    (body, keep_alive)
+}
+
 /// Awaits `answered` while watching the socket: bytes of pipelined requests are read into
 /// `buf` (up to `max`), and an EOF or error (the client went away) drops the request, which
 /// cancels it (None).
 async fn watch_client(
-    answered: impl Future<Output = Response<Body>>,
+    answered: impl Future<Output = Answer>,
     io: &mut WatchedStream,
     buf: &mut BytesMut,
     max: usize,
-) -> Option<Response<Body>> {
+) -> Option<Answer> {
     let mut answered = std::pin::pin!(answered);
     std::future::poll_fn(|cx| {
         if let Poll::Ready(r) = answered.as_mut().poll(cx) {

@@ -64,13 +64,13 @@ impl Files {
     /// ones wait for it.
     pub(super) fn lookup(&self, ev: Lookup, io: &Sink<ReadFile>) {
         let mut state = self.state.lock();
-        if let Some(entry) = state.cache.get(&ev.key) {
+        if let Some(entry) = state.cache.get(ev.key()) {
             drop(state);
-            let r = entry.respond(&ev.req.head.method, &ev.req.head.headers);
+            let r = entry.answer(&ev.req.head.method, &ev.req.head.headers);
             ev.req.respond(r);
             return;
         }
-        if let Some(waiters) = state.pending.get_mut(&ev.key) {
+        if let Some(waiters) = state.pending.get_mut(ev.key()) {
             if waiters.len() >= self.max_waiters {
                 // Reap the waiters whose clients left before refusing anyone.
                 waiters.retain(|w| !w.req.meta.cancel_token().is_cancelled());
@@ -83,11 +83,12 @@ impl Files {
             waiters.push(ev);
             return;
         }
+        let key = ev.shared_key();
         let read = ReadFile {
             meta: ev.req.meta.clone(),
-            key: ev.key.clone(),
+            key: key.clone(),
         };
-        state.pending.insert(ev.key.clone(), vec![ev]);
+        state.pending.insert(key, vec![ev]);
         drop(state);
         if let Err(rejected) = io.enqueue(read) {
             self.fail_all(&rejected.event.key, None);
@@ -162,7 +163,7 @@ impl Files {
         drop(state);
         for w in waiters {
             if !w.req.meta.cancel_token().is_cancelled() {
-                let r = entry.respond(&w.req.head.method, &w.req.head.headers);
+                let r = entry.answer(&w.req.head.method, &w.req.head.headers);
                 w.req.respond(r);
             }
         }

@@ -19,6 +19,7 @@ pub mod respond;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs;
 use std::io;
@@ -43,7 +44,35 @@ pub const STAGES: [&str; 3] = ["route", "cache", "file_io"];
 #[derive(Debug)]
 pub struct Lookup {
     req: HttpRequest,
-    key: Arc<str>,
+    key: Key,
+}
+
+/// The cache key of a [`Lookup`]: the confined path.
+#[derive(Debug)]
+enum Key {
+    /// The request's URI path without its leading `/`, which most paths already are once
+    /// confined: read from the request rather than copied into a new string per request.
+    Path,
+    /// A path that decoding or clean-up changed.
+    Owned(Arc<str>),
+}
+
+impl Lookup {
+    /// The confined path, the cache key.
+    fn key(&self) -> &str {
+        match &self.key {
+            Key::Path => self.req.head.uri.path().get(1..).unwrap_or(""),
+            Key::Owned(k) => k,
+        }
+    }
+
+    /// The key as a shared string, for the pending reads (a miss: copied once per read).
+    fn shared_key(&self) -> Arc<str> {
+        match &self.key {
+            Key::Path => Arc::from(self.key()),
+            Key::Owned(k) => k.clone(),
+        }
+    }
 }
 
 impl Event for Lookup {
@@ -192,8 +221,10 @@ fn route(req: HttpRequest, cache: &Sink<Lookup>, retry_after_s: u32, serve_hidde
         req.respond(r);
         return;
     }
-    let key = match path::confine(req.head.uri.path()) {
-        Ok(k) => Arc::<str>::from(&*k),
+    let raw = req.head.uri.path();
+    let key = match path::confine(raw) {
+        Ok(Cow::Borrowed(k)) if raw.get(1..) == Some(k) => Key::Path,
+        Ok(k) => Key::Owned(Arc::from(&*k)),
         Err(_) => {
             req.respond(text(
                 StatusCode::BAD_REQUEST,
@@ -202,12 +233,13 @@ fn route(req: HttpRequest, cache: &Sink<Lookup>, retry_after_s: u32, serve_hidde
             return;
         }
     };
-    if !serve_hidden && path::is_hidden(&key) {
+    let lookup = Lookup { req, key };
+    if !serve_hidden && path::is_hidden(lookup.key()) {
         // 404, not 403: a prober learns nothing, not even that `/.git/config` exists.
-        req.respond(Failure::NotFound.answer());
+        lookup.req.respond(Failure::NotFound.answer());
         return;
     }
-    if let Err(rejected) = cache.enqueue(Lookup { req, key }) {
+    if let Err(rejected) = cache.enqueue(lookup) {
         rejected.event.req.respond(overloaded(retry_after_s));
     }
 }

@@ -1,5 +1,6 @@
 //! Ready responses and how one is answered: GET and HEAD, validators (304), single ranges.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -10,7 +11,8 @@ use http::header::{
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 
-use crate::request::Body;
+use crate::request::{Answer, Body};
+use crate::wire::Prepared;
 
 /// A cached file: its body and the header values every response for it carries.
 #[derive(Debug)]
@@ -27,9 +29,9 @@ pub struct Entry {
     pub mtime_s: u64,
     /// `Content-Length` of the whole body.
     pub length: HeaderValue,
-    /// The headers of a `200` for the whole file, built once with the entry: a cache hit
-    /// clones them instead of inserting five headers (hashing each name) per request.
-    full: HeaderMap,
+    /// The `200` for the whole file, prepared once with the entry: a cache hit answers it
+    /// as it is (a reference count) instead of building and rendering a response per request.
+    full: Arc<Prepared>,
 }
 
 impl Entry {
@@ -46,10 +48,12 @@ impl Entry {
                 .unwrap_or(HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT")),
             mtime_s,
             length: HeaderValue::from(body.len()),
+            // Replaced below, once the header values it is made of are in the entry.
+            full: Arc::new(Prepared::new(HeaderMap::new(), Bytes::new())),
             body,
-            full: HeaderMap::new(),
         };
-        entry.full = entry.headers(entry.length.clone(), None);
+        let headers = entry.headers(entry.length.clone(), None);
+        entry.full = Arc::new(Prepared::new(headers, entry.body.clone()));
         entry
     }
 
@@ -69,15 +73,27 @@ impl Entry {
 
     /// The response to a GET or HEAD request with `headers`.
     pub fn respond(&self, method: &Method, headers: &HeaderMap) -> Response<Body> {
+        self.answer(method, headers).into_response()
+    }
+
+    /// The answer to a GET or HEAD request with `headers`: the prepared `200` for the whole
+    /// file, or a response (304, 206, 416).
+    pub fn answer(&self, method: &Method, headers: &HeaderMap) -> Answer {
+        let head = method == Method::HEAD;
+        if !may_be_conditional(headers) {
+            return Answer::Prepared {
+                prepared: self.full.clone(),
+                head_only: head,
+            };
+        }
         if self.not_modified(headers) {
             let mut r = Response::new(Full::new(Bytes::new()));
             *r.status_mut() = StatusCode::NOT_MODIFIED;
             let h = r.headers_mut();
             h.insert(ETAG, self.etag.clone());
             h.insert(LAST_MODIFIED, self.last_modified.clone());
-            return r;
+            return r.into();
         }
-        let head = method == Method::HEAD;
         let len = self.body.len() as u64;
         let range = match headers.get(RANGE) {
             Some(v) if self.if_range_holds(headers) => parse_range(v.as_bytes(), len),
@@ -85,14 +101,10 @@ impl Entry {
         };
         let (status, body, length, content_range) = match range {
             RangeSpec::Full => {
-                let body = if head {
-                    Bytes::new()
-                } else {
-                    self.body.clone()
+                return Answer::Prepared {
+                    prepared: self.full.clone(),
+                    head_only: head,
                 };
-                let mut r = Response::new(Full::new(body));
-                *r.headers_mut() = self.full.clone();
-                return r;
             }
             RangeSpec::Part(start, end) => {
                 // `end` is inclusive and below `len`; `start <= end`.
@@ -111,13 +123,13 @@ impl Entry {
                 if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
                     r.headers_mut().insert(CONTENT_RANGE, v);
                 }
-                return r;
+                return r.into();
             }
         };
         let mut r = Response::new(Full::new(if head { Bytes::new() } else { body }));
         *r.status_mut() = status;
         *r.headers_mut() = self.headers(length, content_range);
-        r
+        r.into()
     }
 
     /// RFC 9110 13.2.2: If-None-Match first; If-Modified-Since only without it.
@@ -141,6 +153,18 @@ impl Entry {
             Some(v) => v.as_bytes() == self.last_modified.as_bytes(),
         }
     }
+}
+
+/// Whether a request with `headers` may be answered other than by the whole file: it has
+/// `If-None-Match`, `If-Modified-Since` or `Range`. Looking each up hashes its name (three
+/// lookups per hit); a head of a few headers, as most are, is checked by comparing its names
+/// (standard ones: a tag each).
+fn may_be_conditional(headers: &HeaderMap) -> bool {
+    const FEW: usize = 16;
+    headers.keys_len() > FEW
+        || headers
+            .keys()
+            .any(|n| n == IF_NONE_MATCH || n == IF_MODIFIED_SINCE || n == RANGE)
 }
 
 /// Weak comparison of an If-None-Match list against our tag.
@@ -250,6 +274,32 @@ mod tests {
         assert_eq!(parse_range(b"bytes=9-1", 100), RangeSpec::Full);
         assert_eq!(parse_range(b"items=0-1", 100), RangeSpec::Full);
         assert_eq!(parse_range(b"bytes=x-1", 100), RangeSpec::Full);
+    }
+
+    /// The shortcut to the whole file is taken only without validators or a range, in short
+    /// and long heads.
+    #[test]
+    fn only_plain_requests_skip_the_conditions() {
+        let entry = Entry::new(Bytes::from_static(b"0123456789"), "a.txt", UNIX_EPOCH);
+        let mut headers = HeaderMap::new();
+        for i in 0..40 {
+            let status = entry.answer(&Method::GET, &headers).status();
+            assert_eq!(status, StatusCode::OK, "{i} other headers");
+            let mut h = headers.clone();
+            h.insert(RANGE, HeaderValue::from_static("bytes=0-1"));
+            let status = entry.answer(&Method::GET, &h).status();
+            assert_eq!(status, StatusCode::PARTIAL_CONTENT, "{i}");
+            let mut h = headers.clone();
+            h.insert(IF_NONE_MATCH, entry.etag.clone());
+            let status = entry.answer(&Method::GET, &h).status();
+            assert_eq!(status, StatusCode::NOT_MODIFIED, "{i}");
+            let mut h = headers.clone();
+            h.insert(IF_MODIFIED_SINCE, entry.last_modified.clone());
+            let status = entry.answer(&Method::GET, &h).status();
+            assert_eq!(status, StatusCode::NOT_MODIFIED, "{i}");
+            let name = http::HeaderName::from_bytes(format!("x-h{i}").as_bytes()).expect("name");
+            headers.insert(name, HeaderValue::from_static("1"));
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-type Answer = oneshot::Receiver<http::Response<crate::request::Body>>;
+type Answer = oneshot::Receiver<crate::request::Answer>;
 
 fn files(root: &Path) -> Files {
     Files {
@@ -36,7 +36,7 @@ fn lookup(key: &str) -> (Lookup, Answer, Meta) {
     (
         Lookup {
             req,
-            key: Arc::from(key),
+            key: Key::Owned(Arc::from(key)),
         },
         rx,
         meta,
@@ -81,7 +81,7 @@ fn concurrent_misses_for_one_file_share_one_read() {
     assert_eq!(files.state.lock().pending["f"].len(), 3);
     files.read(read);
     for rx in answers {
-        let r = rx.blocking_recv().expect("answered");
+        let r = rx.blocking_recv().expect("answered").into_response();
         assert_eq!(r.status(), 200);
         assert_eq!(r.headers()[http::header::CONTENT_LENGTH], "6");
     }
@@ -162,7 +162,10 @@ fn a_miss_the_file_io_queue_cannot_take_is_answered_503_with_retry_after() {
     assert_eq!(io.len(), 1, "b waits in the queue");
     let (c, rc, _) = lookup("c");
     files.lookup(c, &io);
-    let r = rc.blocking_recv().expect("c answered at once");
+    let r = rc
+        .blocking_recv()
+        .expect("c answered at once")
+        .into_response();
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()[http::header::RETRY_AFTER], "1");
     assert!(!files.state.lock().pending.contains_key("c"));
@@ -191,7 +194,10 @@ fn waiters_on_one_file_are_capped_and_cancelled_ones_make_room() {
     // A fourth is refused at once, like a full queue.
     let (ev, mut rx4, _) = lookup("f");
     files.lookup(ev, &io);
-    let r = rx4.try_recv().expect("the fourth is answered at once");
+    let r = rx4
+        .try_recv()
+        .expect("the fourth is answered at once")
+        .into_response();
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()[http::header::RETRY_AFTER], "1");
     // A waiter whose client left is dropped, which makes room for a new one.

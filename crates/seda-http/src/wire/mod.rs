@@ -4,11 +4,14 @@
 //! request (issue 52's profile: its encoder, its parser, header-map inserts, the connection
 //! checks). The front end reads simple requests itself ([`parse_head`]: GET or HEAD, no body,
 //! no protocol change) on a reused buffer, and writes the answer as one head
-//! ([`render_head`], `Date` cached per second) and the body in one `writev`. Everything
-//! else goes to hyper on the same connection, with the bytes already read.
+//! ([`render_head`], `Date` cached per second) and the body in one `writev`; a static cache
+//! hit's head is rendered once per cached file ([`Prepared`]). Everything else goes to hyper
+//! on the same connection, with the bytes already read.
 
 mod parse;
+mod prepared;
 mod render;
 
 pub use parse::{Head, MAX_HEADERS, Simple, parse_head};
+pub use prepared::Prepared;
 pub use render::{Framing, bodiless, render_head, says_close};

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE};
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderMap};
 use http::{Response, StatusCode, Version};
 
 /// How the head is written for the request it answers.
@@ -34,40 +34,65 @@ pub fn says_close<B>(response: &Response<B>) -> bool {
         .any(|v| v.as_bytes().eq_ignore_ascii_case(b"close"))
 }
 
+/// Which of the headers the front end may add a response already has.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Seen {
+    length: bool,
+    date: bool,
+    connection: bool,
+}
+
 /// Appends the head of `response` to `out`.
 pub fn render_head<B>(out: &mut Vec<u8>, response: &Response<B>, framing: Framing) {
-    out.extend_from_slice(match framing.version {
+    let status = response.status();
+    status_line(out, framing.version, status);
+    let seen = header_lines(out, response.headers());
+    closing(out, status, seen, framing);
+}
+
+/// The status line for `version` (an HTTP/1.0 client gets an HTTP/1.0 one).
+pub(super) fn status_line(out: &mut Vec<u8>, version: Version, status: StatusCode) {
+    out.extend_from_slice(match version {
         Version::HTTP_10 => b"HTTP/1.0 ",
         _ => b"HTTP/1.1 ",
     });
-    let status = response.status();
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
+}
+
+/// One `name: value` line per header, in the map's order.
+pub(super) fn header_lines(out: &mut Vec<u8>, headers: &HeaderMap) -> Seen {
     // Which of the headers we may add the response already has, noted on the way through
     // (a comparison of known names) rather than by three lookups, each hashing its name.
-    let (mut has_length, mut has_date, mut has_connection) = (false, false, false);
-    for (name, value) in response.headers() {
-        has_length |= name == CONTENT_LENGTH;
-        has_date |= name == DATE;
-        has_connection |= name == CONNECTION;
+    let mut seen = Seen::default();
+    for (name, value) in headers {
+        seen.length |= name == CONTENT_LENGTH;
+        seen.date |= name == DATE;
+        seen.connection |= name == CONNECTION;
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if !bodiless(status) && !has_length {
+    seen
+}
+
+/// What the front end adds after the response's own headers (`Content-Length`, `Date`,
+/// keep-alive as the version needs), and the blank line that ends the head.
+pub(super) fn closing(out: &mut Vec<u8>, status: StatusCode, seen: Seen, framing: Framing) {
+    if !bodiless(status) && !seen.length {
         out.extend_from_slice(b"content-length: ");
         push_decimal(out, framing.body_len);
         out.extend_from_slice(b"\r\n");
     }
-    if !has_date {
+    if !seen.date {
         out.extend_from_slice(b"date: ");
         with_date(|d| out.extend_from_slice(d));
         out.extend_from_slice(b"\r\n");
     }
-    if !has_connection {
+    if !seen.connection {
         match (framing.version, framing.keep_alive) {
             (Version::HTTP_10, true) => out.extend_from_slice(b"connection: keep-alive\r\n"),
             (Version::HTTP_10, false) => {}

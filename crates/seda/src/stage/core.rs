@@ -1,7 +1,7 @@
 //! The typed heart of a stage: admission, enqueue, and running batches.
 
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -25,12 +25,21 @@ use crate::shared::Shared;
 use crate::stats::{ControllerSnapshot, StageSnapshot, StageStats, per_event};
 use crate::{Event, Meta};
 
+/// (born, class, enqueued) of an event that carries a Meta.
+type Timing = Vec<(Instant, u8, Stamp)>;
+
+/// The most spare batch vectors an inline stage keeps (about one per thread running it at once).
+const SPARE_BATCHES: usize = 8;
+
 /// How long a producer blocked in `enqueue_timeout` sleeps between looks at the queue.
 const SPACE_POLL: Duration = Duration::from_millis(1);
 
 thread_local! {
-    /// Reused per thread: (born, class, enqueued) of the batch's events that carry a Meta.
-    static TIMING: Cell<Vec<(Instant, u8, Stamp)>> = const { Cell::new(Vec::new()) };
+    /// Reused per thread: (born, class, enqueued) of the batch's events that carry a Meta. A
+    /// stack of them: an inline stage's handler that enqueues into another inline stage
+    /// processes that one inside its own batch, and a single slot would hand the inner batch
+    /// an empty vector to grow (an allocation per event) and keep only one of the two.
+    static TIMING: RefCell<Vec<Timing>> = const { RefCell::new(Vec::new()) };
     /// Reused per thread: enqueue-time runs of the batch being popped.
     static RUNS: Cell<Vec<Run>> = const { Cell::new(Vec::new()) };
     /// Reused per thread: a terminable batch's running-request keys, and which were cut.
@@ -55,6 +64,9 @@ pub(crate) struct StageCore<E: Event> {
     space_waiters: AtomicUsize,
     space: Mutex<()>,
     space_cv: Condvar,
+    /// Emptied batch vectors of an inline stage, for its next single event: a vector per
+    /// event was an allocation per event and stage (two per static-file request).
+    spare: Mutex<Vec<Vec<E>>>,
 }
 
 pub(crate) struct CoreParts<E: Event> {
@@ -93,6 +105,7 @@ impl<E: Event> StageCore<E> {
             space_waiters: AtomicUsize::new(0),
             space: Mutex::new(()),
             space_cv: Condvar::new(),
+            spare: Mutex::new(Vec::new()),
         }
     }
 
@@ -175,7 +188,13 @@ impl<E: Event> StageCore<E> {
     fn push_admitted_one(&self, event: E, source: usize) {
         self.stats.admitted_from(source, 1);
         if self.mode == Mode::Inline {
-            self.run_inline(vec![event]);
+            let mut events = self.spare.lock().pop().unwrap_or_default();
+            events.push(event);
+            let emptied = self.run_inline(events);
+            let mut spare = self.spare.lock();
+            if spare.len() < SPARE_BATCHES {
+                spare.push(emptied);
+            }
             return;
         }
         self.queue
@@ -211,17 +230,19 @@ impl<E: Event> StageCore<E> {
 
     // ===== worker side =====
 
-    fn run_inline(&self, events: Vec<E>) {
+    /// Handles `events` on this thread; returns a vector emptied of them (for reuse).
+    fn run_inline(&self, events: Vec<E>) -> Vec<E> {
         let n = events.len();
         let now = clock::stamp();
-        self.process(events, &[Run { at: now, count: n }], now);
+        let emptied = self.process(events, &[Run { at: now, count: n }], now);
         // Inline stages hold their "queue" slots only while the handler runs.
         self.queue.unreserve(n);
+        emptied
     }
 
     /// Handles popped events: queueing stats, drops of expired events, the handler, accounting.
-    /// `runs` gives the enqueue times of `events`, in order.
-    fn process(&self, events: Vec<E>, runs: &[Run], start: Stamp) {
+    /// `runs` gives the enqueue times of `events`, in order. Returns a vector emptied of them.
+    fn process(&self, events: Vec<E>, runs: &[Run], start: Stamp) -> Vec<E> {
         let mut oldest = Duration::ZERO;
         for r in runs {
             let queued = clock::between(r.at, start);
@@ -233,7 +254,7 @@ impl<E: Event> StageCore<E> {
             || events
                 .iter()
                 .any(|e| e.meta().is_some_and(Meta::is_expired_now));
-        let mut timing = TIMING.take();
+        let mut timing = TIMING.with_borrow_mut(Vec::pop).unwrap_or_default();
         timing.clear();
         let events = if may_drop {
             self.drop_expired(events, runs, start, &mut timing)
@@ -246,10 +267,13 @@ impl<E: Event> StageCore<E> {
             );
             events
         };
-        if !events.is_empty() {
-            self.handle(events, &timing, start);
-        }
-        TIMING.set(timing);
+        let emptied = if events.is_empty() {
+            events
+        } else {
+            self.handle(events, &timing, start)
+        };
+        TIMING.with_borrow_mut(|stack| stack.push(timing));
+        emptied
     }
 
     /// Separates events to drop at dequeue (expired, cancelled, waited too long, or refused by
@@ -301,7 +325,8 @@ impl<E: Event> StageCore<E> {
         kept
     }
 
-    fn handle(&self, mut events: Vec<E>, timing: &[(Instant, u8, Stamp)], start: Stamp) {
+    /// Runs the handler on `events`; returns the vector, emptied.
+    fn handle(&self, mut events: Vec<E>, timing: &[(Instant, u8, Stamp)], start: Stamp) -> Vec<E> {
         let n = events.len();
         // A terminable stage registers the batch's requests, so the terminator can cut them.
         let (mut keys, mut cut) = RUNNING.take();
@@ -329,7 +354,8 @@ impl<E: Event> StageCore<E> {
             panics += 1;
             failed += (events.len() as u64).max(1);
         }
-        drop(events);
+        // What the handler left unfinished is dropped here, as before the vector is reused.
+        events.clear();
         let failed = failed.min(n as u64);
         let end = Instant::now();
         if let Some(t) = &self.termination {
@@ -373,6 +399,7 @@ impl<E: Event> StageCore<E> {
         if failed > 0 {
             self.stats.failed(failed, panics);
         }
+        events
     }
 
     fn dropped(&self, event: E, reason: RejectReason) {
