@@ -69,16 +69,12 @@ impl SedaLayer<SingleClass> {
     /// # Errors
     /// `target` is zero.
     pub fn response_time(target: Duration) -> Result<Self, InvalidConfig> {
-        let base = TunedConfig::new(target);
         let config = TunedConfig {
             drop_queued: None,
             trim: true,
             standing_share: STANDING_SHARE,
             trim_floor: TRIM_FLOOR,
-            // In flight counts the requests being served: the budget is a whole response's,
-            // and starts where the outer loop steers the p90 (`TunedConfig::initial_wait`).
-            initial_wait: base.setpoint,
-            ..base
+            ..TunedConfig::new(target)
         };
         let controller = TunedResponseTimeController::new(config)?;
         Ok(Self::from_box(

@@ -158,13 +158,6 @@ pub struct TunedConfig {
     pub trim_floor: f64,
     /// Drop at dequeue events that queued longer than this; `None` disables dropping.
     pub drop_queued: Option<Duration>,
-    /// The queueing-time budget the controller starts with, in units of the target (0.5).
-    /// Where the queue counts the requests being served (seda-tower's
-    /// `QueueModel::InFlight`), the budget is a whole response's, not a wait's: started at
-    /// half the target, 8 emulated cores at 0.8 x capacity refused up to 2.3% of the requests
-    /// of the run's second and third seconds (`tower-peers`, issue 54), until refusals had
-    /// grown it.
-    pub initial_wait: f64,
 }
 
 impl TunedConfig {
@@ -188,7 +181,6 @@ impl TunedConfig {
             standing_share: 0.0,
             trim_floor: 0.0,
             drop_queued: Some(target.mul_f64(TunedConfig::DROP_FRACTION)),
-            initial_wait: 0.5,
         }
     }
 
@@ -215,7 +207,6 @@ impl TunedConfig {
             standing_share: p.f64("standing_share", d.standing_share),
             trim_floor: p.f64("trim_floor", d.trim_floor),
             drop_queued,
-            initial_wait: p.f64("initial_wait", d.initial_wait),
         }
     }
 
@@ -247,15 +238,6 @@ impl TunedConfig {
             return Err(InvalidConfig::new(
                 "trim_floor",
                 format!("trim_floor must be in [0, 1], got {}", self.trim_floor),
-            ));
-        }
-        if !(self.initial_wait >= 0.001 && self.initial_wait <= 1.0) {
-            return Err(InvalidConfig::new(
-                "initial_wait",
-                format!(
-                    "initial_wait must be in [0.001, 1], got {}",
-                    self.initial_wait
-                ),
             ));
         }
         if !(self.min_queue.is_finite() && self.min_queue >= 1.0) {
@@ -312,7 +294,7 @@ impl TunedResponseTimeController {
         Ok(TunedResponseTimeController {
             window: SampleWindow::new(b.nreq, b.timeout, b.percentile),
             target_s,
-            wait_s: cfg.initial_wait * target_s,
+            wait_s: 0.5 * target_s,
             queued: 0,
             departures_per_s: None,
             period_start: None,
