@@ -515,6 +515,7 @@ impl AdmissionController for TunedResponseTimeController {
             ("queue_limit", self.queue_limit()),
             ("queued", self.queued as f64),
             ("departures_per_s", self.departures_per_s()),
+            ("serving_per_s", self.serving_per_s.unwrap_or(0.0)),
             ("wait_budget_s", self.wait_s),
             ("last_p_s", self.last_p_s),
             ("dropped", self.dropped as f64),
