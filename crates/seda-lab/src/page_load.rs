@@ -10,10 +10,11 @@ use anyhow::Result;
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
 use seda_sim::summary::RunSummary;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use crate::bottleneck;
 use crate::lab::Lab;
+use crate::plot::{LineChart, Series};
 use crate::spike::{self, Spike};
 
 /// The client's deadline in a spike: long enough that response times past the target are
@@ -64,6 +65,44 @@ pub struct PageRun {
     pub rejected: Vec<(f64, f64)>,
     /// The load generator's per-interval series.
     pub series: Value,
+}
+
+/// Draws `p90` (against the spike's target) and `goodput` of each named page run.
+pub fn plot<'a>(
+    lab: &Lab,
+    spike: &Spike,
+    runs: impl IntoIterator<Item = (&'a str, &'a PageRun)> + Clone,
+) -> Result<()> {
+    let p90 = runs.clone().into_iter().map(|(n, r)| (n, r.p90.as_slice()));
+    spike::plot_p90(lab, spike, p90)?;
+    let goodput = runs
+        .into_iter()
+        .map(|(name, r)| Series::new(name, r.goodput.clone()))
+        .collect();
+    let chart = LineChart::over_time(
+        "pages answered within the target",
+        "goodput (pages/s)",
+        goodput,
+    );
+    lab.plot("goodput", &chart)
+}
+
+/// The outcome's summary (each named run's figures, with what it measured at `Underload` in
+/// them) and data (each run's series).
+pub fn summary_and_data<'a>(
+    runs: impl IntoIterator<Item = (&'a str, &'a PageRun, &'a Underload)>,
+) -> (Map<String, Value>, Value) {
+    let mut summary = Map::new();
+    let mut data = Map::new();
+    for (name, run, underload) in runs {
+        let mut s = run.summary.to_json();
+        if let Value::Object(m) = &mut s {
+            m.insert("underload".into(), json!(underload));
+        }
+        summary.insert(name.to_string(), s);
+        data.insert(name.to_string(), json!({"series": run.series}));
+    }
+    (summary, Value::Object(data))
 }
 
 /// Runs `spike` against the page at `addr` (whatever serves it) and measures it against

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::child::{Child, free_port};
 use crate::haproxy::{self, Haproxy};
@@ -223,15 +223,12 @@ impl Scenario for ProxySpike {
                 spike: spike_run,
             });
         }
-        report::plots(lab, &runs, &spike)?;
-        let mut summary = Map::new();
-        for r in &runs {
-            let mut s = r.spike.summary.to_json();
-            if let Value::Object(m) = &mut s {
-                m.insert("underload".into(), json!(r.underload));
-            }
-            summary.insert(r.front.name().into(), s);
-        }
+        let named = || runs.iter().map(|r| (r.front.name(), &r.spike));
+        page_load::plot(lab, &spike, named())?;
+        let (summary, data) = page_load::summary_and_data(
+            runs.iter()
+                .map(|r| (r.front.name(), &r.spike, &r.underload)),
+        );
         Ok(Outcome {
             paper: "WC03 Figure 10's connection limit, in front of a stock service (issue 17)"
                 .into(),
@@ -248,16 +245,7 @@ impl Scenario for ProxySpike {
                 "seda_proxy_target_s": target_s,
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|r| {
-                        (
-                            r.front.name().to_string(),
-                            json!({"series": r.spike.series}),
-                        )
-                    })
-                    .collect(),
-            ),
+            data,
             checks: report::checks(&runs, &spike),
             report: report::markdown(&runs, &spike, capacity),
         })

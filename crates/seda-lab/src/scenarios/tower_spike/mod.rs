@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::bottleneck;
 use crate::child::{Child, free_port};
@@ -191,15 +191,12 @@ impl Scenario for TowerSpike {
                 spike: spike_run,
             });
         }
-        report::plots(lab, &runs, &spike)?;
-        let mut summary = Map::new();
-        for r in &runs {
-            let mut s = r.spike.summary.to_json();
-            if let Value::Object(m) = &mut s {
-                m.insert("underload".into(), json!(r.underload));
-            }
-            summary.insert(r.variant.name.clone(), s);
-        }
+        let named = || runs.iter().map(|r| (r.variant.name.as_str(), &r.spike));
+        page_load::plot(lab, &spike, named())?;
+        let (summary, data) = page_load::summary_and_data(
+            runs.iter()
+                .map(|r| (r.variant.name.as_str(), &r.spike, &r.underload)),
+        );
         Ok(Outcome {
             paper: "WC03 Section 4.5's CPU-bound page, behind tower middleware (issue 17)".into(),
             config: json!({
@@ -217,11 +214,7 @@ impl Scenario for TowerSpike {
                 "variants": runs.iter().map(|r| json!({"name": r.variant.name, "mode": r.variant.mode})).collect::<Vec<_>>(),
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|r| (r.variant.name.clone(), json!({"series": r.spike.series})))
-                    .collect(),
-            ),
+            data,
             checks: report::checks(&runs, &spike),
             report: report::markdown(&runs, &spike, capacity, cal.capacity_per_s),
         })
