@@ -143,6 +143,10 @@ fn stamped(tier: &Tier, mut r: Response<Body>) -> Response<Body> {
     r
 }
 
+/// The tier's own refusal of a request before its call below: the status, the reason it
+/// gives in `x-seda-reject` (with `Retry-After`) and the body, for [`answer`].
+struct Refusal(StatusCode, Option<&'static str>, &'static str);
+
 fn answer(status: StatusCode, reject: Option<&'static str>, body: &'static str) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = status;
@@ -178,7 +182,7 @@ async fn serve(
     let arrived = Instant::now();
     let (priority, slot) = match at_the_door(tier, headers) {
         Ok(admitted) => admitted,
-        Err(refused) => return refused,
+        Err(Refusal(status, why, body)) => return answer(status, why, body),
     };
     let mut ledger = Ledger {
         tier,
@@ -190,11 +194,11 @@ async fn serve(
     };
     let worker_wait = match own_work(&mut ledger, arrived).await {
         Ok(waited) => waited,
-        Err(refused) => return refused,
+        Err(Refusal(status, why, body)) => return answer(status, why, body),
     };
     let (_below_slot, slot_wait) = match slot_below(&mut ledger).await {
         Ok(held) => held,
-        Err(refused) => return refused,
+        Err(Refusal(status, why, body)) => return answer(status, why, body),
     };
     if let Some(d) = &tier.dagor {
         d.on_dequeue(worker_wait + slot_wait);
@@ -212,10 +216,10 @@ async fn serve(
 fn at_the_door(
     tier: &Tier,
     headers: &HeaderMap,
-) -> Result<(Option<Priority>, Option<Slot>), Response<Body>> {
+) -> Result<(Option<Priority>, Option<Slot>), Refusal> {
     if !tier.help.may_send() {
         tier.counters.throttled();
-        return Err(answer(
+        return Err(Refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             Some("throttled"),
             "",
@@ -226,11 +230,11 @@ fn at_the_door(
         // DAGOR18 Section 4.2: this tier's level, then the level the tier below said.
         if !d.admit(p) {
             tier.counters.refused_at_door();
-            return Err(answer(StatusCode::SERVICE_UNAVAILABLE, Some("dagor"), ""));
+            return Err(Refusal(StatusCode::SERVICE_UNAVAILABLE, Some("dagor"), ""));
         }
         if !d.below_admits(p) {
             tier.counters.refused_at_door();
-            return Err(answer(
+            return Err(Refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some("downstream"),
                 "",
@@ -242,7 +246,7 @@ fn at_the_door(
             Some(s) => Some(s),
             None => {
                 tier.counters.refused_at_door();
-                return Err(answer(
+                return Err(Refusal(
                     StatusCode::SERVICE_UNAVAILABLE,
                     Some("downstream"),
                     "",
@@ -257,14 +261,14 @@ fn at_the_door(
 /// The tier's own work: one of its workers held for `work` (its capacity is workers over
 /// work, known before a run). None for a gate (`--work-ms 0`). How long the request waited
 /// for a worker since it `arrived`.
-async fn own_work(ledger: &mut Ledger<'_>, arrived: Instant) -> Result<Duration, Response<Body>> {
+async fn own_work(ledger: &mut Ledger<'_>, arrived: Instant) -> Result<Duration, Refusal> {
     let tier = ledger.tier;
     if tier.work.is_zero() {
         return Ok(Duration::ZERO);
     }
     let Ok(_worker) = tier.workers.acquire().await else {
         ledger.settle(Below::Failed, Duration::ZERO);
-        return Err(answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), ""));
+        return Err(Refusal(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), ""));
     };
     let start = Instant::now();
     ledger.working_since = Some(start);
@@ -279,7 +283,7 @@ async fn own_work(ledger: &mut Ledger<'_>, arrived: Instant) -> Result<Duration,
 /// with how long the request waited for it.
 async fn slot_below<'a>(
     ledger: &mut Ledger<'a>,
-) -> Result<(Option<SemaphorePermit<'a>>, Duration), Response<Body>> {
+) -> Result<(Option<SemaphorePermit<'a>>, Duration), Refusal> {
     let tier = ledger.tier;
     let Some(limit) = &tier.below_limit else {
         return Ok((None, Duration::ZERO));
@@ -287,7 +291,7 @@ async fn slot_below<'a>(
     let Some(ticket) = Waiting::enter(limit) else {
         tier.counters.refused_at_door();
         ledger.settle(Below::Refused, Duration::ZERO);
-        return Err(answer(
+        return Err(Refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             Some("overload"),
             "",
@@ -298,7 +302,7 @@ async fn slot_below<'a>(
     drop(ticket);
     let Ok(slot) = slot else {
         ledger.settle(Below::Failed, Duration::ZERO);
-        return Err(answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), ""));
+        return Err(Refusal(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), ""));
     };
     Ok((Some(slot), waited_since.elapsed()))
 }

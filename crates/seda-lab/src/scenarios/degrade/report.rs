@@ -117,7 +117,7 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
         .iter()
         .map(|r| {
             let name = format!("{} ({} users)", r.name, r.spike.spike_users);
-            Series::new(&name, r.p90.clone())
+            Series::new(name, r.p90.clone())
         })
         .collect();
     p90.push(Series::new(
@@ -140,7 +140,7 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
     let mut knob = Vec::new();
     for r in runs.iter().filter(|r| !r.quality.is_empty()) {
         knob.push(Series::new(
-            &format!("{} quality", r.name),
+            format!("{} quality", r.name),
             r.quality.clone(),
         ));
     }
@@ -149,7 +149,7 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
         .filter(|r| r.admission.iter().any(|(_, a)| *a > 0.0))
     {
         knob.push(Series::new(
-            &format!("{} admission on", r.name),
+            format!("{} admission on", r.name),
             r.admission.clone(),
         ));
     }
@@ -163,7 +163,7 @@ pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
     )?;
     let rates: Vec<Series> = runs
         .iter()
-        .map(|r| Series::new(&format!("{} pages/s", r.name), r.served.clone()))
+        .map(|r| Series::new(format!("{} pages/s", r.name), r.served.clone()))
         .collect();
     lab.plot(
         "served",
