@@ -23,6 +23,22 @@ pub fn deadline(spike: &Spike) -> Duration {
     Duration::from_secs_f64((10.0 * spike.target_s).max(30.0))
 }
 
+/// The spike of the page scenarios: 3 users, then enough that `offered` pages a second would
+/// fill a target of `target_s` (at least 20, at most 6,000); WC03's e-mail users' think time
+/// and wait after a rejection (20 ms and 5 s with a 5 s target, Section 4.5's page) in the same
+/// proportions to this target.
+pub fn spike_shape(lab: &Lab, offered: f64, target_s: f64) -> Spike {
+    Spike {
+        base_users: 3,
+        spike_users: ((offered * target_s).round() as usize).clamp(20, 6000),
+        before_s: lab.pick(1.0, 10.0),
+        spike_s: lab.pick(6.0, 60.0),
+        after_s: lab.pick(0.5, 10.0),
+        target_s,
+        time_scale: target_s / 5.0,
+    }
+}
+
 /// The users of `spike` against the page at `addr` (the bottleneck service's users, with the
 /// spike's schedule and target and [`deadline`]), logged as `name`'s load.
 pub(crate) fn spike_users(

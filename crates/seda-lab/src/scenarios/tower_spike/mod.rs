@@ -21,7 +21,6 @@ use crate::child::{Child, free_port};
 use crate::outcome::Outcome;
 use crate::page_load::{self, PageRun, Underload};
 use crate::procfs::process_cpu_seconds;
-use crate::spike::Spike;
 use crate::{Lab, Scenario};
 
 /// The scenario.
@@ -91,20 +90,6 @@ fn sweep(lab: &Lab) -> &'static [f64] {
     lab.pick(&[0.3, 1.0], &[0.1, 0.3, 0.6, 1.0, 2.0])
 }
 
-fn shape(lab: &Lab, capacity: f64, target_s: f64) -> Spike {
-    Spike {
-        base_users: 3,
-        spike_users: ((SPIKE_X * capacity * target_s).round() as usize).clamp(20, 6000),
-        before_s: lab.pick(1.0, 10.0),
-        spike_s: lab.pick(6.0, 60.0),
-        after_s: lab.pick(0.5, 10.0),
-        target_s,
-        // WC03's e-mail users think 20 ms and wait 5 s after a rejection with a 5 s target
-        // (Section 4.5's page): the same proportions to this target.
-        time_scale: target_s / 5.0,
-    }
-}
-
 impl Scenario for TowerSpike {
     fn name(&self) -> &'static str {
         "tower-spike"
@@ -142,7 +127,7 @@ impl Scenario for TowerSpike {
             "capacity: {capacity:.1} pages/s ({:.1} pages per CPU-second of the server)",
             cal.capacity_per_s
         ));
-        let spike = shape(lab, capacity, target_s);
+        let spike = page_load::spike_shape(lab, SPIKE_X * capacity, target_s);
         let ct = capacity * target_s;
         let mut variants = vec![Variant {
             name: "bare".into(),
