@@ -7,6 +7,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::time::Duration;
 
 /// A controller's parameter out of range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +25,28 @@ impl InvalidConfig {
             param,
             reason: reason.into(),
         }
+    }
+
+    /// `value` checked as `param`'s: a finite number >= 0.
+    pub(crate) fn non_negative(param: &'static str, value: f64) -> Result<(), Self> {
+        if value.is_finite() && value >= 0.0 {
+            return Ok(());
+        }
+        Err(InvalidConfig::new(
+            param,
+            format!("{param} must be a number >= 0, got {value}"),
+        ))
+    }
+
+    /// `d` checked as `param`'s: longer than zero.
+    pub(crate) fn positive(param: &'static str, d: Duration) -> Result<(), Self> {
+        if d.is_zero() {
+            return Err(InvalidConfig::new(
+                param,
+                format!("{param} must be greater than 0"),
+            ));
+        }
+        Ok(())
     }
 }
 

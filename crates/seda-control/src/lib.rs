@@ -105,7 +105,8 @@ pub use admission::{AdmissionController, RejectReason};
 pub use agent::{AgentPolicy, AgentSample};
 pub use catalogue::build_admission;
 pub use client::{
-    AdaptiveThrottle, AimdWindow, AimdWindowConfig, RetryBudget, RetryBudgetConfig, ThrottleConfig,
+    AdaptiveThrottle, AimdWindow, AimdWindowConfig, RetryBudget, RetryBudgetConfig, SeededThrottle,
+    ThrottleConfig,
 };
 pub use drop::QueueThreshold;
 pub use drop::dropper::{self, DEFAULT_DROP_THRESHOLD, SelectiveDropper};

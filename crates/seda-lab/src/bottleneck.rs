@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, Control, STAGE};
-use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
+use seda_load::{LoadConfig, Model};
 
 use crate::child::Child;
 use crate::lab::Lab;
+use crate::loads;
 use crate::procfs::process_cpu_seconds;
 
 /// Think time between a reply and the next request. WC03 Section 4.5 does not give one; this
@@ -178,22 +179,9 @@ pub fn users(
     deadline: Duration,
     time_scale: f64,
 ) -> Result<LoadConfig> {
-    let target = Target::parse(&format!("http://{addr}/"))?;
-    let model = Model::Closed(Closed {
-        users,
-        think: THINK.mul_f64(time_scale),
-        think_exponential: true,
-        ramp: Duration::ZERO,
-    });
-    let mut cfg = LoadConfig::new(target, model)?;
+    let mut cfg = loads::closed_users(addr, users, THINK.mul_f64(time_scale))?;
     cfg.duration = duration;
-    cfg.client = ClientConfig {
-        backoff_on_503: Some(REJECT_WAIT.mul_f64(time_scale)),
-        deadline,
-        connect_timeout: Duration::from_secs(3),
-        error_pause: Duration::from_secs(1),
-        ..ClientConfig::default()
-    };
+    cfg.client = loads::users_client(REJECT_WAIT.mul_f64(time_scale), deadline);
     cfg.keep_interval_histograms = true;
     Ok(cfg)
 }

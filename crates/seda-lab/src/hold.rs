@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::workload::{Reply, Request, Session, Workload};
-use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
+use seda_load::{ClientConfig, LoadConfig, Report};
 use seda_sim::summary::{RunSummary, fraction, per_s};
 
 use crate::child::Child;
@@ -104,14 +104,7 @@ pub fn open_load(
     run_s: f64,
     workload: impl Workload + 'static,
 ) -> Result<LoadConfig> {
-    let target = Target::parse(&format!("http://{}/hold", server.addr))?;
-    let model = Model::Open(Open {
-        rate_per_s,
-        arrivals: Arrivals::Poisson,
-        max_connections: 2000,
-        max_backlog: 10_000,
-    });
-    let mut cfg = LoadConfig::new(target, model)?;
+    let mut cfg = crate::loads::poisson(&format!("http://{}/hold", server.addr), rate_per_s)?;
     cfg.duration = Duration::from_secs_f64(run_s);
     cfg.workload = Arc::new(workload);
     cfg.goodput_target = Duration::from_secs(1);

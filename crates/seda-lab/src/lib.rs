@@ -35,6 +35,7 @@ pub mod health;
 pub mod hold;
 pub mod index;
 mod lab;
+mod loads;
 pub mod long_search;
 mod machine;
 pub mod mail;

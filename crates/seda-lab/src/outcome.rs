@@ -88,6 +88,11 @@ impl Check {
     }
 }
 
+/// An outcome's `data` (or part of it): each run's figures under its name.
+pub(crate) fn by_name<K: ToString>(runs: impl IntoIterator<Item = (K, Value)>) -> Value {
+    Value::Object(runs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 /// Everything a scenario measured.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {

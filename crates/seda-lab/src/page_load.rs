@@ -10,16 +10,33 @@ use anyhow::Result;
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
 use seda_sim::summary::RunSummary;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use crate::bottleneck;
 use crate::lab::Lab;
+use crate::plot::{LineChart, Series};
 use crate::spike::{self, Spike};
 
 /// The client's deadline in a spike: long enough that response times past the target are
 /// measured rather than cut off (a request past it counts as a timeout).
 pub fn deadline(spike: &Spike) -> Duration {
     Duration::from_secs_f64((10.0 * spike.target_s).max(30.0))
+}
+
+/// The spike of the page scenarios: 3 users, then enough that `offered` pages a second would
+/// fill a target of `target_s` (at least 20, at most 6,000); WC03's e-mail users' think time
+/// and wait after a rejection (20 ms and 5 s with a 5 s target, Section 4.5's page) in the same
+/// proportions to this target.
+pub fn spike_shape(lab: &Lab, offered: f64, target_s: f64) -> Spike {
+    Spike {
+        base_users: 3,
+        spike_users: ((offered * target_s).round() as usize).clamp(20, 6000),
+        before_s: lab.pick(1.0, 10.0),
+        spike_s: lab.pick(6.0, 60.0),
+        after_s: lab.pick(0.5, 10.0),
+        target_s,
+        time_scale: target_s / 5.0,
+    }
 }
 
 /// The users of `spike` against the page at `addr` (the bottleneck service's users, with the
@@ -64,6 +81,44 @@ pub struct PageRun {
     pub rejected: Vec<(f64, f64)>,
     /// The load generator's per-interval series.
     pub series: Value,
+}
+
+/// Draws `p90` (against the spike's target) and `goodput` of each named page run.
+pub fn plot<'a>(
+    lab: &Lab,
+    spike: &Spike,
+    runs: impl IntoIterator<Item = (&'a str, &'a PageRun)> + Clone,
+) -> Result<()> {
+    let p90 = runs.clone().into_iter().map(|(n, r)| (n, r.p90.as_slice()));
+    spike::plot_p90(lab, spike, p90)?;
+    let goodput = runs
+        .into_iter()
+        .map(|(name, r)| Series::new(name, r.goodput.clone()))
+        .collect();
+    let chart = LineChart::over_time(
+        "pages answered within the target",
+        "goodput (pages/s)",
+        goodput,
+    );
+    lab.plot("goodput", &chart)
+}
+
+/// The outcome's summary (each named run's figures, with what it measured at `Underload` in
+/// them) and data (each run's series).
+pub fn summary_and_data<'a>(
+    runs: impl IntoIterator<Item = (&'a str, &'a PageRun, &'a Underload)>,
+) -> (Map<String, Value>, Value) {
+    let mut summary = Map::new();
+    let mut data = Map::new();
+    for (name, run, underload) in runs {
+        let mut s = run.summary.to_json();
+        if let Value::Object(m) = &mut s {
+            m.insert("underload".into(), json!(underload));
+        }
+        summary.insert(name.to_string(), s);
+        data.insert(name.to_string(), json!({"series": run.series}));
+    }
+    (summary, Value::Object(data))
 }
 
 /// Runs `spike` against the page at `addr` (whatever serves it) and measures it against

@@ -42,6 +42,77 @@ pub struct LineChart {
     pub series: Vec<Series>,
 }
 
+impl Series {
+    /// The line `name` through `points`.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+        }
+    }
+
+    /// The line `name` of `f` over a load report's intervals ([`points_over`]).
+    pub fn over(
+        name: impl Into<String>,
+        report: &seda_load::Report,
+        f: impl Fn(&seda_load::record::IntervalStats) -> Option<f64>,
+    ) -> Series {
+        Series::new(name, points_over(report, f))
+    }
+}
+
+impl LineChart {
+    /// A chart of `series` over a run's time, in seconds.
+    pub fn over_time(
+        title: impl Into<String>,
+        y_label: impl Into<String>,
+        series: Vec<Series>,
+    ) -> LineChart {
+        LineChart {
+            title: title.into(),
+            x_label: "time (s)".into(),
+            y_label: y_label.into(),
+            series,
+        }
+    }
+
+    /// A chart over time of `f` over each `(name, report)` of `runs`, a line each.
+    pub fn over_runs<'a>(
+        title: impl Into<String>,
+        y_label: impl Into<String>,
+        runs: impl IntoIterator<Item = (&'a str, &'a seda_load::Report)>,
+        f: impl Fn(&seda_load::record::IntervalStats) -> Option<f64>,
+    ) -> LineChart {
+        let series = runs
+            .into_iter()
+            .map(|(name, report)| Series::over(name, report, &f))
+            .collect();
+        LineChart::over_time(title, y_label, series)
+    }
+
+    /// The completed requests per second of each `(name, report)` of `runs`.
+    pub fn throughput<'a>(
+        runs: impl IntoIterator<Item = (&'a str, &'a seda_load::Report)>,
+    ) -> LineChart {
+        LineChart::over_runs(
+            "Throughput (completed requests/s)",
+            "requests/s",
+            runs,
+            |i| Some(i.throughput_per_s),
+        )
+    }
+
+    /// A chart over time of one line, `name`'s `points`.
+    pub fn one_line(
+        title: impl Into<String>,
+        y_label: impl Into<String>,
+        name: impl Into<String>,
+        points: Vec<(f64, f64)>,
+    ) -> LineChart {
+        LineChart::over_time(title, y_label, vec![Series::new(name, points)])
+    }
+}
+
 /// Why a chart could not be written.
 #[derive(Debug)]
 pub struct PlotError(String);

@@ -167,27 +167,39 @@ pub fn plot_p90<'a>(
 ) -> Result<()> {
     let mut series: Vec<Series> = runs
         .into_iter()
-        .map(|(name, points)| Series {
-            name: name.to_string(),
-            points: points.to_vec(),
-        })
+        .map(|(name, points)| Series::new(name, points.to_vec()))
         .collect();
     let run_end = spike.before_s + spike.spike_s + spike.after_s;
-    series.push(Series {
-        name: "target".into(),
-        points: vec![(0.0, spike.target_s), (run_end, spike.target_s)],
-    });
+    series.push(Series::new(
+        "target",
+        vec![(0.0, spike.target_s), (run_end, spike.target_s)],
+    ));
     lab.plot(
         "p90",
-        &LineChart {
-            title: format!(
+        &LineChart::over_time(
+            format!(
                 "p90 response time, {} -> {} users",
                 spike.base_users, spike.spike_users
             ),
-            x_label: "time (s)".into(),
-            y_label: "p90 of admitted requests (s)".into(),
+            "p90 of admitted requests (s)",
             series,
-        },
+        ),
+    )
+}
+
+/// Draws `rejected.png`: each run's fraction of requests rejected (503) over time, by name.
+pub fn plot_rejected<'a>(
+    lab: &Lab,
+    runs: impl IntoIterator<Item = (&'a str, &'a [(f64, f64)])>,
+) -> Result<()> {
+    let series = runs
+        .into_iter()
+        .map(|(name, points)| Series::new(name, points.to_vec()))
+        .collect();
+    let title = "fraction of requests rejected (503)";
+    lab.plot(
+        "rejected",
+        &LineChart::over_time(title, "rejected fraction", series),
     )
 }
 

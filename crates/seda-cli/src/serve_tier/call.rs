@@ -19,7 +19,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use seda_control::dagor::Priority;
 use seda_tower::{REJECT_HEADER, RequestDeadline};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::counters::{Below, Counters};
 use super::dagor::DagorTier;
@@ -79,10 +79,7 @@ impl Drop for Waiting<'_> {
 
 impl Tier {
     fn window(&self) -> Option<std::sync::MutexGuard<'_, DownstreamWindow>> {
-        // A poisoned lock only means a panic elsewhere held it; the window is still a number.
-        self.window
-            .as_ref()
-            .map(|w| w.lock().unwrap_or_else(|p| p.into_inner()))
+        self.window.as_ref().map(super::lock)
     }
 
     /// The window's size now, for the stats.
@@ -146,6 +143,10 @@ fn stamped(tier: &Tier, mut r: Response<Body>) -> Response<Body> {
     r
 }
 
+/// The tier's own refusal of a request before its call below: the status, the reason it
+/// gives in `x-seda-reject` (with `Retry-After`) and the body, for [`answer`].
+struct Refusal(StatusCode, Option<&'static str>, &'static str);
+
 fn answer(status: StatusCode, reject: Option<&'static str>, body: &'static str) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = status;
@@ -170,6 +171,7 @@ pub async fn handle(
     stamped(tier, r)
 }
 
+/// A request's way through the tier: the door, the tier's own work, a slot below, the call.
 async fn serve(
     tier: &Tier,
     deadline: Option<axum::Extension<RequestDeadline>>,
@@ -178,33 +180,9 @@ async fn serve(
 ) -> Response<Body> {
     tier.counters.arrived();
     let arrived = Instant::now();
-    // The throttle (`--throttle`) decides a request's first call at the door, before any
-    // work: what it refuses costs this tier nothing.
-    if !tier.help.may_send() {
-        tier.counters.throttled();
-        return answer(StatusCode::SERVICE_UNAVAILABLE, Some("throttled"), "");
-    }
-    let priority = tier.dagor.as_ref().map(|d| d.priority(headers));
-    if let (Some(d), Some(p)) = (&tier.dagor, priority) {
-        // DAGOR18 Section 4.2: this tier's level, then the level the tier below said.
-        if !d.admit(p) {
-            tier.counters.refused_at_door();
-            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("dagor"), "");
-        }
-        if !d.below_admits(p) {
-            tier.counters.refused_at_door();
-            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("downstream"), "");
-        }
-    }
-    let slot = match tier.window() {
-        Some(mut w) => match w.try_acquire() {
-            Some(s) => Some(s),
-            None => {
-                tier.counters.refused_at_door();
-                return answer(StatusCode::SERVICE_UNAVAILABLE, Some("downstream"), "");
-            }
-        },
-        None => None,
+    let (priority, slot) = match at_the_door(tier, headers) {
+        Ok(admitted) => admitted,
+        Err(Refusal(status, why, body)) => return answer(status, why, body),
     };
     let mut ledger = Ledger {
         tier,
@@ -214,53 +192,135 @@ async fn serve(
         in_call: false,
         settled: false,
     };
-    // The tier's own work: one of its workers held for `work` (its capacity is workers over
-    // work, known before a run). None for a gate (`--work-ms 0`).
-    let mut queued = Duration::ZERO;
-    if !tier.work.is_zero() {
-        let Ok(_worker) = tier.workers.acquire().await else {
-            ledger.settle(Below::Failed, Duration::ZERO);
-            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), "");
-        };
-        let start = Instant::now();
-        queued = start - arrived;
-        ledger.working_since = Some(start);
-        tokio::time::sleep(tier.work).await;
-        ledger.working_since = None;
-        ledger.spent = start.elapsed();
-        tier.counters.worked(ledger.spent, true);
-    }
-    // A slot below, waited for in a bounded queue, held until the answer.
-    let mut _below_slot = None;
-    if let Some(limit) = &tier.below_limit {
-        let Some(ticket) = Waiting::enter(limit) else {
-            tier.counters.refused_at_door();
-            ledger.settle(Below::Refused, Duration::ZERO);
-            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("overload"), "");
-        };
-        let waited_since = Instant::now();
-        let slot = limit.slots.acquire().await;
-        drop(ticket);
-        let Ok(slot) = slot else {
-            ledger.settle(Below::Failed, Duration::ZERO);
-            return answer(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), "");
-        };
-        queued += waited_since.elapsed();
-        _below_slot = Some(slot);
-    }
+    let worker_wait = match own_work(&mut ledger, arrived).await {
+        Ok(waited) => waited,
+        Err(Refusal(status, why, body)) => return answer(status, why, body),
+    };
+    let (_below_slot, slot_wait) = match slot_below(&mut ledger).await {
+        Ok(held) => held,
+        Err(Refusal(status, why, body)) => return answer(status, why, body),
+    };
     if let Some(d) = &tier.dagor {
-        d.on_dequeue(queued);
+        d.on_dequeue(worker_wait + slot_wait);
     }
-
     let target = match uri.query() {
         Some(q) => format!("{}?{q}", tier.downstream),
         None => tier.downstream.clone(),
     };
+    call_with_retries(&mut ledger, &target, priority, deadline).await
+}
+
+/// The door, before any work: the throttle (`--throttle`) on the request's first call (what
+/// it refuses costs this tier nothing), DAGOR's levels, then a slot in our window below. The
+/// request's priority and its slot, or the refusal.
+fn at_the_door(
+    tier: &Tier,
+    headers: &HeaderMap,
+) -> Result<(Option<Priority>, Option<Slot>), Refusal> {
+    if !tier.help.may_send() {
+        tier.counters.throttled();
+        return Err(Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some("throttled"),
+            "",
+        ));
+    }
+    let priority = tier.dagor.as_ref().map(|d| d.priority(headers));
+    if let (Some(d), Some(p)) = (&tier.dagor, priority) {
+        // DAGOR18 Section 4.2: this tier's level, then the level the tier below said.
+        if !d.admit(p) {
+            tier.counters.refused_at_door();
+            return Err(Refusal(StatusCode::SERVICE_UNAVAILABLE, Some("dagor"), ""));
+        }
+        if !d.below_admits(p) {
+            tier.counters.refused_at_door();
+            return Err(Refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some("downstream"),
+                "",
+            ));
+        }
+    }
+    let slot = match tier.window() {
+        Some(mut w) => match w.try_acquire() {
+            Some(s) => Some(s),
+            None => {
+                tier.counters.refused_at_door();
+                return Err(Refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some("downstream"),
+                    "",
+                ));
+            }
+        },
+        None => None,
+    };
+    Ok((priority, slot))
+}
+
+/// The tier's own work: one of its workers held for `work` (its capacity is workers over
+/// work, known before a run). None for a gate (`--work-ms 0`). How long the request waited
+/// for a worker since it `arrived`.
+async fn own_work(ledger: &mut Ledger<'_>, arrived: Instant) -> Result<Duration, Refusal> {
+    let tier = ledger.tier;
+    if tier.work.is_zero() {
+        return Ok(Duration::ZERO);
+    }
+    let Ok(_worker) = tier.workers.acquire().await else {
+        ledger.settle(Below::Failed, Duration::ZERO);
+        return Err(Refusal(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), ""));
+    };
+    let start = Instant::now();
+    ledger.working_since = Some(start);
+    tokio::time::sleep(tier.work).await;
+    ledger.working_since = None;
+    ledger.spent = start.elapsed();
+    tier.counters.worked(ledger.spent, true);
+    Ok(start - arrived)
+}
+
+/// A slot below (`--below-limit`), waited for in a bounded queue and held until the answer,
+/// with how long the request waited for it.
+async fn slot_below<'a>(
+    ledger: &mut Ledger<'a>,
+) -> Result<(Option<SemaphorePermit<'a>>, Duration), Refusal> {
+    let tier = ledger.tier;
+    let Some(limit) = &tier.below_limit else {
+        return Ok((None, Duration::ZERO));
+    };
+    let Some(ticket) = Waiting::enter(limit) else {
+        tier.counters.refused_at_door();
+        ledger.settle(Below::Refused, Duration::ZERO);
+        return Err(Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some("overload"),
+            "",
+        ));
+    };
+    let waited_since = Instant::now();
+    let slot = limit.slots.acquire().await;
+    drop(ticket);
+    let Ok(slot) = slot else {
+        ledger.settle(Below::Failed, Duration::ZERO);
+        return Err(Refusal(StatusCode::SERVICE_UNAVAILABLE, Some("closed"), ""));
+    };
+    Ok((Some(slot), waited_since.elapsed()))
+}
+
+/// The call below for `target` with the budget left, again while it is refused and
+/// [`ClientHelp`] allows, settled in `ledger`; the answer relayed up.
+async fn call_with_retries(
+    ledger: &mut Ledger<'_>,
+    target: &str,
+    priority: Option<Priority>,
+    deadline: Option<axum::Extension<RequestDeadline>>,
+) -> Response<Body> {
+    let tier = ledger.tier;
     // The refusal the next call retries, and how long its call took.
     let mut refusal: Option<(Reply, Duration)> = None;
     let mut retries = 0;
     loop {
-        let Some(mut request) = request_below(&target, priority) else {
+        let Some(mut request) = request_below(target, priority) else {
             ledger.settle(Below::Failed, Duration::ZERO);
             return answer(StatusCode::BAD_REQUEST, None, "bad query\n");
         };

@@ -55,8 +55,7 @@ impl DagorTier {
     }
 
     fn agent(&self) -> std::sync::MutexGuard<'_, Dagor> {
-        // A poisoned lock only means a panic elsewhere held it; the agent is still numbers.
-        self.agent.lock().unwrap_or_else(|p| p.into_inner())
+        super::lock(&self.agent)
     }
 
     /// The request's priority: given here at the edge, else as the tier above sent it (a

@@ -12,9 +12,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::anyhow;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-use seda_control::{AdaptiveThrottle, RetryBudget, RetryBudgetConfig, ThrottleConfig};
+use seda_control::{RetryBudget, RetryBudgetConfig, SeededThrottle, ThrottleConfig};
+
+use super::lock;
 
 /// The seed of the throttle's draws: a run repeats its decisions for the same arrivals.
 const SEED: u64 = 53;
@@ -32,26 +32,20 @@ pub struct HelpArgs {
 
 /// The state of [`HelpArgs`] over the tier's life.
 pub struct ClientHelp {
-    throttle: Option<Mutex<(AdaptiveThrottle, SmallRng)>>,
+    throttle: Option<Mutex<SeededThrottle>>,
     budget: Option<Mutex<RetryBudget>>,
     retries: u32,
     epoch: Instant,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A poisoned lock only means a panic elsewhere held it; the state is still counts.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl ClientHelp {
     /// The help `args` ask for.
     pub fn new(args: HelpArgs) -> anyhow::Result<ClientHelp> {
         let throttle = match args.throttle {
-            true => Some(Mutex::new((
-                AdaptiveThrottle::new(ThrottleConfig::default())
+            true => Some(Mutex::new(
+                SeededThrottle::new(ThrottleConfig::default(), SEED)
                     .map_err(|e| anyhow!("the throttle: {e}"))?,
-                SmallRng::seed_from_u64(SEED),
-            ))),
+            )),
             false => None,
         };
         let budget = match args.budget {
@@ -83,15 +77,13 @@ impl ClientHelp {
         let Some(t) = &self.throttle else {
             return true;
         };
-        let (throttle, rng) = &mut *lock(t);
-        let uniform = rng.random::<f64>();
-        throttle.try_send(self.epoch.elapsed(), uniform)
+        lock(t).try_send(self.epoch.elapsed())
     }
 
     /// The tier below answered a call with something other than a refusal.
     pub fn accepted(&self) {
         if let Some(t) = &self.throttle {
-            lock(t).0.on_accept(self.epoch.elapsed());
+            lock(t).on_accept(self.epoch.elapsed());
         }
     }
 

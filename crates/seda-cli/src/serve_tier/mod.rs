@@ -44,6 +44,12 @@ use counters::Counters;
 use help::{ClientHelp, HelpArgs};
 use window::DownstreamWindow;
 
+/// The tier's state behind a lock, taken over if poisoned: a panic elsewhere that held it
+/// leaves plain numbers (counts, a window, DAGOR's agent), still usable.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A gate's layer admits this many in flight: far past any queue bound it is given.
 const GATE_OPEN_LIMIT: f64 = 100_000.0;
 

@@ -9,4 +9,4 @@ mod window;
 
 pub use aimd_window::{AimdWindow, AimdWindowConfig};
 pub use retry_budget::{RetryBudget, RetryBudgetConfig};
-pub use throttle::{AdaptiveThrottle, ThrottleConfig};
+pub use throttle::{AdaptiveThrottle, SeededThrottle, ThrottleConfig};

@@ -12,6 +12,9 @@
 
 use std::time::Duration;
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
 use super::window::SlidingCounts;
 use crate::{InvalidConfig, Time};
 
@@ -113,6 +116,41 @@ impl AdaptiveThrottle {
     /// Requests rejected locally so far.
     pub fn rejected(&self) -> u64 {
         self.rejected
+    }
+}
+
+/// An [`AdaptiveThrottle`] with its own seeded generator for the draws: what a client holds
+/// (the load generator's, a tier's client of the tier below). The same seed and the same
+/// arrivals give the same decisions.
+#[derive(Debug, Clone)]
+pub struct SeededThrottle {
+    throttle: AdaptiveThrottle,
+    rng: SmallRng,
+}
+
+impl SeededThrottle {
+    /// A throttle with `cfg`, its draws from a generator seeded with `seed`.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidConfig`] if `cfg` does not validate.
+    pub fn new(cfg: ThrottleConfig, seed: u64) -> Result<Self, InvalidConfig> {
+        Ok(SeededThrottle {
+            throttle: AdaptiveThrottle::new(cfg)?,
+            rng: SmallRng::seed_from_u64(seed),
+        })
+    }
+
+    /// Counts a request tried at `now` and decides it with the next draw: `true` to send it
+    /// ([`AdaptiveThrottle::try_send`]).
+    pub fn try_send(&mut self, now: Time) -> bool {
+        let uniform = self.rng.random::<f64>();
+        self.throttle.try_send(now, uniform)
+    }
+
+    /// The backend accepted a request, by `at` ([`AdaptiveThrottle::on_accept`]).
+    pub fn on_accept(&mut self, at: Time) {
+        self.throttle.on_accept(at);
     }
 }
 

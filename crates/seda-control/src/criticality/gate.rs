@@ -134,19 +134,8 @@ impl CriticalityConfig {
             }
             prev = *from;
         }
-        if !(self.floor.is_finite() && self.floor >= 0.0) {
-            return Err(InvalidConfig::new(
-                "floor",
-                format!("floor must be a number >= 0, got {}", self.floor),
-            ));
-        }
-        if self.active.is_zero() {
-            return Err(InvalidConfig::new(
-                "active_s",
-                "active_s must be greater than 0",
-            ));
-        }
-        Ok(())
+        InvalidConfig::non_negative("floor", self.floor)?;
+        InvalidConfig::positive("active_s", self.active)
     }
 
     /// The share of the bound in use at which a request of `c` is cut (above 1 for

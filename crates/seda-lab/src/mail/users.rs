@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use seda_load::{ClientConfig, Closed, LoadConfig, Model, Target};
+use seda_load::{ClientConfig, LoadConfig, Model};
 use seda_mail::workload::MailWorkload;
 
 use super::{CORPUS_USERS, REJECT_WAIT, THINK};
 use crate::lab::Lab;
+use crate::loads;
 
 /// A load of emulated e-mail users against `addr`: WC03's think time and wait after a
 /// rejection, both multiplied by `time_scale` (a scenario that shrinks its time scale to fit a
@@ -22,25 +23,14 @@ pub fn users(
     duration: Duration,
     time_scale: f64,
 ) -> Result<LoadConfig> {
-    let target = Target::parse(&format!("http://{addr}/"))?;
-    let model = Model::Closed(Closed {
-        users,
-        think: THINK.mul_f64(time_scale),
-        think_exponential: true,
-        ramp: Duration::ZERO,
-    });
-    let mut cfg = LoadConfig::new(target, model)?;
+    let mut cfg = loads::closed_users(addr, users, THINK.mul_f64(time_scale))?;
     cfg.workload = Arc::new(MailWorkload::new(CORPUS_USERS));
     cfg.duration = duration;
     cfg.client = ClientConfig {
-        backoff_on_503: Some(REJECT_WAIT.mul_f64(time_scale)),
         // The service's `Retry-After` is WC03's wait, stretched while it refuses far more
         // than it admits; the users honour it, scaled like every other time.
         retry_after_scale: Some(time_scale),
-        deadline: Duration::from_secs(30),
-        connect_timeout: Duration::from_secs(3),
-        error_pause: Duration::from_secs(1),
-        ..ClientConfig::default()
+        ..loads::users_client(REJECT_WAIT.mul_f64(time_scale), Duration::from_secs(30))
     };
     cfg.keep_interval_histograms = true;
     Ok(cfg)

@@ -233,19 +233,15 @@ impl Scenario for Classes {
                 "cores": mail::CORES,
                 "capacity": cap.describe(),
             }),
-            data: Value::Object(
-                runs.iter()
-                    .map(|(n, r)| {
-                        (
-                            (*n).to_string(),
-                            json!({
-                                "low_rejected": rejected_series(&r.low, 0.0),
-                                "high_rejected": rejected_series(&r.high, plan.third_s),
-                            }),
-                        )
-                    })
-                    .collect(),
-            ),
+            data: crate::outcome::by_name(runs.iter().map(|(n, r)| {
+                (
+                    *n,
+                    json!({
+                        "low_rejected": rejected_series(&r.low, 0.0),
+                        "high_rejected": rejected_series(&r.high, plan.third_s),
+                    }),
+                )
+            })),
             checks: checks(&summaries),
             report: report(&summaries, &plan, capacity),
             summary,
@@ -378,23 +374,16 @@ fn plots(lab: &Lab, runs: &[(&str, ClassRun)], plan: &Plan) -> Result<()> {
         let figure = if *name == "with" { 15 } else { 14 };
         lab.plot(
             &format!("rejected_{name}"),
-            &LineChart {
-                title: format!(
+            &LineChart::over_time(
+                format!(
                     "rejected fraction per class, {name} differentiation (WC03 Figure {figure})"
                 ),
-                x_label: "time (s)".into(),
-                y_label: "rejected fraction".into(),
-                series: vec![
-                    Series {
-                        name: "low class".into(),
-                        points: rejected_series(&r.low, 0.0),
-                    },
-                    Series {
-                        name: "high class".into(),
-                        points: rejected_series(&r.high, plan.third_s),
-                    },
+                "rejected fraction",
+                vec![
+                    Series::new("low class", rejected_series(&r.low, 0.0)),
+                    Series::new("high class", rejected_series(&r.high, plan.third_s)),
                 ],
-            },
+            ),
         )?;
     }
     Ok(())

@@ -106,17 +106,9 @@ impl Scenario for Controllers {
                 spike::run(lab, kind, &c, &spike, &cap, None, &options)?,
             ));
         }
-        let chart = |title: &str, y: &str, pick: fn(&SpikeRun) -> &Vec<(f64, f64)>| LineChart {
-            title: title.into(),
-            x_label: "time (s)".into(),
-            y_label: y.into(),
-            series: runs
-                .iter()
-                .map(|(n, r)| Series {
-                    name: (*n).to_string(),
-                    points: pick(r).clone(),
-                })
-                .collect(),
+        let chart = |title: &str, y: &str, pick: fn(&SpikeRun) -> &Vec<(f64, f64)>| {
+            let lines = runs.iter().map(|(n, r)| Series::new(*n, pick(r).clone()));
+            LineChart::over_time(title, y, lines.collect())
         };
         lab.plot(
             "p90",
@@ -140,10 +132,8 @@ impl Scenario for Controllers {
                 "capacity": cap.describe(),
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|(n, r)| ((*n).to_string(), json!({"series": r.series})))
-                    .collect(),
+            data: crate::outcome::by_name(
+                runs.iter().map(|(n, r)| (*n, json!({"series": r.series}))),
             ),
             checks: checks(&runs, &spike),
             report: report(&runs, &spike, capacity),

@@ -130,39 +130,28 @@ fn draw(lab: &Lab, report: &Report) -> Result<()> {
     };
     lab.plot(
         "p90",
-        &LineChart {
-            title: "p90 response time (s) per second, target 1 s".into(),
-            x_label: "time (s)".into(),
-            y_label: "s".into(),
-            series: vec![
-                Series {
-                    name: "p90".into(),
-                    points: series(&|i| i.latency.p90_ms / 1e3),
-                },
-                Series {
-                    name: "target".into(),
-                    points: series(&|_| TARGET.as_secs_f64()),
-                },
+        &LineChart::over_time(
+            "p90 response time (s) per second, target 1 s",
+            "s",
+            vec![
+                Series::new("p90", series(&|i| i.latency.p90_ms / 1e3)),
+                Series::new("target", series(&|_| TARGET.as_secs_f64())),
             ],
-        },
+        ),
     )?;
     lab.plot(
         "rates",
-        &LineChart {
-            title: "requests sent and answered per second".into(),
-            x_label: "time (s)".into(),
-            y_label: "requests/s".into(),
-            series: vec![
-                Series {
-                    name: "sent".into(),
-                    points: series(&|i| i.counts.sent as f64 / i.duration_s.max(1e-3)),
-                },
-                Series {
-                    name: "completed".into(),
-                    points: series(&|i| i.throughput_per_s),
-                },
+        &LineChart::over_time(
+            "requests sent and answered per second",
+            "requests/s",
+            vec![
+                Series::new(
+                    "sent",
+                    series(&|i| i.counts.sent as f64 / i.duration_s.max(1e-3)),
+                ),
+                Series::new("completed", series(&|i| i.throughput_per_s)),
             ],
-        },
+        ),
     )
 }
 

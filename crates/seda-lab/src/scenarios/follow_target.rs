@@ -312,42 +312,31 @@ fn draw(
 ) -> Result<()> {
     lab.plot(
         "threads",
-        &LineChart {
-            title: "the pool's threads, and the target the server holds (s x 10)".into(),
-            x_label: "time (s)".into(),
-            y_label: "threads".into(),
-            series: vec![
-                Series {
-                    name: "threads".into(),
-                    points: threads.to_vec(),
-                },
-                Series {
-                    name: "server's target x 10".into(),
-                    points: server_targets.iter().map(|&(t, v)| (t, 10.0 * v)).collect(),
-                },
+        &LineChart::over_time(
+            "the pool's threads, and the target the server holds (s x 10)",
+            "threads",
+            vec![
+                Series::new("threads", threads.to_vec()),
+                Series::new(
+                    "server's target x 10",
+                    server_targets.iter().map(|&(t, v)| (t, 10.0 * v)).collect(),
+                ),
             ],
-        },
+        ),
     )?;
     let points = |pick: &dyn Fn(&seda_load::record::IntervalStats) -> f64| {
         crate::plot::points_over(report, |i| Some(pick(i)))
     };
     lab.plot(
         "p90",
-        &LineChart {
-            title: "p90 response time (s) per second against the target changed at run time".into(),
-            x_label: "time (s)".into(),
-            y_label: "s".into(),
-            series: vec![
-                Series {
-                    name: "p90".into(),
-                    points: points(&|i| i.latency.p90_ms / 1e3),
-                },
-                Series {
-                    name: "target".into(),
-                    points: points(&|i| timing.target_at(i.t_s).as_secs_f64()),
-                },
+        &LineChart::over_time(
+            "p90 response time (s) per second against the target changed at run time",
+            "s",
+            vec![
+                Series::new("p90", points(&|i| i.latency.p90_ms / 1e3)),
+                Series::new("target", points(&|i| timing.target_at(i.t_s).as_secs_f64())),
             ],
-        },
+        ),
     )
 }
 

@@ -47,7 +47,7 @@ use crate::mail::{
     self, CORPUS_USERS, Control, MailServer, ServeOptions, audit_check, audit_clean,
 };
 use crate::outcome::{Check, Outcome};
-use crate::plot::{LineChart, Series};
+use crate::plot::LineChart;
 use crate::poll::{StatsPoller, stage_series};
 use crate::scenarios::sert_shift::{GOAL_WITHIN_1S, PAPER_WITHIN_1S};
 use crate::spike::Spike;
@@ -167,20 +167,16 @@ impl Scenario for MailSearch {
                 "corpus_users": CORPUS_USERS,
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|r| {
-                        (
-                            r.name.to_string(),
-                            json!({
-                                "series": serde_json::to_value(&r.report.series).unwrap_or(Value::Null),
-                                "threshold_s": r.threshold,
-                                "audit": audit_json(&r.audit),
-                            }),
-                        )
-                    })
-                    .collect(),
-            ),
+            data: crate::outcome::by_name(runs.iter().map(|r| {
+                (
+                    r.name,
+                    json!({
+                        "series": serde_json::to_value(&r.report.series).unwrap_or(Value::Null),
+                        "threshold_s": r.threshold,
+                        "audit": audit_json(&r.audit),
+                    }),
+                )
+            })),
             report: markdown(&runs, &spike, &before, &accounts),
             checks,
         })
@@ -332,51 +328,19 @@ fn audit_json(a: &Audit) -> Value {
 }
 
 fn plots(lab: &Lab, runs: &[Run]) -> Result<()> {
-    let line = |r: &Run, f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| Series {
-        name: r.name.to_string(),
-        points: crate::plot::points_over(&r.report, f),
-    };
-    lab.plot(
-        "throughput",
-        &LineChart {
-            title: "Throughput (completed requests/s)".into(),
-            x_label: "time (s)".into(),
-            y_label: "requests/s".into(),
-            series: runs
-                .iter()
-                .map(|r| line(r, &|i| Some(i.throughput_per_s)))
-                .collect(),
-        },
-    )?;
-    lab.plot(
-        "within_1s",
-        &LineChart {
-            title: "Share of requests completed within 1 s".into(),
-            x_label: "time (s)".into(),
-            y_label: "fraction".into(),
-            series: runs
-                .iter()
-                .map(|r| {
-                    line(r, &|i| {
-                        (i.counts.sent > 0).then(|| i.counts.good as f64 / i.counts.sent as f64)
-                    })
-                })
-                .collect(),
-        },
-    )?;
+    let reports = || runs.iter().map(|r| (r.name, &r.report));
+    lab.plot("throughput", &LineChart::throughput(reports()))?;
+    let within_1s = LineChart::over_runs(
+        "Share of requests completed within 1 s",
+        "fraction",
+        reports(),
+        |i| (i.counts.sent > 0).then(|| i.counts.good as f64 / i.counts.sent as f64),
+    );
+    lab.plot("within_1s", &within_1s)?;
     if let Some(r) = runs.iter().find(|r| !r.threshold.is_empty()) {
-        lab.plot(
-            "threshold",
-            &LineChart {
-                title: "SERT's termination threshold on mail.search".into(),
-                x_label: "time (s)".into(),
-                y_label: "seconds".into(),
-                series: vec![Series {
-                    name: r.name.to_string(),
-                    points: r.threshold.clone(),
-                }],
-            },
-        )?;
+        let title = "SERT's termination threshold on mail.search";
+        let chart = LineChart::one_line(title, "seconds", r.name, r.threshold.clone());
+        lab.plot("threshold", &chart)?;
     }
     Ok(())
 }

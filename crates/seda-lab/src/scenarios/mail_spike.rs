@@ -7,7 +7,7 @@
 //! Ours also cuts searches ([`ServeOptions::cutting_searches`]).
 
 use anyhow::Result;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
@@ -126,15 +126,9 @@ impl Scenario for MailSpike {
                 "capacity": cap.describe(),
             }),
             summary,
-            data: Value::Object(
+            data: crate::outcome::by_name(
                 runs.iter()
-                    .map(|(n, r)| {
-                        (
-                            (*n).to_string(),
-                            json!({"series": r.series, "controller_rate": r.rate}),
-                        )
-                    })
-                    .collect(),
+                    .map(|(n, r)| (*n, json!({"series": r.series, "controller_rate": r.rate}))),
             ),
             report: report(&runs, &spike, capacity, &skipped),
             checks,
@@ -217,37 +211,21 @@ fn checks(runs: &[(&str, SpikeRun)], spike: &Spike) -> Vec<Check> {
 }
 
 fn plots(lab: &Lab, runs: &[(&str, SpikeRun)], spike: &Spike) -> Result<()> {
-    let line = |name: &str, points: Vec<(f64, f64)>| Series {
-        name: name.to_string(),
-        points,
-    };
     spike::plot_p90(lab, spike, runs.iter().map(|(n, r)| (*n, r.p90.as_slice())))?;
-    lab.plot(
-        "rejected",
-        &LineChart {
-            title: "fraction of requests rejected (503)".into(),
-            x_label: "time (s)".into(),
-            y_label: "rejected fraction".into(),
-            series: runs
-                .iter()
-                .map(|(n, r)| line(n, r.rejected.clone()))
-                .collect(),
-        },
-    )?;
+    spike::plot_rejected(lab, runs.iter().map(|(n, r)| (*n, r.rejected.as_slice())))?;
     let rates: Vec<Series> = runs
         .iter()
         .filter(|(_, r)| !r.rate.is_empty())
-        .map(|(n, r)| line(n, r.rate.clone()))
+        .map(|(n, r)| Series::new(*n, r.rate.clone()))
         .collect();
     if !rates.is_empty() {
         lab.plot(
             "controller",
-            &LineChart {
-                title: format!("controller of {} (WC03 Figure 7)", spike::FIGURE_7_STAGE),
-                x_label: "time (s)".into(),
-                y_label: "admission rate (requests/s)".into(),
-                series: rates,
-            },
+            &LineChart::over_time(
+                format!("controller of {} (WC03 Figure 7)", spike::FIGURE_7_STAGE),
+                "admission rate (requests/s)",
+                rates,
+            ),
         )?;
     }
     Ok(())

@@ -422,10 +422,10 @@ fn plots(lab: &Lab, variants: &[Variant], plan: &Plan) -> Result<()> {
         x(*plan.users.first().unwrap_or(&2)),
         x(*plan.users.last().unwrap_or(&MAX_USERS)),
     );
-    p90.push(Series {
-        name: "target".into(),
-        points: vec![(lo, plan.target_s), (hi, plan.target_s)],
-    });
+    p90.push(Series::new(
+        "target",
+        vec![(lo, plan.target_s), (hi, plan.target_s)],
+    ));
     lab.plot(
         "p90",
         &LineChart {

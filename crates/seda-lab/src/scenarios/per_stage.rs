@@ -11,7 +11,7 @@
 use anyhow::Result;
 use seda_control::catalogue;
 use seda_sim::summary::RunSummary;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use crate::figure::{fmt, pct};
 use crate::mail::{self, Control, MailServer};
@@ -133,15 +133,9 @@ impl Scenario for PerStage {
                 "capacity": cap.describe(),
             }),
             summary,
-            data: Value::Object(
+            data: crate::outcome::by_name(
                 runs.iter()
-                    .map(|(n, r)| {
-                        (
-                            (*n).to_string(),
-                            json!({"types": r.types, "rejected_series": r.rejected}),
-                        )
-                    })
-                    .collect(),
+                    .map(|(n, r)| (*n, json!({"types": r.types, "rejected_series": r.rejected}))),
             ),
             checks: checks(&runs, target_s),
             report: report(&runs, &load, capacity),
@@ -248,10 +242,7 @@ fn plot(lab: &Lab, runs: &[(&str, SteadyRun)]) -> Result<()> {
             y_label: "rejected fraction".into(),
             series: runs
                 .iter()
-                .map(|(n, r)| Series {
-                    name: (*n).to_string(),
-                    points: r.rejected.clone(),
-                })
+                .map(|(n, r)| Series::new(*n, r.rejected.clone()))
                 .collect(),
         },
     )?;

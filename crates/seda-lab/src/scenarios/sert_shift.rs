@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 
 use crate::hold::{self, HoldServer, HoldSetup, ShiftMix};
 use crate::outcome::{Check, Outcome};
-use crate::plot::{LineChart, Series};
+use crate::plot::LineChart;
 use crate::poll::StatsPoller;
 use crate::{Lab, Scenario};
 
@@ -184,19 +184,15 @@ impl Scenario for SertShift {
                 "scaling": "times as in the slides; the slides' 50/s scaled to 400/s for 8 workers so the shift overloads as theirs did",
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|r| {
-                        (
-                            r.name.to_string(),
-                            json!({
-                                "series": serde_json::to_value(&r.report.series).unwrap_or(Value::Null),
-                                "threshold_s": r.threshold,
-                            }),
-                        )
-                    })
-                    .collect(),
-            ),
+            data: crate::outcome::by_name(runs.iter().map(|r| {
+                (
+                    r.name,
+                    json!({
+                        "series": serde_json::to_value(&r.report.series).unwrap_or(Value::Null),
+                        "threshold_s": r.threshold,
+                    }),
+                )
+            })),
             report: markdown(&runs, gain, cut, from_s, to_s, lab.quick),
             checks,
         })
@@ -237,51 +233,19 @@ fn run_variant(
 }
 
 fn plots(lab: &Lab, runs: &[Run]) -> Result<()> {
-    let line = |r: &Run, f: &dyn Fn(&seda_load::record::IntervalStats) -> Option<f64>| Series {
-        name: r.name.to_string(),
-        points: crate::plot::points_over(&r.report, f),
-    };
-    lab.plot(
-        "throughput",
-        &LineChart {
-            title: "Throughput (completed requests/s)".into(),
-            x_label: "time (s)".into(),
-            y_label: "requests/s".into(),
-            series: runs
-                .iter()
-                .map(|r| line(r, &|i| Some(i.throughput_per_s)))
-                .collect(),
-        },
-    )?;
-    lab.plot(
-        "response_time",
-        &LineChart {
-            title: "Mean response time of completed requests".into(),
-            x_label: "time (s)".into(),
-            y_label: "seconds".into(),
-            series: runs
-                .iter()
-                .map(|r| {
-                    line(r, &|i| {
-                        (i.counts.completed > 0).then_some(i.latency.mean_ms / 1000.0)
-                    })
-                })
-                .collect(),
-        },
-    )?;
+    let reports = || runs.iter().map(|r| (r.name, &r.report));
+    lab.plot("throughput", &LineChart::throughput(reports()))?;
+    let response_time = LineChart::over_runs(
+        "Mean response time of completed requests",
+        "seconds",
+        reports(),
+        |i| (i.counts.completed > 0).then_some(i.latency.mean_ms / 1000.0),
+    );
+    lab.plot("response_time", &response_time)?;
     if let Some(r) = runs.iter().find(|r| !r.threshold.is_empty()) {
-        lab.plot(
-            "threshold",
-            &LineChart {
-                title: "SERT's termination threshold".into(),
-                x_label: "time (s)".into(),
-                y_label: "seconds".into(),
-                series: vec![Series {
-                    name: r.name.to_string(),
-                    points: r.threshold.clone(),
-                }],
-            },
-        )?;
+        let title = "SERT's termination threshold";
+        let chart = LineChart::one_line(title, "seconds", r.name, r.threshold.clone());
+        lab.plot("threshold", &chart)?;
     }
     Ok(())
 }

@@ -210,19 +210,16 @@ pub(super) fn plot_threads<'a>(
 ) -> Result<()> {
     let series = variants
         .into_iter()
-        .map(|(name, d)| Series {
-            name: name.to_string(),
-            points: serde_json::from_value(d["threads"].clone()).unwrap_or_default(),
+        .map(|(name, d)| {
+            Series::new(
+                name,
+                serde_json::from_value(d["threads"].clone()).unwrap_or_default(),
+            )
         })
         .collect();
     lab.plot(
         "threads",
-        &LineChart {
-            title: "the bottleneck stage's threads".into(),
-            x_label: "time (s)".into(),
-            y_label: "threads".into(),
-            series,
-        },
+        &LineChart::over_time("the bottleneck stage's threads", "threads", series),
     )?;
     Ok(())
 }

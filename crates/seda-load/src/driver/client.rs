@@ -4,7 +4,6 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use rand::Rng;
 use seda_control::AimdWindow;
 use tokio::sync::oneshot;
 
@@ -220,7 +219,7 @@ impl Client {
         if let Some(t) = &ctx.throttle
             && matches!(outcome, Outcome::Response { status, .. } if status != 503)
         {
-            t.borrow_mut().0.on_accept(ctx.elapsed());
+            t.borrow_mut().on_accept(ctx.elapsed());
         }
         outcome
     }
@@ -289,9 +288,7 @@ fn throttle_lets_send(ctx: &Ctx) -> bool {
     let Some(t) = &ctx.throttle else {
         return true;
     };
-    let (throttle, rng) = &mut *t.borrow_mut();
-    let uniform = rng.random::<f64>();
-    throttle.try_send(ctx.elapsed(), uniform)
+    t.borrow_mut().try_send(ctx.elapsed())
 }
 
 #[cfg(test)]

@@ -11,9 +11,7 @@ use std::io::IsTerminal;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
-use seda_control::{AdaptiveThrottle, AimdWindow, RetryBudget};
+use seda_control::{AimdWindow, RetryBudget, SeededThrottle};
 
 use crate::http::Limits;
 use crate::record::{Recorder, Report};
@@ -32,7 +30,7 @@ pub(crate) struct Ctx {
     pub rec: RefCell<Recorder>,
     pub gate: Option<Gate>,
     /// The adaptive throttle and its generator, if the client throttles.
-    pub throttle: Option<RefCell<(AdaptiveThrottle, SmallRng)>>,
+    pub throttle: Option<RefCell<SeededThrottle>>,
     /// The retry budget, if the client's retries have one.
     pub retry_budget: Option<RefCell<RetryBudget>>,
     pub limits: Limits,
@@ -82,11 +80,14 @@ async fn run_local(cfg: LoadConfig) -> Result<Report, LoadError> {
         .aimd
         .clone()
         .map(|c| Gate::new(AimdWindow::new(c)));
-    let throttle = match cfg.client.throttle.clone().map(AdaptiveThrottle::new) {
-        Some(Ok(t)) => Some(RefCell::new((
-            t,
-            SmallRng::seed_from_u64(cfg.seed.rotate_left(17)),
-        ))),
+    let seed = cfg.seed.rotate_left(17);
+    let throttle = match cfg
+        .client
+        .throttle
+        .clone()
+        .map(|t| SeededThrottle::new(t, seed))
+    {
+        Some(Ok(t)) => Some(RefCell::new(t)),
         Some(Err(e)) => return Err(LoadError::BadConfig(format!("the throttle: {e}"))),
         None => None,
     };

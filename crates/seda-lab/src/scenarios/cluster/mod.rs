@@ -26,7 +26,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use seda_load::{ClientConfig, LoadConfig, Model, PartlyOpen, Report, Target};
+use seda_load::{LoadConfig, Model, PartlyOpen, Report, Target};
 use seda_mail::workload::MailWorkload;
 use seda_sim::summary::RunSummary;
 use serde_json::{Map, Value, json};
@@ -249,16 +249,13 @@ impl Scenario for Cluster {
                 "variants": VARIANTS.iter().map(|b| b.name()).collect::<Vec<_>>(),
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
+            data: crate::outcome::by_name(runs.iter()
                     .map(|r| {
                         (
-                            r.balance.name().to_string(),
+                            r.balance.name(),
                             json!({"series": r.series, "slowed_share": r.share}),
                         )
-                    })
-                    .collect(),
-            ),
+                    })),
             checks: report::checks(&runs, &timing),
             report: report::markdown(&runs, &timing, capacity),
         })
@@ -309,14 +306,9 @@ fn sessions(addr: SocketAddr, rate_per_s: f64, t: &Timing, time_scale: f64) -> R
     cfg.workload = std::sync::Arc::new(MailWorkload::new(mail::CORPUS_USERS));
     cfg.duration = Duration::from_secs_f64(t.total_s);
     cfg.goodput_target = Duration::from_secs_f64(t.target_s);
-    cfg.client = ClientConfig {
-        // A refused session logs in again soon (a tenth of WC03's wait, scaled).
-        backoff_on_503: Some(mail::REJECT_WAIT.mul_f64(time_scale * 0.1)),
-        deadline: Duration::from_secs(30),
-        connect_timeout: Duration::from_secs(3),
-        error_pause: Duration::from_secs(1),
-        ..ClientConfig::default()
-    };
+    // A refused session logs in again soon (a tenth of WC03's wait, scaled).
+    let backoff = mail::REJECT_WAIT.mul_f64(time_scale * 0.1);
+    cfg.client = crate::loads::users_client(backoff, Duration::from_secs(30));
     cfg.keep_interval_histograms = true;
     Ok(cfg)
 }

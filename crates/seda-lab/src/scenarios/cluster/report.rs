@@ -131,46 +131,36 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
 }
 
 pub(super) fn plots(lab: &Lab, runs: &[Run], t: &Timing) -> Result<()> {
-    let line = |name: &str, points: Vec<(f64, f64)>| Series {
-        name: name.to_string(),
-        points,
-    };
     let mut share: Vec<Series> = runs
         .iter()
-        .map(|r| line(r.balance.name(), r.share.clone()))
+        .map(|r| Series::new(r.balance.name(), r.share.clone()))
         .collect();
-    share.push(line(
+    share.push(Series::new(
         "slowdown",
         vec![(t.slow_at_s, 0.0), (t.slow_at_s, 1.0)],
     ));
     lab.plot(
         "slowed_share",
-        &LineChart {
-            title: format!(
+        &LineChart::over_time(
+            format!(
                 "replica r1's share of new sessions (slowed {SLOW_X} x at {:.0} s)",
                 t.slow_at_s
             ),
-            x_label: "time (s)".into(),
-            y_label: "share of logins".into(),
-            series: share,
-        },
+            "share of logins",
+            share,
+        ),
     )?;
     let mut p90: Vec<Series> = runs
         .iter()
-        .map(|r| line(r.balance.name(), r.p90.clone()))
+        .map(|r| Series::new(r.balance.name(), r.p90.clone()))
         .collect();
-    p90.push(line(
+    p90.push(Series::new(
         "target",
         vec![(0.0, t.target_s), (t.total_s, t.target_s)],
     ));
     lab.plot(
         "p90",
-        &LineChart {
-            title: "p90 response time, all replicas".into(),
-            x_label: "time (s)".into(),
-            y_label: "p90 (s)".into(),
-            series: p90,
-        },
+        &LineChart::over_time("p90 response time, all replicas", "p90 (s)", p90),
     )?;
     Ok(())
 }

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
-use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
+use seda_load::{ClientConfig, LoadConfig, Report};
 
 use crate::child::free_port;
 use crate::criticality_stats::{CriticalityStats, PATH};
@@ -68,14 +68,8 @@ pub struct Sample {
 }
 
 fn load_config(addr: SocketAddr, run_s: f64) -> Result<LoadConfig> {
-    let target = Target::parse(&format!("http://{addr}/critical"))?;
-    let model = Model::Open(Open {
-        rate_per_s: OVERLOAD * capacity_per_s(),
-        arrivals: Arrivals::Poisson,
-        max_connections: 2000,
-        max_backlog: 10_000,
-    });
-    let mut cfg = LoadConfig::new(target, model)?;
+    let url = format!("http://{addr}/critical");
+    let mut cfg = crate::loads::poisson(&url, OVERLOAD * capacity_per_s())?;
     cfg.duration = Duration::from_secs_f64(run_s);
     cfg.workload = Arc::new(Mix);
     cfg.goodput_target = Duration::from_millis(TARGET_MS);

@@ -214,21 +214,17 @@ impl Scenario for Degrade {
                 "variants": VARIANTS.iter().map(|(n, c)| json!({"name": n, "control": c.name()})).collect::<Vec<_>>(),
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|r| {
-                        (
-                            r.name.to_string(),
-                            json!({
-                                "series": r.series,
-                                "quality": r.quality,
-                                "admission_enabled": r.admission,
-                                "admission_queue_limit": r.queue_limit,
-                            }),
-                        )
-                    })
-                    .collect(),
-            ),
+            data: crate::outcome::by_name(runs.iter().map(|r| {
+                (
+                    r.name,
+                    json!({
+                        "series": r.series,
+                        "quality": r.quality,
+                        "admission_enabled": r.admission,
+                        "admission_queue_limit": r.queue_limit,
+                    }),
+                )
+            })),
             checks: report::checks(&runs, &spike),
             report: report::markdown(&runs, &spike, lab.quick),
         })

@@ -112,84 +112,64 @@ pub(super) fn checks(runs: &[Run], spike: &Spike) -> Vec<Check> {
 }
 
 pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
-    let line = |name: &str, points: Vec<(f64, f64)>| Series {
-        name: name.to_string(),
-        points,
-    };
     let end = spike.before_s + spike.spike_s + spike.after_s;
     let mut p90: Vec<Series> = runs
         .iter()
         .map(|r| {
             let name = format!("{} ({} users)", r.name, r.spike.spike_users);
-            line(&name, r.p90.clone())
+            Series::new(name, r.p90.clone())
         })
         .collect();
-    p90.push(line(
+    p90.push(Series::new(
         "target",
         vec![(0.0, spike.target_s), (end, spike.target_s)],
     ));
     lab.plot(
         "p90",
-        &LineChart {
-            title: format!(
+        &LineChart::over_time(
+            format!(
                 "p90 response time, {} users -> {SPIKE_X} x capacity x target at {:.0} s \
                  (WC03 Figures 12, 13)",
                 spike.base_users,
                 spike.onset_s()
             ),
-            x_label: "time (s)".into(),
-            y_label: "p90 of pages served in each second (s)".into(),
-            series: p90,
-        },
+            "p90 of pages served in each second (s)",
+            p90,
+        ),
     )?;
     let mut knob = Vec::new();
     for r in runs.iter().filter(|r| !r.quality.is_empty()) {
-        knob.push(line(&format!("{} quality", r.name), r.quality.clone()));
+        knob.push(Series::new(
+            format!("{} quality", r.name),
+            r.quality.clone(),
+        ));
     }
     for r in runs
         .iter()
         .filter(|r| r.admission.iter().any(|(_, a)| *a > 0.0))
     {
-        knob.push(line(
-            &format!("{} admission on", r.name),
+        knob.push(Series::new(
+            format!("{} admission on", r.name),
             r.admission.clone(),
         ));
     }
     lab.plot(
         "quality",
-        &LineChart {
-            title: "the stage's quality knob (1 = full work per page)".into(),
-            x_label: "time (s)".into(),
-            y_label: "quality; admission control on (1) or off (0)".into(),
-            series: knob,
-        },
+        &LineChart::over_time(
+            "the stage's quality knob (1 = full work per page)",
+            "quality; admission control on (1) or off (0)",
+            knob,
+        ),
     )?;
     let rates: Vec<Series> = runs
         .iter()
-        .map(|r| line(&format!("{} pages/s", r.name), r.served.clone()))
+        .map(|r| Series::new(format!("{} pages/s", r.name), r.served.clone()))
         .collect();
     lab.plot(
         "served",
-        &LineChart {
-            title: "pages served per second".into(),
-            x_label: "time (s)".into(),
-            y_label: "per second".into(),
-            series: rates,
-        },
+        &LineChart::over_time("pages served per second", "per second", rates),
     )?;
-    lab.plot(
-        "rejected",
-        &LineChart {
-            title: "fraction of requests rejected (503)".into(),
-            x_label: "time (s)".into(),
-            y_label: "rejected fraction".into(),
-            series: runs
-                .iter()
-                .map(|r| line(r.name, r.rejected.clone()))
-                .collect(),
-        },
-    )?;
-    Ok(())
+    crate::spike::plot_rejected(lab, runs.iter().map(|r| (r.name, r.rejected.as_slice())))
 }
 
 pub(super) fn markdown(runs: &[Run], spike: &Spike, quick: bool) -> String {

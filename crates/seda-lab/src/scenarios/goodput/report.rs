@@ -9,10 +9,7 @@ use super::point::Point;
 use super::{CANCEL, CAPACITY_HOW, DEADLINE, NONE, SSM, Sweep, THREADS, TIMEOUT, Variant, WINDOW};
 
 fn line(name: &str, points: Vec<(f64, f64)>) -> Series {
-    Series {
-        name: name.to_string(),
-        points,
-    }
+    Series::new(name, points)
 }
 
 /// Goodput against offered load (one line per variant; offered as a multiple of the capacity

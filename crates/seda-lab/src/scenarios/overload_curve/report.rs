@@ -51,10 +51,10 @@ pub(super) fn plots(lab: &Lab, points: &[Point], steps: &[Step], loads: &[f64]) 
         },
     )?;
     let mut p99 = curve(&|p| p.p99_s().map(|s| (s * 1e3).min(clip_ms)));
-    p99.push(Series {
-        name: "target".into(),
-        points: vec![(lo, target_ms), (hi, target_ms)],
-    });
+    p99.push(Series::new(
+        "target",
+        vec![(lo, target_ms), (hi, target_ms)],
+    ));
     lab.plot(
         "p99",
         &LineChart {
@@ -90,40 +90,28 @@ pub(super) fn plots(lab: &Lab, points: &[Point], steps: &[Step], loads: &[f64]) 
         .iter()
         .flat_map(|s| s.p90.last().map(|p| p.0))
         .fold(0.0, f64::max);
-    step.push(Series {
-        name: "1.2 x target".into(),
-        points: vec![(0.0, 1.2 * target_ms), (end, 1.2 * target_ms)],
-    });
+    step.push(Series::new(
+        "1.2 x target",
+        vec![(0.0, 1.2 * target_ms), (end, 1.2 * target_ms)],
+    ));
     lab.plot(
         "step_p90",
-        &LineChart {
-            title: format!(
+        &LineChart::over_time(format!(
                 "p90 of {} ms windows, {STEP_FROM} x then {STEP_TO} x capacity (at most {CLIP_TARGETS} x the target)",
                 WINDOW.as_millis()
-            ),
-            x_label: "time (s)".into(),
-            y_label: "ms".into(),
-            series: step,
-        },
+            ), "ms", step),
     )?;
     if let Some(s) = steps.iter().find(|s| s.variant == OURS) {
         let keys = ["queue_limit", "queued"];
         lab.plot(
             "step_ours_queue",
-            &LineChart {
-                title: "Ours during the step: its queue limit and the queue".into(),
-                x_label: "time (s)".into(),
-                y_label: "requests".into(),
-                series: keys
-                    .iter()
-                    .filter_map(|k| {
-                        Some(Series {
-                            name: (*k).to_string(),
-                            points: s.state.get(*k)?.clone(),
-                        })
-                    })
+            &LineChart::over_time(
+                "Ours during the step: its queue limit and the queue",
+                "requests",
+                keys.iter()
+                    .filter_map(|k| Some(Series::new((*k).to_string(), s.state.get(*k)?.clone())))
                     .collect(),
-            },
+            ),
         )?;
     }
     Ok(())

@@ -299,9 +299,8 @@ impl Scenario for PoolControl {
 }
 
 fn plot(lab: &Lab, plant: Plant, runs: &[(&str, Run)]) -> Result<()> {
-    let line = |name: &str, run: &Run, y: &dyn Fn(&plant::Sample) -> f64| Series {
-        name: name.to_string(),
-        points: run.samples.iter().map(|s| (s.t_s, y(s))).collect(),
+    let line = |name: &str, run: &Run, y: &dyn Fn(&plant::Sample) -> f64| {
+        Series::new(name, run.samples.iter().map(|s| (s.t_s, y(s))).collect())
     };
     let mut throughput: Vec<Series> = runs
         .iter()
@@ -312,27 +311,24 @@ fn plot(lab: &Lab, plant: Plant, runs: &[(&str, Run)]) -> Result<()> {
     }
     lab.plot(
         &format!("throughput-{}", plant.name),
-        &LineChart {
-            title: format!(
+        &LineChart::over_time(
+            format!(
                 "{} plant: throughput (events/s) against the target",
                 plant.name
             ),
-            x_label: "time (s)".into(),
-            y_label: "events/s".into(),
-            series: throughput,
-        },
+            "events/s",
+            throughput,
+        ),
     )?;
     lab.plot(
         &format!("threads-{}", plant.name),
-        &LineChart {
-            title: format!("{} plant: threads", plant.name),
-            x_label: "time (s)".into(),
-            y_label: "threads".into(),
-            series: runs
-                .iter()
+        &LineChart::over_time(
+            format!("{} plant: threads", plant.name),
+            "threads",
+            runs.iter()
                 .map(|(n, r)| line(n, r, &|s| s.threads as f64))
                 .collect(),
-        },
+        ),
     )
 }
 

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::child::{Child, free_port};
 use crate::haproxy::{self, Haproxy};
@@ -20,7 +20,6 @@ use crate::outcome::Outcome;
 use crate::page_load::{self, PageRun, Underload};
 use crate::peers::{self, Absent, gunicorn};
 use crate::procfs::{process_runtime_seconds, process_tree_cpu_seconds};
-use crate::spike::Spike;
 use crate::{Lab, Scenario};
 
 /// The scenario.
@@ -121,18 +120,6 @@ fn seda_proxy(lab: &Lab, upstream: SocketAddr, target_s: f64) -> Result<(SocketA
     Ok((addr, child))
 }
 
-fn shape(lab: &Lab, capacity: f64, target_s: f64) -> Spike {
-    Spike {
-        base_users: 3,
-        spike_users: ((SPIKE_X * capacity * target_s).round() as usize).clamp(20, 6000),
-        before_s: lab.pick(1.0, 10.0),
-        spike_s: lab.pick(6.0, 60.0),
-        after_s: lab.pick(0.5, 10.0),
-        target_s,
-        time_scale: target_s / 5.0,
-    }
-}
-
 impl Scenario for ProxySpike {
     fn capacity_by_design(&self) -> bool {
         true
@@ -177,7 +164,7 @@ impl Scenario for ProxySpike {
         let target_s = lab.pick(0.5, 1.0);
         let underload_for = lab.pick(Duration::from_secs(2), Duration::from_secs(10));
         let capacity = gunicorn::capacity_per_s();
-        let spike = shape(lab, capacity, target_s);
+        let spike = page_load::spike_shape(lab, SPIKE_X * capacity, target_s);
         let mut runs = Vec::new();
         for front in [Front::Direct, Front::HaproxyMaxconn, Front::SedaProxy] {
             // A fresh upstream each time: a spike leaves connections queued in its backlog.
@@ -223,15 +210,12 @@ impl Scenario for ProxySpike {
                 spike: spike_run,
             });
         }
-        report::plots(lab, &runs, &spike)?;
-        let mut summary = Map::new();
-        for r in &runs {
-            let mut s = r.spike.summary.to_json();
-            if let Value::Object(m) = &mut s {
-                m.insert("underload".into(), json!(r.underload));
-            }
-            summary.insert(r.front.name().into(), s);
-        }
+        let named = || runs.iter().map(|r| (r.front.name(), &r.spike));
+        page_load::plot(lab, &spike, named())?;
+        let (summary, data) = page_load::summary_and_data(
+            runs.iter()
+                .map(|r| (r.front.name(), &r.spike, &r.underload)),
+        );
         Ok(Outcome {
             paper: "WC03 Figure 10's connection limit, in front of a stock service (issue 17)"
                 .into(),
@@ -248,16 +232,7 @@ impl Scenario for ProxySpike {
                 "seda_proxy_target_s": target_s,
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|r| {
-                        (
-                            r.front.name().to_string(),
-                            json!({"series": r.spike.series}),
-                        )
-                    })
-                    .collect(),
-            ),
+            data,
             checks: report::checks(&runs, &spike),
             report: report::markdown(&runs, &spike, capacity),
         })

@@ -1,13 +1,10 @@
 //! `proxy-spike`'s checks, report and plots.
 
-use anyhow::Result;
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
 use super::{Front, MAXCONN, Run, SPIKE_X, UNDERLOAD_X};
-use crate::Lab;
 use crate::figure::fmt;
 use crate::outcome::Check;
-use crate::plot::{LineChart, Series};
 use crate::spike::Spike;
 
 fn find(runs: &[Run], f: Front) -> Option<&Run> {
@@ -140,30 +137,4 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64) -> String {
           requests in flight. Responses under 64 KiB are read whole and sent in one write, \
           as nginx buffers them.\n";
     s
-}
-
-pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
-    let line = |name: &str, points: Vec<(f64, f64)>| Series {
-        name: name.to_string(),
-        points,
-    };
-    crate::spike::plot_p90(
-        lab,
-        spike,
-        runs.iter()
-            .map(|r| (r.front.name(), r.spike.p90.as_slice())),
-    )?;
-    lab.plot(
-        "goodput",
-        &LineChart {
-            title: "pages answered within the target".into(),
-            x_label: "time (s)".into(),
-            y_label: "goodput (pages/s)".into(),
-            series: runs
-                .iter()
-                .map(|r| line(r.front.name(), r.spike.goodput.clone()))
-                .collect(),
-        },
-    )?;
-    Ok(())
 }

@@ -31,7 +31,7 @@ mod storm;
 use std::time::Duration;
 
 use anyhow::Result;
-use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Target};
+use seda_load::{ClientConfig, LoadConfig};
 use seda_sim::summary::RunSummary;
 
 use crate::outcome::Outcome;
@@ -87,14 +87,8 @@ struct Drive {
 }
 
 fn load_config(stack: &Stack, rate_per_s: f64, drive: Drive) -> Result<LoadConfig> {
-    let target = Target::parse(&format!("http://{}/?ms={}", stack.front, stack::HOLD_MS))?;
-    let model = Model::Open(Open {
-        rate_per_s,
-        arrivals: Arrivals::Poisson,
-        max_connections: 2000,
-        max_backlog: 10_000,
-    });
-    let mut cfg = LoadConfig::new(target, model)?;
+    let url = format!("http://{}/?ms={}", stack.front, stack::HOLD_MS);
+    let mut cfg = crate::loads::poisson(&url, rate_per_s)?;
     cfg.duration = Duration::from_secs_f64(drive.run_s);
     cfg.goodput_target = Duration::from_millis(stack::DEADLINE_MS);
     cfg.precise_pacing = true;

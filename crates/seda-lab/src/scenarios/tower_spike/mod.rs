@@ -14,14 +14,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::bottleneck;
 use crate::child::{Child, free_port};
 use crate::outcome::Outcome;
 use crate::page_load::{self, PageRun, Underload};
 use crate::procfs::process_cpu_seconds;
-use crate::spike::Spike;
 use crate::{Lab, Scenario};
 
 /// The scenario.
@@ -91,20 +90,6 @@ fn sweep(lab: &Lab) -> &'static [f64] {
     lab.pick(&[0.3, 1.0], &[0.1, 0.3, 0.6, 1.0, 2.0])
 }
 
-fn shape(lab: &Lab, capacity: f64, target_s: f64) -> Spike {
-    Spike {
-        base_users: 3,
-        spike_users: ((SPIKE_X * capacity * target_s).round() as usize).clamp(20, 6000),
-        before_s: lab.pick(1.0, 10.0),
-        spike_s: lab.pick(6.0, 60.0),
-        after_s: lab.pick(0.5, 10.0),
-        target_s,
-        // WC03's e-mail users think 20 ms and wait 5 s after a rejection with a 5 s target
-        // (Section 4.5's page): the same proportions to this target.
-        time_scale: target_s / 5.0,
-    }
-}
-
 impl Scenario for TowerSpike {
     fn name(&self) -> &'static str {
         "tower-spike"
@@ -142,7 +127,7 @@ impl Scenario for TowerSpike {
             "capacity: {capacity:.1} pages/s ({:.1} pages per CPU-second of the server)",
             cal.capacity_per_s
         ));
-        let spike = shape(lab, capacity, target_s);
+        let spike = page_load::spike_shape(lab, SPIKE_X * capacity, target_s);
         let ct = capacity * target_s;
         let mut variants = vec![Variant {
             name: "bare".into(),
@@ -191,15 +176,12 @@ impl Scenario for TowerSpike {
                 spike: spike_run,
             });
         }
-        report::plots(lab, &runs, &spike)?;
-        let mut summary = Map::new();
-        for r in &runs {
-            let mut s = r.spike.summary.to_json();
-            if let Value::Object(m) = &mut s {
-                m.insert("underload".into(), json!(r.underload));
-            }
-            summary.insert(r.variant.name.clone(), s);
-        }
+        let named = || runs.iter().map(|r| (r.variant.name.as_str(), &r.spike));
+        page_load::plot(lab, &spike, named())?;
+        let (summary, data) = page_load::summary_and_data(
+            runs.iter()
+                .map(|r| (r.variant.name.as_str(), &r.spike, &r.underload)),
+        );
         Ok(Outcome {
             paper: "WC03 Section 4.5's CPU-bound page, behind tower middleware (issue 17)".into(),
             config: json!({
@@ -217,11 +199,7 @@ impl Scenario for TowerSpike {
                 "variants": runs.iter().map(|r| json!({"name": r.variant.name, "mode": r.variant.mode})).collect::<Vec<_>>(),
             }),
             summary,
-            data: Value::Object(
-                runs.iter()
-                    .map(|r| (r.variant.name.clone(), json!({"series": r.spike.series})))
-                    .collect(),
-            ),
+            data,
             checks: report::checks(&runs, &spike),
             report: report::markdown(&runs, &spike, capacity, cal.capacity_per_s),
         })

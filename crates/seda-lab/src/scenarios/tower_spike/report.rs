@@ -1,13 +1,10 @@
 //! `tower-spike`'s checks, report and plots.
 
-use anyhow::Result;
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
 use super::{Run, SPIKE_X, UNDERLOAD_X};
-use crate::Lab;
 use crate::figure::fmt;
 use crate::outcome::Check;
-use crate::plot::{LineChart, Series};
 use crate::spike::Spike;
 
 fn find<'a>(runs: &'a [Run], name: &str) -> Option<&'a Run> {
@@ -187,30 +184,4 @@ pub(super) fn markdown(runs: &[Run], spike: &Spike, capacity: f64, per_cpu_s: f6
           known shortfalls (not met yet; issue 54 is about winning them); the layer's CPU over bare at underload (goal: <= 5%) is observed, as speed is decided by \
           benchmarks rather than by a test.\n";
     s
-}
-
-pub(super) fn plots(lab: &Lab, runs: &[Run], spike: &Spike) -> Result<()> {
-    let line = |name: &str, points: Vec<(f64, f64)>| Series {
-        name: name.to_string(),
-        points,
-    };
-    crate::spike::plot_p90(
-        lab,
-        spike,
-        runs.iter()
-            .map(|r| (r.variant.name.as_str(), r.spike.p90.as_slice())),
-    )?;
-    lab.plot(
-        "goodput",
-        &LineChart {
-            title: "pages answered within the target".into(),
-            x_label: "time (s)".into(),
-            y_label: "goodput (pages/s)".into(),
-            series: runs
-                .iter()
-                .map(|r| line(&r.variant.name, r.spike.goodput.clone()))
-                .collect(),
-        },
-    )?;
-    Ok(())
 }
