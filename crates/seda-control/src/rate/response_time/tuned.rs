@@ -12,13 +12,7 @@
 //!
 //! - **Inner loop (no lag).** Admit while `queue < max(min_queue, d x wait)`, `d` the departure
 //!   rate (dequeues per second, smoothed over `timeout` periods), `wait` the queueing-time
-//!   budget. A rejection is decided at once, cheaply, when the request arrives. Below
-//!   capacity the departure rate is the arrival rate, not what the stage can serve: where the
-//!   stage reports each response's time outside its queue (`on_served`), `d` is at least one
-//!   event per mean such time, what one thread serves. Without it, a stage that had seen few
-//!   requests turned a burst away at `min_queue`: in `mail-search` the spike's 300 users
-//!   logged in at once and about 279 logins were refused in the first second, with the
-//!   service idle before it.
+//!   budget. A rejection is decided at once, cheaply, when the request arrives.
 //! - **Outer loop (the target), slow.** Each closed window multiplies `wait` by
 //!   `r ^ (dt / adapt)`, `dt` the time since the last window, `adapt` a time constant (2 x
 //!   target) well above the measurement's own delay, and keeps it within `[0.001, 1] x target`.
@@ -264,12 +258,6 @@ pub struct TunedResponseTimeController {
     departures_per_s: Option<f64>,
     period_start: Option<Time>,
     period_dequeues: u64,
-    /// One event per mean time outside the queue (`on_served`), smoothed as the departure
-    /// rate: what a single thread serves at least; `None` until a period saw a served event.
-    serving_per_s: Option<f64>,
-    /// Served events and their summed time outside the queue in the open period.
-    period_served: u64,
-    period_rest_s: f64,
     last_p_s: f64,
     last_outer: Option<Time>,
     rejections: u64,
@@ -299,9 +287,6 @@ impl TunedResponseTimeController {
             departures_per_s: None,
             period_start: None,
             period_dequeues: 0,
-            serving_per_s: None,
-            period_served: 0,
-            period_rest_s: 0.0,
             last_p_s: 0.0,
             last_outer: None,
             rejections: 0,
@@ -317,10 +302,7 @@ impl TunedResponseTimeController {
 
     /// The current queue limit.
     pub fn queue_limit(&self) -> f64 {
-        let rate = self
-            .departures_per_s()
-            .max(self.serving_per_s.unwrap_or(0.0));
-        (rate * self.wait_s).max(self.cfg.min_queue)
+        (self.departures_per_s() * self.wait_s).max(self.cfg.min_queue)
     }
 
     /// Admitted events not yet dequeued.
@@ -447,15 +429,10 @@ impl TunedResponseTimeController {
         // the rate and take a second to reach nine tenths of it, with the limit at
         // `min_queue` meanwhile (a fresh layer at 0.8 x capacity on 8 emulated cores refused
         // 1-13 requests in each of its first quarter-seconds, `tower-peers`).
-        let smooth =
-            |old: Option<f64>, new: f64| Some(old.map_or(new, |o| a * o + (1.0 - a) * new));
-        self.departures_per_s = smooth(self.departures_per_s, d);
-        if self.period_served > 0 && self.period_rest_s > 0.0 {
-            let serving = self.period_served as f64 / self.period_rest_s;
-            self.serving_per_s = smooth(self.serving_per_s, serving);
-        }
-        self.period_served = 0;
-        self.period_rest_s = 0.0;
+        self.departures_per_s = Some(
+            self.departures_per_s
+                .map_or(d, |old| a * old + (1.0 - a) * d),
+        );
         self.period_dequeues = 0;
         self.period_start = Some(now);
     }
@@ -496,8 +473,6 @@ impl AdmissionController for TunedResponseTimeController {
     }
 
     fn on_served(&mut self, now: Time, _class: u8, beyond_wait: Duration) {
-        self.period_served += 1;
-        self.period_rest_s += beyond_wait.as_secs_f64();
         if let Some(p) = self.rest.push(now, beyond_wait.as_secs_f64()) {
             self.leave_room(p);
         }
@@ -515,7 +490,6 @@ impl AdmissionController for TunedResponseTimeController {
             ("queue_limit", self.queue_limit()),
             ("queued", self.queued as f64),
             ("departures_per_s", self.departures_per_s()),
-            ("serving_per_s", self.serving_per_s.unwrap_or(0.0)),
             ("wait_budget_s", self.wait_s),
             ("last_p_s", self.last_p_s),
             ("dropped", self.dropped as f64),
