@@ -28,6 +28,8 @@ set -euo pipefail
 DUR=${1:-5}
 ROUNDS=${2:-3}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/callgrind_count.sh
+. "$HERE/bench/callgrind_count.sh"
 OUT=${OUT:-$HERE/docs/benchmarks.md}
 COUNT_N=${COUNT_REQUESTS:-20000}
 ARGS="$*"
@@ -248,18 +250,8 @@ callgrind_per_request() { # name port start-command... -> "instructions allocs" 
   pid=$("$@" valgrind --tool=callgrind --callgrind-out-file="$TMP/cg-$name.%p")
   PIDS+=("$pid")
   wait_up "http://127.0.0.1:$port$FILE_1K"
-  taskset -c 1 ab -q -k -c 64 -n 2000 "http://127.0.0.1:$port$FILE_1K" > /dev/null 2>&1
-  # taskset execs valgrind: the pid is valgrind's.
-  callgrind_control -z "$pid" > /dev/null 2>&1
-  taskset -c 1 ab -q -k -c 64 -n "$COUNT_N" "http://127.0.0.1:$port$FILE_1K" > "$TMP/ab-cg-$name"
-  callgrind_control -d "$pid" > /dev/null 2>&1
   dump=$TMP/cg-$name.$pid.1
-  for _ in $(seq 300); do
-    grep -q '^totals:' "$dump" 2>/dev/null && break
-    sleep 0.1
-  done
-  kill "$pid" 2>/dev/null || true
-  grep -q '^totals:' "$dump" || { echo "no callgrind dump for $name" >&2; return 1; }
+  callgrind_count "$pid" "http://127.0.0.1:$port$FILE_1K" "$COUNT_N" "$dump" "$TMP/ab-cg-$name"
   python3 "$HERE/bench/callgrind_summary.py" "$dump" "$COUNT_N" 12
 }
 CG_SEDA=$(free_port)

@@ -18,6 +18,8 @@ set -euo pipefail
 N=${1:-20000}
 TOP=${2:-15}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/callgrind_count.sh
+. "$HERE/bench/callgrind_count.sh"
 FILE=${FILE:-/dir00000/class1_0}
 SEDA_BIN=${SEDA_BIN:-$HERE/target/release/seda}
 [ -x "$SEDA_BIN" ] || (cd "$HERE" && cargo build --release -q -p seda-cli)
@@ -48,17 +50,8 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 cmp <(curl -sf "$URL") "$TMP/www$FILE"
-taskset -c 1 ab -q -k -c 64 -n 2000 "$URL" > /dev/null 2>&1
-callgrind_control -z "$PID" > /dev/null 2>&1
-taskset -c 1 ab -q -k -c 64 -n "$N" "$URL" > "$TMP/ab.txt"
-callgrind_control -d "$PID" > /dev/null 2>&1
 DUMP=$TMP/cg.$PID.1
-for _ in $(seq 300); do
-  grep -q '^totals:' "$DUMP" 2>/dev/null && break
-  sleep 0.1
-done
-kill "$PID" 2>/dev/null || true
-grep -q '^totals:' "$DUMP" || { echo "no callgrind dump" >&2; exit 1; }
+callgrind_count "$PID" "$URL" "$N" "$DUMP" "$TMP/ab.txt"
 grep -E '^(Complete|Failed|Non-2xx)' "$TMP/ab.txt" | tr -s ' ' | sed 's/^/# ab: /'
 
 python3 "$HERE/bench/callgrind_summary.py" "$DUMP" "$N" "$TOP" | {

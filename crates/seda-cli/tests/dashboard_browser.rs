@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,16 +40,7 @@ fn free_port() -> u16 {
 }
 
 fn get_json(addr: &str, path: &str) -> Value {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut r = String::new();
-    let _ = s.read_to_string(&mut r);
+    let r = common::get(addr, path);
     serde_json::from_str(r.split("\r\n\r\n").nth(1).unwrap_or_default()).expect("JSON")
 }
 

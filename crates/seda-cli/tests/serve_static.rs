@@ -60,19 +60,7 @@ fn fileset_then_serve_then_sigint() {
         root.as_os_str(),
     ]);
     let admin = admin.expect("admin address");
-    let fetch = |at: &str, path: &str| {
-        let mut s = TcpStream::connect(at).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-        )
-        .expect("send");
-        let mut r = String::new();
-        let _ = s.read_to_string(&mut r);
-        r
-    };
+    let fetch = common::get;
     for path in ["/_seda/stats", "/metrics", "/"] {
         assert!(
             fetch(&admin, path).starts_with("HTTP/1.1 200"),

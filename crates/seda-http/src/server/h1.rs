@@ -176,7 +176,7 @@ fn render(
     keep_alive: bool,
     head_only: bool,
 ) -> (Bytes, bool) {
-    let mut response = match answer {
+    let (body, keep_alive) = match answer {
         Answer::Prepared { prepared, .. } => {
             let framing = Framing {
                 version,
@@ -184,24 +184,26 @@ fn render(
                 body_len: prepared.body().len(),
             };
             prepared.render_head(out, framing);
-            let body = if head_only {
+            (prepared.body().clone(), keep_alive)
+        }
+        Answer::Response(mut response) => {
+            let body = take_body(response.body_mut());
+            let keep_alive = keep_alive && !wire::says_close(&response);
+            let framing = Framing {
+                version,
+                keep_alive,
+                body_len: body.len(),
+            };
+            wire::render_head(out, &response, framing);
+            let body = if wire::bodiless(response.status()) {
                 Bytes::new()
             } else {
-                prepared.body().clone()
+                body
             };
-            return (body, keep_alive);
+            (body, keep_alive)
         }
-        Answer::Response(response) => response,
     };
-    let body = take_body(response.body_mut());
-    let keep_alive = keep_alive && !wire::says_close(&response);
-    let framing = Framing {
-        version,
-        keep_alive,
-        body_len: body.len(),
-    };
-    wire::render_head(out, &response, framing);
-    if head_only || wire::bodiless(response.status()) {
+    if head_only {
         return (Bytes::new(), keep_alive);
     }
     (body, keep_alive)

@@ -5,14 +5,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue,
-    IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LAST_MODIFIED, RANGE,
+    ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, HeaderMap, HeaderName,
+    HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LAST_MODIFIED, RANGE,
 };
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 
 use crate::request::{Answer, Body};
-use crate::wire::Prepared;
+use crate::wire::{self, Prepared};
 
 /// A cached file: its body and the header values every response for it carries.
 #[derive(Debug)]
@@ -80,7 +80,7 @@ impl Entry {
     /// file, or a response (304, 206, 416).
     pub fn answer(&self, method: &Method, headers: &HeaderMap) -> Answer {
         let head = method == Method::HEAD;
-        if !may_be_conditional(headers) {
+        if !wire::may_name_any(headers, &CONDITIONS) {
             return Answer::Prepared {
                 prepared: self.full.clone(),
                 head_only: head,
@@ -155,17 +155,8 @@ impl Entry {
     }
 }
 
-/// Whether a request with `headers` may be answered other than by the whole file: it has
-/// `If-None-Match`, `If-Modified-Since` or `Range`. Looking each up hashes its name (three
-/// lookups per hit); a head of a few headers, as most are, is checked by comparing its names
-/// (standard ones: a tag each).
-fn may_be_conditional(headers: &HeaderMap) -> bool {
-    const FEW: usize = 16;
-    headers.keys_len() > FEW
-        || headers
-            .keys()
-            .any(|n| n == IF_NONE_MATCH || n == IF_MODIFIED_SINCE || n == RANGE)
-}
+/// The headers that may make a request's answer other than the whole file.
+const CONDITIONS: [HeaderName; 3] = [IF_NONE_MATCH, IF_MODIFIED_SINCE, RANGE];
 
 /// Weak comparison of an If-None-Match list against our tag.
 fn etag_list_matches(list: &[u8], ours: &[u8]) -> bool {

@@ -12,6 +12,7 @@ mod parse;
 mod prepared;
 mod render;
 
+pub(crate) use parse::may_name_any;
 pub use parse::{Head, MAX_HEADERS, Simple, parse_head};
 pub use prepared::Prepared;
 pub use render::{Framing, bodiless, render_head, says_close};
