@@ -96,17 +96,7 @@ fn fileset_then_serve_then_sigint() {
 
 /// `GET path` with `Connection: close`; the status code.
 fn status_of(addr: &str, path: &str) -> u16 {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut response = String::new();
-    s.read_to_string(&mut response).expect("read");
-    response
+    common::get(addr, path)
         .split(' ')
         .nth(1)
         .and_then(|c| c.parse().ok())
