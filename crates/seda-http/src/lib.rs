@@ -71,8 +71,10 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+mod body;
 pub mod bottleneck;
 pub mod config;
+pub mod percent;
 mod request;
 mod serve;
 mod server;
@@ -81,8 +83,9 @@ pub mod statics;
 pub mod wire;
 
 pub use admin::{AdminServer, AdminSources, ExtraStats, FrontendStats};
+pub use body::Body;
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
-pub use request::{Answer, Body, HttpRequest, REASON_HEADER, Reply, overloaded, terminated, text};
+pub use request::{Answer, HttpRequest, REASON_HEADER, Reply, overloaded, terminated, text};
 pub use serve::{ServerShutdown, StartError, StaticServer};
 pub use server::{HttpServer, ShutdownSummary};
 pub use statics::{StaticError, StaticService};

@@ -9,10 +9,8 @@ use http_body_util::Full;
 use seda::{Event, Meta};
 use tokio::sync::oneshot;
 
+use crate::body::Body;
 use crate::wire::Prepared;
-
-/// The response body type: a ready buffer (hyper writes it without copying).
-pub type Body = Full<Bytes>;
 
 /// One parsed HTTP request travelling through the stages.
 ///

@@ -49,6 +49,17 @@ pub struct ServerShutdown {
     pub runtime: seda::ShutdownReport,
 }
 
+impl ServerShutdown {
+    /// Graceful shutdown of a server made of a front end and a stage runtime: stop accepting,
+    /// finish in-flight requests (at most `timeout`), then drain and stop the stages (at most
+    /// `timeout` again). The front end goes first so that no new event reaches a stopped stage.
+    pub fn of(http: HttpServer, runtime: seda::Runtime, timeout: Duration) -> ServerShutdown {
+        let http = http.shutdown(timeout);
+        let runtime = runtime.shutdown_timeout(timeout);
+        ServerShutdown { http, runtime }
+    }
+}
+
 impl StaticServer {
     /// Starts the runtime, the stages and the front end.
     pub fn start(config: ServeConfig) -> Result<StaticServer, StartError> {
@@ -114,8 +125,6 @@ impl StaticServer {
     /// Graceful shutdown: stop accepting, finish in-flight requests (at most `timeout`), then
     /// drain and stop the stages (at most `timeout` again).
     pub fn shutdown(self, timeout: Duration) -> ServerShutdown {
-        let http = self.http.shutdown(timeout);
-        let runtime = self.runtime.shutdown_timeout(timeout);
-        ServerShutdown { http, runtime }
+        ServerShutdown::of(self.http, self.runtime, timeout)
     }
 }

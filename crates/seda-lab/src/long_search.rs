@@ -12,7 +12,7 @@
 //! else stays as the model makes it. Outside the shift nothing changes.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_mail::RequestKind;
@@ -80,32 +80,61 @@ impl Workload for LongSearches {
         let inner = MailWorkload::new(self.corpus_users)
             .accounts(account, account)
             .session(seed);
-        Box::new(LongSearchSession {
+        Box::new(Rewritten {
             inner,
-            from_s: self.from_s,
-            to_s: self.to_s,
-            start: self.start.clone(),
-            path: format!("/search?q={MISSING_PHRASE}&in=body").into(),
+            rewrite: LongSearch {
+                from_s: self.from_s,
+                to_s: self.to_s,
+                start: self.start.clone(),
+                path: format!("/search?q={MISSING_PHRASE}&in=body").into(),
+            },
         })
     }
 }
 
-struct LongSearchSession {
-    inner: Box<dyn Session>,
+/// Inside the shift, a search becomes the full scan of `path`.
+struct LongSearch {
     from_s: f64,
     to_s: f64,
     start: Arc<OnceLock<Instant>>,
     path: Arc<str>,
 }
 
-impl Session for LongSearchSession {
-    fn next_request(&mut self, last: Option<&Reply<'_>>) -> Request {
-        let mut req = self.inner.next_request(last);
+impl Rewrite for LongSearch {
+    fn request(&mut self, req: &mut Request) {
         let t = self.start.get_or_init(Instant::now).elapsed().as_secs_f64();
         let shifted = t >= self.from_s && t < self.to_s;
         if shifted && req.class == RequestKind::Search.index() {
             req.path = self.path.clone();
         }
+    }
+}
+
+/// How a [`Rewritten`] session changes the requests of the e-mail user model it wraps.
+pub(crate) trait Rewrite {
+    /// Changes `req`, the request the user model asks for next.
+    fn request(&mut self, req: &mut Request);
+
+    /// The think time after the last request; `model` is the wrapped session, whose own think
+    /// time is the default.
+    fn think_time(&mut self, model: &mut dyn Session) -> Option<Duration> {
+        model.think_time()
+    }
+}
+
+/// An e-mail user model's session whose requests a [`Rewrite`] changes; everything else is the
+/// model's (its state, its restarts, what it captures of the replies).
+pub(crate) struct Rewritten<R> {
+    /// The user model's session.
+    pub inner: Box<dyn Session>,
+    /// What changes its requests.
+    pub rewrite: R,
+}
+
+impl<R: Rewrite> Session for Rewritten<R> {
+    fn next_request(&mut self, last: Option<&Reply<'_>>) -> Request {
+        let mut req = self.inner.next_request(last);
+        self.rewrite.request(&mut req);
         req
     }
 
@@ -121,9 +150,22 @@ impl Session for LongSearchSession {
         self.inner.capture_headers()
     }
 
-    fn think_time(&mut self) -> Option<std::time::Duration> {
-        self.inner.think_time()
+    fn think_time(&mut self) -> Option<Duration> {
+        self.rewrite.think_time(self.inner.as_mut())
     }
+}
+
+/// The requests `s` sends when every reply is an empty page that sets a session cookie: its
+/// first, then `n` more (the tests of the mail workloads drive their sessions so).
+#[cfg(test)]
+pub(crate) fn on_empty_pages(s: &mut dyn Session, n: usize) -> Vec<Request> {
+    let headers = [("Set-Cookie".to_string(), "sid=abc".to_string())];
+    let reply = Reply::whole(200, b"<html></html>", &headers);
+    let mut sent = vec![s.next_request(None)];
+    for _ in 0..n {
+        sent.push(s.next_request(Some(&reply)));
+    }
+    sent
 }
 
 #[cfg(test)]
@@ -149,30 +191,18 @@ mod tests {
         for (from_s, to_s, long) in [(0.0, 1e9, true), (-2.0, -1.0, false)] {
             let w = LongSearches::new(vec![7], 100, from_s, to_s);
             let mut s = w.session(3);
-            let login = s.next_request(None);
-            assert_eq!(login.class, RequestKind::Login.index());
             // Drive the session with empty pages until it searches (the model searches from
             // the browsing states).
-            let mut seen = false;
-            for _ in 0..20_000 {
-                let headers = [("Set-Cookie".to_string(), "sid=abc".to_string())];
-                let reply = Reply {
-                    status: 200,
-                    body_bytes: 13,
-                    body: b"<html></html>",
-                    headers: &headers,
-                };
-                let r = s.next_request(Some(&reply));
-                if r.class == RequestKind::Search.index() {
-                    assert_eq!(
-                        *r.path == *format!("/search?q={MISSING_PHRASE}&in=body"),
-                        long
-                    );
-                    seen = true;
-                    break;
-                }
-            }
-            assert!(seen, "the model never searched");
+            let sent = on_empty_pages(s.as_mut(), 20_000);
+            assert_eq!(sent[0].class, RequestKind::Login.index());
+            let search = sent
+                .iter()
+                .find(|r| r.class == RequestKind::Search.index())
+                .expect("the model never searched");
+            assert_eq!(
+                *search.path == *format!("/search?q={MISSING_PHRASE}&in=body"),
+                long
+            );
         }
     }
 }

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::figure::fmt;
 use crate::health::{LoadHealth, Verdict};
 use crate::machine::Machine;
 
@@ -69,6 +70,28 @@ impl Check {
             shortfall: true,
             ..Check::new(claim, passed, detail)
         }
+    }
+
+    /// An observed goal on a cost: `ours` spends at most `at_most` x `base`'s CPU per request,
+    /// each given as its name and its ms per request (`None` where not measured). The detail
+    /// names `what` was measured (`server CPU`) and gives both figures and their ratio.
+    pub(crate) fn cpu_goal(
+        claim: &str,
+        what: &str,
+        (name, ours): (&str, Option<f64>),
+        (base_name, base): (&str, Option<f64>),
+        at_most: f64,
+    ) -> Check {
+        Check::observed(
+            claim,
+            ours.zip(base).is_some_and(|(o, b)| o <= at_most * b),
+            format!(
+                "{what} per request: {name} {} ms, {base_name} {} ms ({} x)",
+                fmt(ours),
+                fmt(base),
+                fmt(ours.zip(base).map(|(o, b)| o / b))
+            ),
+        )
     }
 
     /// The paper's figure for this claim, e.g. `.paper("WC03 Fig. 10: p90 ~1 s")`.

@@ -12,52 +12,48 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use seda_load::workload::{Reply, Request, Session, Workload};
+use seda_load::workload::{Request, Session, Workload};
 use seda_mail::RequestKind;
 use seda_mail::workload::MailWorkload;
 
-use crate::long_search::MISSING_PHRASE;
+use crate::long_search::{MISSING_PHRASE, Rewrite, Rewritten};
 
 /// The class index of the rogue searches (after the request types').
 pub const ROGUE_CLASS: usize = RequestKind::ALL.len();
 
+/// Who the users are: short searchers log in as `short_accounts` (at least one) of a corpus
+/// of `corpus_users` users; the first `rogue_users` sessions are rogues logged in as
+/// `rogue_account`, whose first rogue search comes `first_after` after their login and the next
+/// ones `every` after the last one's answer.
+#[derive(Debug, Clone)]
+pub struct RoguePlan {
+    /// Users in the corpus.
+    pub corpus_users: u64,
+    /// Accounts the short searchers log in as, one per session in turn.
+    pub short_accounts: Vec<u64>,
+    /// The account the rogues log in as.
+    pub rogue_account: u64,
+    /// How many of the sessions are rogues (the first ones started).
+    pub rogue_users: usize,
+    /// A rogue's wait before its first rogue search.
+    pub first_after: Duration,
+    /// A rogue's wait between two rogue searches.
+    pub every: Duration,
+}
+
 /// The load: see the module docs.
 #[derive(Debug, Clone)]
 pub struct Rogues {
-    corpus_users: u64,
-    /// Accounts the short searchers log in as, one per session in turn.
-    short_accounts: Vec<u64>,
-    /// The account the rogues log in as.
-    rogue_account: u64,
-    /// How many of the sessions are rogues (the first ones started).
-    rogue_users: usize,
-    /// A rogue's wait before its first rogue search, and between two.
-    first_after: Duration,
-    every: Duration,
+    plan: RoguePlan,
     /// Sessions started so far: the first `rogue_users` are the rogues.
     started: Arc<AtomicUsize>,
 }
 
 impl Rogues {
-    /// Short searchers log in as `short_accounts` (at least one) of a corpus of `corpus_users`
-    /// users; the first `rogue_users` sessions are rogues logged in as `rogue_account`, whose
-    /// first rogue search comes `first_after` after their login and the next ones `every`
-    /// after the last one's answer.
-    pub fn new(
-        corpus_users: u64,
-        short_accounts: Vec<u64>,
-        rogue_account: u64,
-        rogue_users: usize,
-        first_after: Duration,
-        every: Duration,
-    ) -> Rogues {
+    /// The load `plan` describes.
+    pub fn new(plan: RoguePlan) -> Rogues {
         Rogues {
-            corpus_users,
-            short_accounts,
-            rogue_account,
-            rogue_users,
-            first_after,
-            every,
+            plan,
             started: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -65,7 +61,7 @@ impl Rogues {
 
 impl Workload for Rogues {
     fn classes(&self) -> Vec<String> {
-        let mut classes = MailWorkload::new(self.corpus_users).classes();
+        let mut classes = MailWorkload::new(self.plan.corpus_users).classes();
         classes.push("rogue".into());
         classes
     }
@@ -73,31 +69,32 @@ impl Workload for Rogues {
     fn session(&self, seed: u64) -> Box<dyn Session> {
         let role = self.started.fetch_add(1, Ordering::Relaxed);
         let searches = |account: u64| {
-            MailWorkload::new(self.corpus_users)
+            MailWorkload::new(self.plan.corpus_users)
                 .accounts(account, account)
                 .only(RequestKind::Search)
                 .session(seed)
         };
-        if role < self.rogue_users {
-            return Box::new(RogueSession {
-                inner: searches(self.rogue_account),
-                path: format!("/search?q={MISSING_PHRASE}&in=body").into(),
-                first_after: Some(self.first_after),
-                every: self.every,
-                last_was_rogue: false,
+        if role < self.plan.rogue_users {
+            return Box::new(Rewritten {
+                inner: searches(self.plan.rogue_account),
+                rewrite: Rogue {
+                    path: format!("/search?q={MISSING_PHRASE}&in=body").into(),
+                    first_after: Some(self.plan.first_after),
+                    every: self.plan.every,
+                    last_was_rogue: false,
+                },
             });
         }
-        let account = match self.short_accounts.len() {
+        let account = match self.plan.short_accounts.len() {
             0 => 1,
-            n => self.short_accounts[(role - self.rogue_users) % n],
+            n => self.plan.short_accounts[(role - self.plan.rogue_users) % n],
         };
         searches(account)
     }
 }
 
 /// A rogue: its searches are full scans, spaced `every` apart.
-struct RogueSession {
-    inner: Box<dyn Session>,
+struct Rogue {
     path: Arc<str>,
     /// The wait after its login's answer, until taken.
     first_after: Option<Duration>,
@@ -105,37 +102,23 @@ struct RogueSession {
     last_was_rogue: bool,
 }
 
-impl Session for RogueSession {
-    fn next_request(&mut self, last: Option<&Reply<'_>>) -> Request {
-        let mut req = self.inner.next_request(last);
+impl Rewrite for Rogue {
+    fn request(&mut self, req: &mut Request) {
         self.last_was_rogue = req.class == RequestKind::Search.index();
         if self.last_was_rogue {
             req.path = self.path.clone();
             req.class = ROGUE_CLASS;
         }
-        req
     }
 
-    fn restart(&mut self) {
-        self.inner.restart();
-    }
-
-    fn capture_bytes(&self) -> usize {
-        self.inner.capture_bytes()
-    }
-
-    fn capture_headers(&self) -> bool {
-        self.inner.capture_headers()
-    }
-
-    fn think_time(&mut self) -> Option<Duration> {
+    fn think_time(&mut self, model: &mut dyn Session) -> Option<Duration> {
         if let Some(first) = self.first_after.take() {
             return Some(first);
         }
         if self.last_was_rogue {
             Some(self.every)
         } else {
-            self.inner.think_time()
+            model.think_time()
         }
     }
 }
@@ -143,33 +126,23 @@ impl Session for RogueSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::long_search::on_empty_pages;
 
     /// Drives `s` with empty pages that set a session cookie; the classes it sends.
     fn classes(s: &mut dyn Session, n: usize) -> Vec<usize> {
-        let headers = [("Set-Cookie".to_string(), "sid=abc".to_string())];
-        let reply = Reply {
-            status: 200,
-            body_bytes: 13,
-            body: b"<html></html>",
-            headers: &headers,
-        };
-        let mut out = vec![s.next_request(None).class];
-        for _ in 0..n {
-            out.push(s.next_request(Some(&reply)).class);
-        }
-        out
+        on_empty_pages(s, n).iter().map(|r| r.class).collect()
     }
 
     #[test]
     fn the_first_session_is_the_rogue_and_the_others_search_short() {
-        let w = Rogues::new(
-            100,
-            vec![5, 6],
-            9,
-            1,
-            Duration::from_secs(1),
-            Duration::from_secs(4),
-        );
+        let w = Rogues::new(RoguePlan {
+            corpus_users: 100,
+            short_accounts: vec![5, 6],
+            rogue_account: 9,
+            rogue_users: 1,
+            first_after: Duration::from_secs(1),
+            every: Duration::from_secs(4),
+        });
         assert_eq!(w.classes().len(), ROGUE_CLASS + 1);
         let mut rogue = w.session(1);
         let sent = classes(rogue.as_mut(), 50);

@@ -3,6 +3,8 @@
 //! own module so that the page renderer and the request parser, which use each other's other
 //! halves, do not import each other for it.
 
+use seda_http::percent::hex_digit;
+
 /// Decodes `+` and `%XX` (invalid escapes are kept as they are; invalid UTF-8 is replaced).
 pub fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
@@ -11,7 +13,8 @@ pub fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+            b'%' if i + 2 < bytes.len() => match (hex_digit(bytes[i + 1]), hex_digit(bytes[i + 2]))
+            {
                 (Some(h), Some(l)) => {
                     out.push(h * 16 + l);
                     i += 2;
@@ -38,15 +41,6 @@ pub fn percent_encode(s: &str) -> String {
         }
     }
     out
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

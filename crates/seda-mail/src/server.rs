@@ -170,9 +170,7 @@ impl MailServer {
     /// Graceful shutdown: stop accepting, finish in-flight requests (at most `timeout`), then
     /// drain and stop the stages (at most `timeout` again).
     pub fn shutdown(self, timeout: Duration) -> ServerShutdown {
-        let http = self.http.shutdown(timeout);
-        let runtime = self.runtime.shutdown_timeout(timeout);
-        ServerShutdown { http, runtime }
+        ServerShutdown::of(self.http, self.runtime, timeout)
     }
 }
 

@@ -534,6 +534,18 @@ mod tests {
         assert_eq!(s.kind, RequestKind::Login);
     }
 
+    /// The server's answer to a request of `kind` whose page is `body`: a login sets the
+    /// session cookie and redirects, anything else is a plain page.
+    fn page(kind: RequestKind, body: &str) -> Outcome<'_> {
+        let login = kind == RequestKind::Login;
+        Outcome::Response {
+            status: if login { 303 } else { 200 },
+            location: None,
+            set_cookie: login.then_some("sid=x"),
+            body,
+        }
+    }
+
     #[test]
     fn never_purges_from_trash() {
         let mut u = UserModel::new(1, 9, Duration::ZERO, Mix::Markov);
@@ -547,18 +559,8 @@ mod tests {
                 RequestKind::ListMessages => "<a href=\"/msg?id=11\"><a href=\"/msg?id=12\">",
                 _ => "",
             };
-            let cookie = (s.kind == RequestKind::Login).then_some("sid=x");
             let in_trash = u.folder == Some(4) && u.listed_from_folder;
-            s = u.next(Some(Outcome::Response {
-                status: if s.kind == RequestKind::Login {
-                    303
-                } else {
-                    200
-                },
-                location: None,
-                set_cookie: cookie,
-                body,
-            }));
+            s = u.next(Some(page(s.kind, body)));
             if s.kind == RequestKind::Delete {
                 assert!(!(in_trash && u.folder == Some(4)), "a delete in Trash");
             }
@@ -579,18 +581,8 @@ mod tests {
                 RequestKind::ListMessages => "<a href=\"/msg?id=11\"><a href=\"/msg?id=12\">",
                 _ => "",
             };
-            let cookie = (s.kind == RequestKind::Login).then_some("sid=x");
             seen |= s.kind == RequestKind::ShowMessage;
-            s = u.next(Some(Outcome::Response {
-                status: if s.kind == RequestKind::Login {
-                    303
-                } else {
-                    200
-                },
-                location: None,
-                set_cookie: cookie,
-                body,
-            }));
+            s = u.next(Some(page(s.kind, body)));
         }
         assert!(seen);
         assert!(s.path.starts_with("/msg?id=1"));

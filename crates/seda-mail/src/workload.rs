@@ -152,12 +152,7 @@ mod tests {
             ("Set-Cookie".to_string(), "sid=abc; HttpOnly".to_string()),
             ("Location".to_string(), "/folders".to_string()),
         ];
-        let reply = Reply {
-            status: 303,
-            body_bytes: 0,
-            body: b"",
-            headers: &headers,
-        };
+        let reply = Reply::whole(303, b"", &headers);
         let next = s.next_request(Some(&reply));
         assert!(
             next.headers
@@ -165,12 +160,7 @@ mod tests {
                 .any(|(k, v)| k == "Cookie" && v.contains("sid=abc")),
             "{next:?}"
         );
-        let rejected = Reply {
-            status: 503,
-            body_bytes: 0,
-            body: b"",
-            headers: &[],
-        };
+        let rejected = Reply::whole(503, b"", &[]);
         let again = s.next_request(Some(&rejected));
         assert_eq!(again, next, "a rejected user retries in its session");
         // The load generator's way: wait, restart, ask with no reply.

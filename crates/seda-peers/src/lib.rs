@@ -77,30 +77,23 @@ pub const PROMTOOL: Peer = program("promtool", "prometheus", "promtool");
 /// gunicorn (a stock Python service behind the proxy).
 pub const GUNICORN: Peer = program("gunicorn", "gunicorn", "gunicorn");
 /// psycopg2, for gunicorn's Python to reach PostgreSQL.
-pub const PSYCOPG2: Peer = Peer {
-    name: "psycopg2",
-    package: "python3-psycopg2",
-    program: None,
-    setup: "",
-};
+pub const PSYCOPG2: Peer = service("psycopg2", "python3-psycopg2", "");
 /// curl built with HTTP/2 (Debian's is), the h2c client.
 pub const CURL: Peer = program("curl", "curl", "curl");
 /// PostgreSQL, running where the tests and the lab look for it.
-pub const POSTGRESQL: Peer = Peer {
-    name: "PostgreSQL",
-    package: "postgresql",
-    program: None,
-    setup: ", running on 127.0.0.1:5432 with a database `test` that user postgres reaches \
-            without a password",
-};
+pub const POSTGRESQL: Peer = service(
+    "PostgreSQL",
+    "postgresql",
+    ", running on 127.0.0.1:5432 with a database `test` that user postgres reaches without a \
+     password",
+);
 /// MariaDB, running where the tests look for it.
-pub const MARIADB: Peer = Peer {
-    name: "MariaDB",
-    package: "mariadb-server",
-    program: None,
-    setup: ", running on 127.0.0.1:3306 with a database `test` that user root reaches \
-            without a password",
-};
+pub const MARIADB: Peer = service(
+    "MariaDB",
+    "mariadb-server",
+    ", running on 127.0.0.1:3306 with a database `test` that user root reaches without a \
+     password",
+);
 
 /// Every peer (`.ci/packages` must list each one's package).
 pub const ALL: [&Peer; 13] = [
@@ -119,12 +112,24 @@ pub const ALL: [&Peer; 13] = [
     &MARIADB,
 ];
 
+/// A peer that is a program on `PATH` and needs nothing beyond its package.
 const fn program(name: &'static str, package: &'static str, program: &'static str) -> Peer {
     Peer {
         name,
         package,
         program: Some(program),
         setup: "",
+    }
+}
+
+/// A peer without a program of its own to find (a library, or a server that must be running):
+/// `setup` says what it takes beyond the package.
+const fn service(name: &'static str, package: &'static str, setup: &'static str) -> Peer {
+    Peer {
+        name,
+        package,
+        program: None,
+        setup,
     }
 }
 

@@ -114,22 +114,15 @@ where
 {
     let mut statuses = Vec::with_capacity(n as usize);
     drive(rt, &mut svc, WARM_UP, &make, &mut Vec::new());
-    measured(rt, &mut svc, n, &make, &mut statuses);
+    measured(|| drive(rt, &mut svc, n, &make, &mut statuses));
     statuses
 }
 
-/// The counted requests (callgrind's `--toggle-collect` names this function).
+/// Runs `counted`, the counted requests (callgrind's `--toggle-collect` names this function:
+/// whatever runs inside it is counted).
 #[inline(never)]
-fn measured<S>(
-    rt: &tokio::runtime::Runtime,
-    svc: &mut S,
-    n: u64,
-    make: &impl Fn() -> Req,
-    statuses: &mut Vec<http::StatusCode>,
-) where
-    S: Service<Req, Response = Res, Error = Infallible>,
-{
-    drive(rt, svc, n, make, statuses);
+fn measured(counted: impl FnOnce()) {
+    counted();
 }
 
 /// `n` requests, each awaited to its response as the bench does (`block_on` per request).

@@ -214,7 +214,7 @@ impl Admission {
 /// One admitted request. Exactly one of `complete`, `terminate` or drop reports it to the
 /// controller: a response is a latency sample; a termination, an error, or a future dropped
 /// before it finished (the client went away, a timeout fired), is only a congestion signal.
-pub(crate) struct Ticket {
+pub struct Ticket {
     admission: Arc<Admission>,
     class: u8,
     start: Duration,

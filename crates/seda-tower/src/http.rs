@@ -1,6 +1,5 @@
 //! The HTTP service [`HttpSedaLayer`](crate::HttpSedaLayer) makes: rejections become 503s.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -10,6 +9,7 @@ use seda_control::SharedRetryAfter;
 use tower_service::Service;
 
 use crate::admission::Ticket;
+use crate::answered::{AnsweredFuture, Cut, Watch};
 use crate::budget::{BudgetTimer, deadline_response};
 use crate::classify::Classify;
 use crate::deadline::Deadline;
@@ -59,13 +59,7 @@ where
             None => None,
             Some(d) => match d.check(request.headers(), now) {
                 Ok(budget) => budget,
-                Err(_) => {
-                    return HttpResponseFuture {
-                        state: HttpState::Rejected {
-                            response: Some(deadline_response()),
-                        },
-                    };
-                }
+                Err(_) => return AnsweredFuture::rejected(deadline_response()),
             },
         };
         if let Some(b) = budget {
@@ -75,21 +69,16 @@ where
         match self.seda.admission.admit_at(now, class) {
             Ok(ticket) => {
                 self.retry.admitted();
-                HttpResponseFuture {
-                    state: HttpState::Admitted {
-                        inner: self.seda.inner.call(request),
-                        ticket: Some(ticket),
-                        deadline: Deadline::new(),
-                        budget: BudgetTimer::new(budget),
-                        retry_after_s: self.retry.seconds(),
-                    },
-                }
+                let watch = HttpWatch {
+                    deadline: Deadline::new(),
+                    budget: BudgetTimer::new(budget),
+                    retry_after_s: self.retry.seconds(),
+                };
+                AnsweredFuture::admitted(self.seda.inner.call(request), ticket, watch)
             }
-            Err(reason) => HttpResponseFuture {
-                state: HttpState::Rejected {
-                    response: Some(unavailable(reason.as_str(), self.retry.refused())),
-                },
-            },
+            Err(reason) => {
+                AnsweredFuture::rejected(unavailable(reason.as_str(), self.retry.refused()))
+            }
         }
     }
 }
@@ -122,93 +111,39 @@ fn retry_after_value(seconds: u32) -> HeaderValue {
     }
 }
 
+/// The response future of [`HttpSeda`]: a refusal's `503`, or the service's response unless
+/// the request's deadline (a `504`) or the terminator (a `503` with [`TERMINATED`]) cuts it
+/// first.
+pub type HttpResponseFuture<F, RB> = AnsweredFuture<F, RB, HttpWatch>;
+
 pin_project! {
-    /// The response future of [`HttpSeda`].
-    pub struct HttpResponseFuture<F, RB> {
+    /// What the HTTP form watches an admitted request for: its deadline (when the layer reads
+    /// deadlines), then the terminator's threshold.
+    pub struct HttpWatch {
         #[pin]
-        state: HttpState<F, RB>,
+        deadline: Deadline,
+        #[pin]
+        budget: BudgetTimer,
+        retry_after_s: u32,
     }
 }
 
-impl<F, RB> HttpResponseFuture<F, RB> {
-    /// Whether the layer refused the request (its answer is the 503, decided before anything
-    /// read the request's body). A front end uses it to pace the refusals on one connection
-    /// (`seda_control::refusal`); an upstream's own 503 is not a refusal.
-    pub fn is_rejected(&self) -> bool {
-        matches!(self.state, HttpState::Rejected { .. })
-    }
-}
+impl<RB: Default> Watch<RB> for HttpWatch {
+    const FUTURE: &'static str = "HttpResponseFuture";
 
-pin_project! {
-    #[project = HttpStateProj]
-    enum HttpState<F, RB> {
-        Admitted {
-            #[pin] inner: F,
-            ticket: Option<Ticket>,
-            #[pin] deadline: Deadline,
-            #[pin] budget: BudgetTimer,
-            retry_after_s: u32,
-        },
-        Rejected { response: Option<Response<RB>> },
-        Terminated,
-    }
-}
-
-impl<F, RB, E> Future for HttpResponseFuture<F, RB>
-where
-    F: Future<Output = Result<Response<RB>, E>>,
-    RB: Default,
-{
-    type Output = Result<Response<RB>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
-        match state.as_mut().project() {
-            HttpStateProj::Admitted {
-                inner,
-                ticket,
-                deadline,
-                budget,
-                retry_after_s,
-            } => {
-                if let Poll::Ready(out) = inner.poll(cx) {
-                    if let (Some(t), true) = (ticket.take(), out.is_ok()) {
-                        t.complete();
-                    }
-                    return Poll::Ready(out);
-                }
-                let Some(t) = ticket.as_ref() else {
-                    return Poll::Pending;
-                };
-                if budget.poll_passed(cx).is_ready() {
-                    let t = ticket.take();
-                    // Dropping the inner future stops the work nobody waits for any more.
-                    state.set(HttpState::Terminated);
-                    if let Some(t) = t {
-                        t.cut();
-                    }
-                    return Poll::Ready(Ok(deadline_response()));
-                }
-                ready!(deadline.poll_expired(t, cx));
-                let (t, retry_after_s) = (ticket.take(), *retry_after_s);
-                // Dropping the inner future is the termination: it releases what it held.
-                state.set(HttpState::Terminated);
-                if let Some(t) = t {
-                    t.terminate();
-                }
-                Poll::Ready(Ok(unavailable(TERMINATED, retry_after_s)))
-            }
-            HttpStateProj::Terminated => Poll::Pending,
-            HttpStateProj::Rejected { response } => match response.take() {
-                Some(r) => Poll::Ready(Ok(r)),
-                None => panic!("HttpResponseFuture polled after completion"),
-            },
+    fn poll_cut(
+        self: Pin<&mut Self>,
+        ticket: &Ticket,
+        cx: &mut Context<'_>,
+    ) -> Poll<(Cut, Response<RB>)> {
+        let this = self.project();
+        if this.budget.poll_passed(cx).is_ready() {
+            return Poll::Ready((Cut::PastDeadline, deadline_response()));
         }
-    }
-}
-
-impl<F, RB> std::fmt::Debug for HttpResponseFuture<F, RB> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HttpResponseFuture")
+        ready!(this.deadline.poll_expired(ticket, cx));
+        Poll::Ready((
+            Cut::Terminated,
+            unavailable(TERMINATED, *this.retry_after_s),
+        ))
     }
 }

@@ -136,6 +136,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod answered;
 mod budget;
 mod classify;
 mod clock;

@@ -88,15 +88,7 @@ pub struct AimdLimit {
 impl AimdLimit {
     /// A limit with `cfg`.
     pub fn new(cfg: AimdLimitConfig) -> Result<Self, InvalidConfig> {
-        if !(cfg.min >= 1.0 && cfg.min <= cfg.max && cfg.max.is_finite()) {
-            return Err(InvalidConfig::new(
-                "min_limit",
-                format!(
-                    "need 1 <= min_limit <= max_limit, got {} and {}",
-                    cfg.min, cfg.max
-                ),
-            ));
-        }
+        super::check_limit_bounds(cfg.min, cfg.max)?;
         if !(cfg.backoff_ratio > 0.0 && cfg.backoff_ratio < 1.0) {
             return Err(InvalidConfig::new(
                 "backoff_ratio",

@@ -97,15 +97,7 @@ pub struct Gradient2Limit {
 impl Gradient2Limit {
     /// A limit with `cfg`.
     pub fn new(cfg: Gradient2Config) -> Result<Self, InvalidConfig> {
-        if !(cfg.min >= 1.0 && cfg.min <= cfg.max && cfg.max.is_finite()) {
-            return Err(InvalidConfig::new(
-                "min_limit",
-                format!(
-                    "need 1 <= min_limit <= max_limit, got {} and {}",
-                    cfg.min, cfg.max
-                ),
-            ));
-        }
+        super::check_limit_bounds(cfg.min, cfg.max)?;
         if !(cfg.smoothing > 0.0 && cfg.smoothing <= 1.0) {
             return Err(InvalidConfig::new(
                 "smoothing",

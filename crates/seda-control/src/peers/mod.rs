@@ -24,7 +24,7 @@ pub use vegas::{VegasConfig, VegasLimit};
 use std::time::Duration;
 
 pub(crate) use crate::response_time::percentile as percentile_of;
-use crate::{AdmissionController, RejectReason, Time};
+use crate::{AdmissionController, InvalidConfig, RejectReason, Time};
 
 /// A concurrency-limit algorithm fed one sample per finished request.
 pub trait LimitAlgorithm: Send {
@@ -43,6 +43,18 @@ pub trait LimitAlgorithm: Send {
     fn extra_state(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+}
+
+/// Checks a limit's bounds as Netflix's limits have them: `1 <= min_limit <= max_limit`, and
+/// `max_limit` finite.
+pub(crate) fn check_limit_bounds(min: f64, max: f64) -> Result<(), InvalidConfig> {
+    if min >= 1.0 && min <= max && max.is_finite() {
+        return Ok(());
+    }
+    Err(InvalidConfig::new(
+        "min_limit",
+        format!("need 1 <= min_limit <= max_limit, got {min} and {max}"),
+    ))
 }
 
 /// Enforces a [`LimitAlgorithm`]'s limit on the number of unfinished admitted events.

@@ -44,7 +44,7 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
-use crate::request::Body;
+use crate::body::Body;
 use history::History;
 pub use stats::{ExtraStats, FrontendStats, StatsDocument};
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use super::{AdminSources, json, not_found, respond};
-use crate::request::Body;
+use crate::body::Body;
 
 /// The path.
 pub(super) const PATH: &str = "/_seda/target";

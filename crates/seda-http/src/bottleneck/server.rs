@@ -147,9 +147,7 @@ impl BottleneckServer {
     /// Graceful shutdown: stop accepting, finish in-flight requests (at most `timeout`), then
     /// drain and stop the stage (at most `timeout` again). The data file is removed.
     pub fn shutdown(self, timeout: Duration) -> ServerShutdown {
-        let http = self.http.shutdown(timeout);
-        let runtime = self.runtime.shutdown_timeout(timeout);
-        ServerShutdown { http, runtime }
+        ServerShutdown::of(self.http, self.runtime, timeout)
     }
 }
 

@@ -12,7 +12,8 @@ use std::time::Instant;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use seda_tower::{DEADLINE, DEADLINE_HEADER, GRPC_TIMEOUT, budget_from_headers};
 
-use crate::request::{Body, REASON_HEADER, text};
+use crate::body::Body;
+use crate::request::{REASON_HEADER, text};
 use crate::wire;
 
 /// What the headers say of a request's deadline.

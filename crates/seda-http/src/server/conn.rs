@@ -29,7 +29,8 @@ use super::park::{ParkedGuard, Wait, wait_parked};
 use super::stats::inc;
 use super::watch::{ConnState, Verdict, WatchedStream};
 use crate::HttpConfig;
-use crate::request::{Answer, Body, HttpRequest, Reply, overloaded, terminated, text};
+use crate::body::Body;
+use crate::request::{Answer, HttpRequest, Reply, overloaded, terminated, text};
 
 /// Connections being answered 503 because too many are open; beyond this many they are just
 /// closed, so a flood cannot pile up refusal tasks either.

@@ -30,7 +30,8 @@ use super::Shared;
 use super::conn::answer;
 use super::park::{ParkedGuard, Wait, wait_parked};
 use super::watch::{ConnState, WatchedStream};
-use crate::request::{Answer, Body};
+use crate::body::Body;
+use crate::request::Answer;
 use crate::wire::{self, Framing, Head, Simple};
 
 /// The first read buffer of a busy connection; it grows to `max_header_bytes` at most.

@@ -49,7 +49,7 @@ impl Failure {
         }
     }
 
-    pub(super) fn answer(self) -> http::Response<crate::request::Body> {
+    pub(super) fn answer(self) -> http::Response<crate::body::Body> {
         match self {
             Failure::NotFound => text(StatusCode::NOT_FOUND, "404 Not Found\n"),
             Failure::Forbidden => text(StatusCode::FORBIDDEN, "403 Forbidden\n"),

@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use crate::percent::hex_digit;
+
 /// Why a request path was refused (answered 400).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathError {
@@ -17,15 +19,6 @@ pub enum PathError {
     NotAbsolute,
 }
 
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
 /// Percent-decodes `raw` (the URI path, without the query).
 pub fn percent_decode(raw: &str) -> Result<Vec<u8>, PathError> {
     let bytes = raw.as_bytes();
@@ -34,8 +27,8 @@ pub fn percent_decode(raw: &str) -> Result<Vec<u8>, PathError> {
     while i < bytes.len() {
         let b = bytes[i];
         if b == b'%' {
-            let hi = bytes.get(i + 1).copied().and_then(hex);
-            let lo = bytes.get(i + 2).copied().and_then(hex);
+            let hi = bytes.get(i + 1).copied().and_then(hex_digit);
+            let lo = bytes.get(i + 2).copied().and_then(hex_digit);
             match (hi, lo) {
                 (Some(h), Some(l)) => out.push(h << 4 | l),
                 _ => return Err(PathError::BadEncoding),

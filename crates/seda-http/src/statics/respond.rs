@@ -11,7 +11,8 @@ use http::header::{
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 
-use crate::request::{Answer, Body};
+use crate::body::Body;
+use crate::request::Answer;
 use crate::wire::{self, Prepared};
 
 /// A cached file: its body and the header values every response for it carries.

@@ -12,7 +12,7 @@ use http::{Response, StatusCode};
 use http_body_util::Full;
 
 use super::render::{self, Framing, Seen};
-use crate::request::Body;
+use crate::body::Body;
 
 /// A ready `200 OK`: its headers (as lines and as a map) and its body.
 #[derive(Debug)]

@@ -49,7 +49,7 @@ use crate::mail::{
 use crate::outcome::{Check, Outcome};
 use crate::plot::LineChart;
 use crate::poll::{StatsPoller, stage_series};
-use crate::scenarios::sert_shift::{GOAL_WITHIN_1S, PAPER_WITHIN_1S};
+use crate::scenarios::sert_shift::{GOAL_WITHIN_1S, PAPER_WITHIN_1S, run_data};
 use crate::spike::Spike;
 use crate::{Lab, Scenario};
 
@@ -168,14 +168,9 @@ impl Scenario for MailSearch {
             }),
             summary,
             data: crate::outcome::by_name(runs.iter().map(|r| {
-                (
-                    r.name,
-                    json!({
-                        "series": serde_json::to_value(&r.report.series).unwrap_or(Value::Null),
-                        "threshold_s": r.threshold,
-                        "audit": audit_json(&r.audit),
-                    }),
-                )
+                let mut data = run_data(&r.report, &r.threshold);
+                data.insert("audit".into(), audit_json(&r.audit));
+                (r.name, Value::Object(data))
             })),
             report: markdown(&runs, &spike, &before, &accounts),
             checks,
@@ -249,6 +244,8 @@ fn throughput(r: &Run) -> f64 {
 /// What a short run decides (enforced) and what it only observes.
 fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
     let (ac, term) = (&runs[0], &runs[1]);
+    // The share within 1 s during the spike: admission alone, then with termination.
+    let (ac_1s, term_1s) = (g(ac, "within_1s_fraction"), g(term, "within_1s_fraction"));
     let mut out = vec![
         // SERT06's benefit, the claim issue 55 asks to enforce at its goal: ahead of admission
         // alone, and at SERT's share within 1 s. The share is a known shortfall: seven quick
@@ -261,12 +258,8 @@ fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
         Check::new(
             "with termination of searches, more requests complete within 1 s during the spike \
              than with admission control alone",
-            g(term, "within_1s_fraction") > g(ac, "within_1s_fraction"),
-            format!(
-                "{:.1}% vs {:.1}%",
-                g(term, "within_1s_fraction") * 100.0,
-                g(ac, "within_1s_fraction") * 100.0
-            ),
+            term_1s > ac_1s,
+            format!("{:.1}% vs {:.1}%", term_1s * 100.0, ac_1s * 100.0),
         )
         .paper(format!(
             "SERT06 slides, synthetic service: {:.1}% vs {:.1}%",
@@ -279,11 +272,11 @@ fn checks(runs: &[Run], before: &Audit) -> Vec<Check> {
                  the spike",
                 GOAL_WITHIN_1S * 100.0
             ),
-            g(term, "within_1s_fraction") >= GOAL_WITHIN_1S,
+            term_1s >= GOAL_WITHIN_1S,
             format!(
                 "{:.1}% (admission alone {:.1}%)",
-                g(term, "within_1s_fraction") * 100.0,
-                g(ac, "within_1s_fraction") * 100.0
+                term_1s * 100.0,
+                ac_1s * 100.0
             ),
         )
         .paper(format!(

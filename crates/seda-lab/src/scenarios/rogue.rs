@@ -53,7 +53,7 @@ use crate::mail::{
     self, CORPUS_USERS, Control, MailServer, ServeOptions, audit_check, audit_clean,
 };
 use crate::outcome::{Check, Outcome};
-use crate::rogues::{ROGUE_CLASS, Rogues};
+use crate::rogues::{ROGUE_CLASS, RoguePlan, Rogues};
 use crate::{Lab, Scenario};
 
 /// The scenario.
@@ -314,14 +314,14 @@ fn run_variant(
         1.0,
     )?;
     let every = Duration::from_secs_f64(design.rogue_every_s);
-    cfg.workload = std::sync::Arc::new(Rogues::new(
-        CORPUS_USERS,
-        design.short_accounts.iter().map(|a| a.0).collect(),
-        design.rogue_account.0,
-        usize::from(rogues),
-        every / 2,
+    cfg.workload = std::sync::Arc::new(Rogues::new(RoguePlan {
+        corpus_users: CORPUS_USERS,
+        short_accounts: design.short_accounts.iter().map(|a| a.0).collect(),
+        rogue_account: design.rogue_account.0,
+        rogue_users: usize::from(rogues),
+        first_after: every / 2,
         every,
-    ));
+    }));
     let at_start = crate::admin::stats(server.admin).map(|s| search_terminated(&s));
     let report = lab.load(cfg);
     let at_end = crate::admin::stats(server.admin).map(|s| search_terminated(&s));

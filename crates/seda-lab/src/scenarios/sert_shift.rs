@@ -67,6 +67,18 @@ pub(crate) fn sert_terminator(window: usize) -> TerminateConfig {
     )
 }
 
+/// A run's data: the load's per-interval series and SERT's threshold over time, `(t, s)`
+/// (`mail-search` adds its audit).
+pub(crate) fn run_data(report: &Report, threshold: &[(f64, f64)]) -> Map<String, Value> {
+    let mut data = Map::new();
+    data.insert(
+        "series".into(),
+        serde_json::to_value(&report.series).unwrap_or(Value::Null),
+    );
+    data.insert("threshold_s".into(), json!(threshold));
+    data
+}
+
 struct Run {
     name: &'static str,
     summary: RunSummary,
@@ -184,15 +196,10 @@ impl Scenario for SertShift {
                 "scaling": "times as in the slides; the slides' 50/s scaled to 400/s for 8 workers so the shift overloads as theirs did",
             }),
             summary,
-            data: crate::outcome::by_name(runs.iter().map(|r| {
-                (
-                    r.name,
-                    json!({
-                        "series": serde_json::to_value(&r.report.series).unwrap_or(Value::Null),
-                        "threshold_s": r.threshold,
-                    }),
-                )
-            })),
+            data: crate::outcome::by_name(
+                runs.iter()
+                    .map(|r| (r.name, Value::Object(run_data(&r.report, &r.threshold)))),
+            ),
             report: markdown(&runs, gain, cut, from_s, to_s, lab.quick),
             checks,
         })

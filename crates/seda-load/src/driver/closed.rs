@@ -1,6 +1,6 @@
 //! The closed loop: users that send, wait for the reply, think, and send again.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,7 @@ use rand::{Rng, SeedableRng};
 use super::client::Client;
 use super::{Ctx, seed_for};
 use crate::record::Outcome;
+use crate::workload::Session;
 use crate::{Closed, Eager};
 
 /// Which users the schedule starts and stops.
@@ -25,7 +26,7 @@ pub(crate) enum Users {
 /// the target leaves after its current request (and think time).
 pub(crate) async fn controller(ctx: Rc<Ctx>, model: Users) {
     let running: Rc<RefCell<Vec<bool>>> = Rc::default();
-    let target = Rc::new(std::cell::Cell::new(0usize));
+    let target = Rc::new(Cell::new(0usize));
     loop {
         let t = ctx.elapsed();
         if ctx.stopping.get() {
@@ -41,19 +42,18 @@ pub(crate) async fn controller(ctx: Rc<Ctx>, model: Users) {
             for id in 0..n {
                 if !run[id] {
                     run[id] = true;
-                    let (ctx, target, running) = (ctx.clone(), target.clone(), running.clone());
+                    let seat = Seat {
+                        ctx: ctx.clone(),
+                        id,
+                        target: target.clone(),
+                        running: running.clone(),
+                    };
                     match &model {
                         Users::Closed(m) => {
-                            tokio::task::spawn_local(user(ctx, m.clone(), id, target, running));
+                            tokio::task::spawn_local(user(seat, m.clone()));
                         }
                         Users::Eager(m) => {
-                            tokio::task::spawn_local(super::eager::user(
-                                ctx,
-                                m.clone(),
-                                id,
-                                target,
-                                running,
-                            ));
+                            tokio::task::spawn_local(super::eager::user(seat, m.clone()));
                         }
                     }
                 }
@@ -75,20 +75,46 @@ pub(crate) async fn controller(ctx: Rc<Ctx>, model: Users) {
     }
 }
 
-async fn user(
-    ctx: Rc<Ctx>,
-    model: Closed,
-    id: usize,
-    target: Rc<std::cell::Cell<usize>>,
+/// One user's place in the schedule, handed to the user's task: who it is, and the controller's
+/// target and roll of running users that say when it leaves.
+pub(crate) struct Seat {
+    pub ctx: Rc<Ctx>,
+    pub id: usize,
+    target: Rc<Cell<usize>>,
     running: Rc<RefCell<Vec<bool>>>,
-) {
-    let seed = seed_for(ctx.cfg.seed, id as u64);
-    let mut session = ctx.cfg.workload.session(seed);
-    let mut rng = SmallRng::seed_from_u64(!seed);
+}
+
+impl Seat {
+    /// The user's session and its own random draws, both seeded from the run's seed and the
+    /// user's number, so a run repeats.
+    pub fn session(&self) -> (Box<dyn Session>, SmallRng) {
+        let seed = seed_for(self.ctx.cfg.seed, self.id as u64);
+        (
+            self.ctx.cfg.workload.session(seed),
+            SmallRng::seed_from_u64(!seed),
+        )
+    }
+
+    /// Whether the user goes on: the schedule still wants it and the run is not stopping.
+    pub fn wanted(&self) -> bool {
+        self.id < self.target.get() && !self.ctx.stopping.get()
+    }
+
+    /// The user has left: off the roll, and the recorder's count of active users follows.
+    pub fn leave(self) {
+        let mut run = self.running.borrow_mut();
+        run[self.id] = false;
+        self.ctx.rec.borrow_mut().active = run.iter().filter(|&&r| r).count();
+    }
+}
+
+async fn user(seat: Seat, model: Closed) {
+    let (ctx, id) = (seat.ctx.clone(), seat.id);
+    let (mut session, mut rng) = seat.session();
     let mut client = Client::new(id);
     client.capture(session.capture_bytes(), session.capture_headers());
     let mut last: Option<Outcome> = None;
-    while id < target.get() && !ctx.stopping.get() {
+    while seat.wanted() {
         let req = {
             let reply = last.as_ref().and_then(|o| client.reply(o));
             session.next_request(reply.as_ref())
@@ -135,7 +161,5 @@ async fn user(
             tokio::time::sleep(think).await;
         }
     }
-    let mut run = running.borrow_mut();
-    run[id] = false;
-    ctx.rec.borrow_mut().active = run.iter().filter(|&&r| r).count();
+    seat.leave();
 }

@@ -10,32 +10,25 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use rand::Rng;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use tokio::sync::oneshot;
 
 use super::client::Client;
-use super::{Ctx, seed_for};
+use super::closed::Seat;
 use crate::Eager;
 use crate::record::Outcome;
 
 /// One eager user: see the module docs.
-pub(crate) async fn user(
-    ctx: Rc<Ctx>,
-    model: Eager,
-    id: usize,
-    target: Rc<std::cell::Cell<usize>>,
-    running: Rc<RefCell<Vec<bool>>>,
-) {
-    let seed = seed_for(ctx.cfg.seed, id as u64);
-    let mut session = ctx.cfg.workload.session(seed);
-    let mut rng = SmallRng::seed_from_u64(!seed);
+pub(crate) async fn user(seat: Seat, model: Eager) {
+    let (ctx, id) = (seat.ctx.clone(), seat.id);
+    let (mut session, mut rng) = seat.session();
     // Idle connections of this user; a request that outlives its expected time keeps its own.
     let idle: Rc<RefCell<Vec<Client>>> = Rc::default();
     let outstanding = Rc::new(std::cell::Cell::new(0usize));
     // The reply the session sees next: the last one that came back in time, with its client.
     let mut last: Option<(Client, Outcome)> = None;
-    while id < target.get() && !ctx.stopping.get() {
+    while seat.wanted() {
         let req = {
             let reply = last.as_ref().and_then(|(c, o)| c.reply(o));
             session.next_request(reply.as_ref())
@@ -99,9 +92,7 @@ pub(crate) async fn user(
             tokio::time::sleep(think).await;
         }
     }
-    let mut run = running.borrow_mut();
-    run[id] = false;
-    ctx.rec.borrow_mut().active = run.iter().filter(|&&r| r).count();
+    seat.leave();
 }
 
 /// A duration uniform in `[lo, hi]`.

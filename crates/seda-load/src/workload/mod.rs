@@ -58,7 +58,18 @@ pub struct Reply<'a> {
     pub headers: &'a [(String, String)],
 }
 
-impl Reply<'_> {
+impl<'a> Reply<'a> {
+    /// A reply whose body was captured whole (`body_bytes` is its length), as a test or a
+    /// session's own check builds one.
+    pub fn whole(status: u16, body: &'a [u8], headers: &'a [(String, String)]) -> Reply<'a> {
+        Reply {
+            status,
+            body_bytes: body.len() as u64,
+            body,
+            headers,
+        }
+    }
+
     /// The first header field named `name` (case-insensitive), if headers were captured.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::common::{period_series, period_table, sim, stage};
 use super::{Options, Output, Scenario};
-use crate::levers::{Contention, Levers};
+use crate::levers::{Contention, Levers, PoolControl};
 use crate::summary::{RunSummary, fraction, per_s};
 use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
 
@@ -33,15 +33,7 @@ pub const GROUPS: [(u32, f64); 4] = [(100, 0.0), (150, 30.0), (100, 60.0), (50, 
 pub fn run_groups(seed: u64) -> Result<SimResult> {
     let sources = GROUPS
         .iter()
-        .map(|&(clients, start_s)| {
-            SourceConfig::new(Population::Eager {
-                clients,
-                patience: Dist::Deterministic { mean_s: 1.5 },
-                think: Dist::exp(1.0),
-                start_s,
-                end_s: f64::INFINITY,
-            })
-        })
+        .map(|&(clients, start_s)| partly_open(clients, start_s))
         .collect();
     let mut cfg = SimConfig::new(DURATION_S, stage(4, Dist::exp(0.05)), sources);
     cfg.seed = seed;
@@ -49,13 +41,32 @@ pub fn run_groups(seed: u64) -> Result<SimResult> {
     cfg.target_s = TARGET_S;
     let (dropper, pool) = super::thesis_open::self_tuning(TARGET_S, 128);
     cfg.admission = Some(dropper);
-    cfg.levers = Levers {
+    cfg.levers = backend_levers(pool);
+    sim(cfg)
+}
+
+/// `clients` of the thesis's partly-open clients joining at `start_s`: each sends 1 s
+/// (exponential think) after a reply, or 1.5 s (FAIR07's expected time) after its last send
+/// without one. `follow-target` uses them too.
+pub(super) fn partly_open(clients: u32, start_s: f64) -> SourceConfig {
+    SourceConfig::new(Population::Eager {
+        clients,
+        patience: Dist::Deterministic { mean_s: 1.5 },
+        think: Dist::exp(1.0),
+        start_s,
+        end_s: f64::INFINITY,
+    })
+}
+
+/// The levers of the emulated plant `follow-target` shares: the backend serving 64 requests at
+/// once, and `pool` sized every 2 s.
+pub(super) fn backend_levers(pool: PoolControl) -> Levers {
+    Levers {
         contention: Some(Contention::backend(64)),
         pool: Some(pool),
         period_s: 2.0,
         ..Levers::new()
-    };
-    sim(cfg)
+    }
 }
 
 /// The run's figures.

@@ -26,10 +26,11 @@ use serde_json::json;
 use std::time::Duration;
 
 use super::common::{period_series, period_table, sim, stage};
+use super::dynamic_groups::{backend_levers, partly_open};
 use super::{Options, Output, Scenario};
-use crate::levers::{Contention, Levers, PoolControl, TargetPlan};
+use crate::levers::{PoolControl, TargetPlan};
 use crate::summary::{RunSummary, fraction, per_s};
-use crate::{Dist, Population, SimConfig, SimResult, SourceConfig};
+use crate::{Dist, SimConfig, SimResult};
 
 /// `seda sim follow-target`.
 pub const SCENARIO: Scenario = Scenario {
@@ -50,13 +51,7 @@ pub const MAX_STEP: usize = 1;
 
 /// Runs the scenario once.
 pub fn run_steps(seed: u64) -> Result<SimResult> {
-    let clients = SourceConfig::new(Population::Eager {
-        clients: CLIENTS,
-        patience: Dist::Deterministic { mean_s: 1.5 },
-        think: Dist::exp(1.0),
-        start_s: 0.0,
-        end_s: f64::INFINITY,
-    });
+    let clients = partly_open(CLIENTS, 0.0);
     let mut cfg = SimConfig::new(DURATION_S, stage(4, Dist::exp(0.05)), vec![clients]);
     cfg.seed = seed;
     cfg.bucket_s = 1.0;
@@ -72,12 +67,7 @@ pub fn run_steps(seed: u64) -> Result<SimResult> {
         plan: Some(plan),
         max_servers: MAX_THREADS,
     };
-    cfg.levers = Levers {
-        contention: Some(Contention::backend(64)),
-        pool: Some(pool),
-        period_s: 2.0,
-        ..Levers::new()
-    };
+    cfg.levers = backend_levers(pool);
     sim(cfg)
 }
 

@@ -31,3 +31,6 @@ pub use state::{DEADLINE, DeadlineStats, Deadlines};
 
 pub(crate) use state::{DeadlineState, deadline_response};
 pub(crate) use timer::BudgetTimer;
+
+#[cfg(test)]
+pub(crate) use parse::MALFORMED_GRPC_TIMEOUTS;

@@ -177,6 +177,22 @@ fn digits_value(digits: &[u8]) -> Option<u64> {
     })
 }
 
+/// Malformed `grpc-timeout` values, each with a word its error must contain (the gRPC form's
+/// tests check that it ignores every one of them).
+#[cfg(test)]
+pub(crate) const MALFORMED_GRPC_TIMEOUTS: [(&[u8], &str); 10] = [
+    (b"", "empty"),
+    (b"m", "no digits"),
+    (b"100", "unknown unit"),
+    (b"100x", "unknown unit"),
+    (b"123456789m", "more than 8 digits"),
+    (b"-1m", "ASCII digits"),
+    (b"1.5S", "ASCII digits"),
+    (b" 1S", "ASCII digits"),
+    ("\u{661}S".as_bytes(), "ASCII digits"),
+    (b"\xff5S", "ASCII digits"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,18 +227,7 @@ mod tests {
 
     #[test]
     fn malformed_values_say_what_is_wrong() {
-        let cases: [(&[u8], &str); 9] = [
-            (b"", "empty"),
-            (b"m", "no digits"),
-            (b"100", "unknown unit"),
-            (b"100x", "unknown unit"),
-            (b"123456789m", "more than 8 digits"),
-            (b"-1m", "ASCII digits"),
-            (b"1.5S", "ASCII digits"),
-            (b" 1S", "ASCII digits"),
-            ("\u{661}S".as_bytes(), "ASCII digits"),
-        ];
-        for (value, expect) in cases {
+        for (value, expect) in MALFORMED_GRPC_TIMEOUTS {
             let err = parse_grpc_timeout(value).unwrap_err();
             assert!(err.to_string().contains(expect), "{value:?}: {err}");
             assert_eq!(err.header(), GRPC_TIMEOUT);

@@ -1,8 +1,7 @@
 //! The gRPC service [`GrpcSedaLayer`](crate::GrpcSedaLayer) makes, and its future.
 
-use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use http::{Request, Response};
@@ -13,6 +12,7 @@ use tower_service::Service;
 use super::status::{Code, trailers_only};
 use super::timeout::ClientDeadline;
 use crate::admission::Ticket;
+use crate::answered::{AnsweredFuture, Cut, Watch};
 use crate::classify::Classify;
 use crate::deadline::Deadline;
 use crate::http::TERMINATED;
@@ -55,133 +55,79 @@ where
             Ok(ticket) => {
                 self.retry.admitted();
                 let client = ClientDeadline::new(request.headers(), Instant::now());
-                GrpcResponseFuture {
-                    state: GrpcState::Admitted {
-                        inner: self.seda.inner.call(request),
-                        ticket: Some(ticket),
-                        termination: Deadline::new(),
-                        client,
-                        retry_after_s: self.retry.seconds(),
-                    },
-                }
+                let watch = GrpcWatch {
+                    termination: Deadline::new(),
+                    client,
+                    retry_after_s: self.retry.seconds(),
+                };
+                AnsweredFuture::admitted(self.seda.inner.call(request), ticket, watch)
             }
             Err(reason) => {
                 let pushback_ms = u64::from(self.retry.refused()) * 1000;
                 let message = format!("service overloaded ({reason}); retry in {pushback_ms} ms");
-                GrpcResponseFuture {
-                    state: GrpcState::Rejected {
-                        response: Some(trailers_only(
-                            Code::ResourceExhausted,
-                            &message,
-                            reason.as_str(),
-                            Some(pushback_ms),
-                        )),
-                    },
-                }
+                AnsweredFuture::rejected(trailers_only(
+                    Code::ResourceExhausted,
+                    &message,
+                    reason.as_str(),
+                    Some(pushback_ms),
+                ))
             }
         }
     }
 }
 
+/// The response future of [`GrpcSeda`]: a refusal's `RESOURCE_EXHAUSTED`, or the service's
+/// response unless the call's `grpc-timeout` (`DEADLINE_EXCEEDED`) or the terminator
+/// (`RESOURCE_EXHAUSTED` with a pushback) cuts it first.
+pub type GrpcResponseFuture<F, RB> = AnsweredFuture<F, RB, GrpcWatch>;
+
 pin_project! {
-    /// The response future of [`GrpcSeda`].
-    pub struct GrpcResponseFuture<F, RB> {
+    /// What the gRPC form watches an admitted call for: the client's deadline, then the
+    /// terminator's threshold.
+    pub struct GrpcWatch {
         #[pin]
-        state: GrpcState<F, RB>,
+        termination: Deadline,
+        #[pin]
+        client: ClientDeadline,
+        retry_after_s: u32,
     }
 }
 
-pin_project! {
-    #[project = GrpcStateProj]
-    enum GrpcState<F, RB> {
-        Admitted {
-            #[pin] inner: F,
-            ticket: Option<Ticket>,
-            #[pin] termination: Deadline,
-            #[pin] client: ClientDeadline,
-            retry_after_s: u32,
-        },
-        Rejected { response: Option<Response<RB>> },
-        Cut,
-    }
-}
+impl<RB: Default> Watch<RB> for GrpcWatch {
+    const FUTURE: &'static str = "GrpcResponseFuture";
 
-impl<F, RB, E> Future for GrpcResponseFuture<F, RB>
-where
-    F: Future<Output = Result<Response<RB>, E>>,
-    RB: Default,
-{
-    type Output = Result<Response<RB>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
-        match state.as_mut().project() {
-            GrpcStateProj::Admitted {
-                inner,
-                ticket,
-                termination,
-                mut client,
-                retry_after_s,
-            } => {
-                if let Poll::Ready(out) = inner.poll(cx) {
-                    if let (Some(t), true) = (ticket.take(), out.is_ok()) {
-                        t.complete();
-                    }
-                    return Poll::Ready(out);
-                }
-                let Some(t) = ticket.as_ref() else {
-                    return Poll::Pending;
-                };
-                // The client's deadline first: past it the client has stopped listening, so
-                // the call is lost whatever else fired, and DEADLINE_EXCEEDED is the truth.
-                if client.as_mut().poll_passed(cx).is_ready() {
-                    let message = format!(
-                        "deadline exceeded: the call ran past its grpc-timeout of {:?}",
-                        client.timeout()
-                    );
-                    // The ticket is dropped unused: a drop, a congestion signal.
-                    drop(ticket.take());
-                    // Dropping the inner future releases what it held.
-                    state.set(GrpcState::Cut);
-                    return Poll::Ready(Ok(trailers_only(
-                        Code::DeadlineExceeded,
-                        &message,
-                        DEADLINE,
-                        None,
-                    )));
-                }
-                if termination.poll_expired(t, cx).is_ready() {
-                    let threshold = t.termination().map(|x| x.threshold()).unwrap_or_default();
-                    let pushback_ms = u64::from(*retry_after_s) * 1000;
-                    let t = ticket.take();
-                    state.set(GrpcState::Cut);
-                    if let Some(t) = t {
-                        t.terminate();
-                    }
-                    let message = format!(
-                        "terminated after running past {threshold:?} (service overloaded); \
-                         retry in {pushback_ms} ms"
-                    );
-                    return Poll::Ready(Ok(trailers_only(
-                        Code::ResourceExhausted,
-                        &message,
-                        TERMINATED,
-                        Some(pushback_ms),
-                    )));
-                }
-                Poll::Pending
-            }
-            GrpcStateProj::Cut => Poll::Pending,
-            GrpcStateProj::Rejected { response } => match response.take() {
-                Some(r) => Poll::Ready(Ok(r)),
-                None => panic!("GrpcResponseFuture polled after completion"),
-            },
+    fn poll_cut(
+        self: Pin<&mut Self>,
+        ticket: &Ticket,
+        cx: &mut Context<'_>,
+    ) -> Poll<(Cut, Response<RB>)> {
+        let mut this = self.project();
+        // The client's deadline first: past it the client has stopped listening, so the call
+        // is lost whatever else fired, and DEADLINE_EXCEEDED is the truth.
+        if this.client.as_mut().poll_passed(cx).is_ready() {
+            let message = format!(
+                "deadline exceeded: the call ran past its grpc-timeout of {:?}",
+                this.client.timeout()
+            );
+            let response = trailers_only(Code::DeadlineExceeded, &message, DEADLINE, None);
+            return Poll::Ready((Cut::Abandoned, response));
         }
-    }
-}
-
-impl<F, RB> std::fmt::Debug for GrpcResponseFuture<F, RB> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("GrpcResponseFuture")
+        ready!(this.termination.poll_expired(ticket, cx));
+        let threshold = ticket
+            .termination()
+            .map(|x| x.threshold())
+            .unwrap_or_default();
+        let pushback_ms = u64::from(*this.retry_after_s) * 1000;
+        let message = format!(
+            "terminated after running past {threshold:?} (service overloaded); retry in \
+             {pushback_ms} ms"
+        );
+        let response = trailers_only(
+            Code::ResourceExhausted,
+            &message,
+            TERMINATED,
+            Some(pushback_ms),
+        );
+        Poll::Ready((Cut::Terminated, response))
     }
 }

@@ -143,6 +143,26 @@ impl Point {
         }
     }
 
+    /// Errors, timeouts and requests unanswered at the end, as `e / t / u` (the report's
+    /// column and the progress line).
+    pub fn failures(&self) -> String {
+        format!(
+            "{} / {} / {}",
+            self.errors, self.timeouts, self.in_flight_at_end
+        )
+    }
+
+    /// The CPU the server used, the load generator used, and other programs took, as shares
+    /// of a core `s% / g% / o%` (the report's column and the progress line).
+    pub fn cpu_shares(&self) -> String {
+        format!(
+            "{:.0}% / {:.0}% / {:.0}%",
+            self.server_cpu * 100.0,
+            self.load_generator_cpu * 100.0,
+            self.lost_to_others * 100.0
+        )
+    }
+
     /// How much of a core other programs took from the server or the generator.
     pub fn disturbance(&self) -> f64 {
         self.lost_to_others
@@ -204,19 +224,15 @@ pub fn run(
     let p = Point::of(server, clients, &report, usage);
     lab.log(format!(
         "{server:>8} {clients:>5} clients: {:>6.0} req/s {:>6.0} Mbit/s  mean {:>6.1} ms  max \
-         {:>7.1} ms  fairness {:.3}  err {} to {} open {}  cpu: server {:.0}% generator {:.0}% \
-         lost to others {:.0}%",
+         {:>7.1} ms  fairness {:.3}  errors / timeouts / open {}  cpu: server / generator / lost \
+         to others {}",
         p.throughput_per_s,
         p.mbit_per_s,
         p.mean_response_s * 1e3,
         p.max_response_s * 1e3,
         p.fairness,
-        p.errors,
-        p.timeouts,
-        p.in_flight_at_end,
-        p.server_cpu * 100.0,
-        p.load_generator_cpu * 100.0,
-        p.lost_to_others * 100.0
+        p.failures(),
+        p.cpu_shares()
     ));
     Ok(p)
 }

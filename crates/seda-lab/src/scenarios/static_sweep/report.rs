@@ -57,8 +57,7 @@ pub(crate) fn report(
             if let Some(p) = at(points, server.name(), n) {
                 let _ = writeln!(
                     s,
-                    "| {n} | {} | {:.0} | {:.0} | {:.1} | {} | {} | {} | {:.3} | {} / {} / {} | {:.0}% / \
-                     {:.0}% / {:.0}%{} |",
+                    "| {n} | {} | {:.0} | {:.0} | {:.1} | {} | {} | {} | {:.3} | {} | {}{} |",
                     p.server,
                     p.throughput_per_s,
                     p.throughput_per_cpu_s(),
@@ -67,12 +66,8 @@ pub(crate) fn report(
                     ms(p.p99_response_s),
                     ms(p.max_response_s),
                     p.fairness,
-                    p.errors,
-                    p.timeouts,
-                    p.in_flight_at_end,
-                    p.server_cpu * 100.0,
-                    p.load_generator_cpu * 100.0,
-                    p.lost_to_others * 100.0,
+                    p.failures(),
+                    p.cpu_shares(),
                     if p.repeated { " (second try)" } else { "" }
                 );
             }
