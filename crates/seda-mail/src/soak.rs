@@ -26,7 +26,9 @@ use parking_lot::Mutex;
 use seda::{Config, Meta, Runtime, Stage, handler};
 use seda_control::terminate::FixedThreshold;
 
-use crate::store::{Audit, IdleCheck, Page, SearchField, Sort, Store, StoreError, watch};
+use crate::store::{
+    Audit, IdleCheck, Page, SearchField, SearchQuery, Sort, Store, StoreError, watch,
+};
 
 /// Locks the requests take a guard of (request `i` takes lock `i % STRIPES`).
 pub const STRIPES: usize = 64;
@@ -195,10 +197,15 @@ impl Shared {
                 }
                 break;
             }
-            match self
-                .store
-                .search(self.user, MISSING, SearchField::Body, 10, meta)
-            {
+            match self.store.search(
+                self.user,
+                SearchQuery {
+                    text: MISSING,
+                    field: SearchField::Body,
+                    limit: 10,
+                },
+                meta,
+            ) {
                 Ok(_) => {}
                 Err(StoreError::Cancelled) => {
                     self.cancelled_calls.fetch_add(1, Ordering::Relaxed);

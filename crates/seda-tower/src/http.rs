@@ -6,13 +6,11 @@ use std::task::{Context, Poll, ready};
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use pin_project_lite::pin_project;
 use seda_control::SharedRetryAfter;
-use tower_service::Service;
 
 use crate::admission::Ticket;
-use crate::answered::{AnsweredFuture, Cut, Watch};
 use crate::budget::{BudgetTimer, deadline_response};
 use crate::classify::Classify;
-use crate::deadline::Deadline;
+use crate::form::{AnsweredFuture, Answering, Cut, Form, Inner};
 use crate::service::Seda;
 
 /// The header naming why a request was turned away (`queue_full`, `rate`, `class`, `limit`,
@@ -25,37 +23,36 @@ pub const REJECT_HEADER: &str = "x-seda-reject";
 pub const TERMINATED: &str = "terminated";
 
 /// An HTTP service behind admission control (made by [`HttpSedaLayer`](crate::HttpSedaLayer)).
-#[derive(Clone)]
-pub struct HttpSeda<S, C> {
-    seda: Seda<S, C>,
-    retry: SharedRetryAfter,
-}
+pub type HttpSeda<S, C> = Answering<S, C, HttpForm>;
 
-impl<S, C> HttpSeda<S, C> {
-    pub(crate) fn new(seda: Seda<S, C>, retry: SharedRetryAfter) -> Self {
-        HttpSeda { seda, retry }
+/// The response future of [`HttpSeda`]: a refusal's `503`, or the service's response unless
+/// the request's deadline (a `504`) or the terminator (a `503` with [`TERMINATED`]) cuts it
+/// first. [`AnsweredFuture::is_rejected`] tells a refusal.
+pub type HttpResponseFuture<F, RB> = AnsweredFuture<F, RB, HttpForm>;
+
+pin_project! {
+    /// The HTTP form: a refusal is a `503` with `Retry-After`; an admitted request is watched
+    /// for its deadline when the layer reads deadlines (a `504`), and a termination is a `503`
+    /// with [`TERMINATED`].
+    pub struct HttpForm {
+        #[pin]
+        budget: BudgetTimer,
     }
 }
 
-impl<S, C, B, RB> Service<Request<B>> for HttpSeda<S, C>
-where
-    S: Service<Request<B>, Response = Response<RB>>,
-    RB: Default,
-    C: Classify<Request<B>>,
-{
-    type Response = Response<RB>;
-    type Error = S::Error;
-    type Future = HttpResponseFuture<S::Future, RB>;
+impl Form for HttpForm {
+    const LAYER: &'static str = "HttpSedaLayer";
+    const FUTURE: &'static str = "HttpResponseFuture";
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.seda.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+    fn call<S: Inner<B, RB>, C: Classify<Request<B>>, B, RB: Default>(
+        seda: &mut Seda<S, C>,
+        retry: &SharedRetryAfter,
+        mut request: Request<B>,
+    ) -> AnsweredFuture<S::Future, RB, Self> {
         // One reading of the layer's clock for the door and the controller.
-        let now = self.seda.admission.now();
+        let now = seda.admission.now();
         // The deadline first: a request that cannot finish in time costs the controller nothing.
-        let budget = match self.seda.admission.deadlines.get() {
+        let budget = match seda.admission.deadlines.get() {
             None => None,
             Some(d) => match d.check(request.headers(), now) {
                 Ok(budget) => budget,
@@ -65,21 +62,30 @@ where
         if let Some(b) = budget {
             request.extensions_mut().insert(b);
         }
-        let class = self.seda.classify.class(&request);
-        match self.seda.admission.admit_at(now, class) {
+        let class = seda.classify.class(&request);
+        match seda.admission.admit_at(now, class) {
             Ok(ticket) => {
-                self.retry.admitted();
-                let watch = HttpWatch {
-                    deadline: Deadline::new(),
+                retry.admitted();
+                let form = HttpForm {
                     budget: BudgetTimer::new(budget),
-                    retry_after_s: self.retry.seconds(),
                 };
-                AnsweredFuture::admitted(self.seda.inner.call(request), ticket, watch)
+                let inner = seda.inner.call(request);
+                AnsweredFuture::admitted(inner, ticket, form, retry.seconds())
             }
-            Err(reason) => {
-                AnsweredFuture::rejected(unavailable(reason.as_str(), self.retry.refused()))
-            }
+            Err(reason) => AnsweredFuture::rejected(unavailable(reason.as_str(), retry.refused())),
         }
+    }
+
+    fn poll_deadline<RB: Default>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<(Cut, Response<RB>)> {
+        ready!(self.project().budget.poll_passed(cx));
+        Poll::Ready((Cut::PastDeadline, deadline_response()))
+    }
+
+    fn terminated<RB: Default>(_: Option<&Ticket>, retry_after_s: u32) -> Response<RB> {
+        unavailable(TERMINATED, retry_after_s)
     }
 }
 
@@ -108,42 +114,5 @@ fn retry_after_value(seconds: u32) -> HeaderValue {
     match RENDERED.get(seconds as usize) {
         Some(v) => v.clone(),
         None => HeaderValue::from(seconds),
-    }
-}
-
-/// The response future of [`HttpSeda`]: a refusal's `503`, or the service's response unless
-/// the request's deadline (a `504`) or the terminator (a `503` with [`TERMINATED`]) cuts it
-/// first.
-pub type HttpResponseFuture<F, RB> = AnsweredFuture<F, RB, HttpWatch>;
-
-pin_project! {
-    /// What the HTTP form watches an admitted request for: its deadline (when the layer reads
-    /// deadlines), then the terminator's threshold.
-    pub struct HttpWatch {
-        #[pin]
-        deadline: Deadline,
-        #[pin]
-        budget: BudgetTimer,
-        retry_after_s: u32,
-    }
-}
-
-impl<RB: Default> Watch<RB> for HttpWatch {
-    const FUTURE: &'static str = "HttpResponseFuture";
-
-    fn poll_cut(
-        self: Pin<&mut Self>,
-        ticket: &Ticket,
-        cx: &mut Context<'_>,
-    ) -> Poll<(Cut, Response<RB>)> {
-        let this = self.project();
-        if this.budget.poll_passed(cx).is_ready() {
-            return Poll::Ready((Cut::PastDeadline, deadline_response()));
-        }
-        ready!(this.deadline.poll_expired(ticket, cx));
-        Poll::Ready((
-            Cut::Terminated,
-            unavailable(TERMINATED, *this.retry_after_s),
-        ))
     }
 }

@@ -10,10 +10,10 @@ use tower_layer::Layer;
 use crate::ArrivalLag;
 use crate::admission::{Admission, DEFAULT_TICK, QueueModel, StatsHandle};
 use crate::classify::SingleClass;
-use crate::http::HttpSeda;
+use crate::form::AnsweringLayer;
+use crate::http::HttpForm;
 use crate::service::Seda;
 use crate::terminate::Termination;
-use seda_control::SharedRetryAfter;
 
 /// Default `Retry-After` of a 503, in seconds.
 pub const DEFAULT_RETRY_AFTER_S: u32 = 1;
@@ -168,10 +168,7 @@ impl<C> SedaLayer<C> {
     /// an error: [`DEFAULT_RETRY_AFTER_S`] while refusals are few, stretched up to 24 x while
     /// the layer refuses more requests than it admits ([`seda_control::RetryAfter`]).
     pub fn http(self) -> HttpSedaLayer<C> {
-        HttpSedaLayer {
-            inner: self,
-            retry: SharedRetryAfter::around(DEFAULT_RETRY_AFTER_S),
-        }
+        AnsweringLayer::new(self)
     }
 }
 
@@ -189,12 +186,7 @@ impl<S, C: Clone> Layer<S> for SedaLayer<C> {
 
 /// [`SedaLayer`] for HTTP services: a rejected request is answered at once with `503 Service
 /// Unavailable`, a `Retry-After` header and an `x-seda-reject` header naming the reason.
-#[derive(Clone)]
-pub struct HttpSedaLayer<C = SingleClass> {
-    inner: SedaLayer<C>,
-    /// Shared by every service the layer makes, so it counts all their refusals.
-    retry: SharedRetryAfter,
-}
+pub type HttpSedaLayer<C = SingleClass> = AnsweringLayer<C, HttpForm>;
 
 impl<C> HttpSedaLayer<C> {
     /// Reads each request's deadline and works to it (see [`Deadlines`](crate::Deadlines)):
@@ -220,45 +212,12 @@ impl<C> HttpSedaLayer<C> {
             )),
         }
     }
-
-    /// Sets the `Retry-After` of a 503 while refusals are few, in seconds.
-    pub fn retry_after(mut self, seconds: u32) -> Self {
-        self.retry = SharedRetryAfter::around(seconds);
-        self
-    }
-
-    /// A handle to read the layer's counters and controller state.
-    pub fn stats(&self) -> StatsHandle {
-        self.inner.stats()
-    }
-
-    /// See [`SedaLayer::arrival_lag`].
-    pub fn arrival_lag(&self) -> ArrivalLag {
-        self.inner.arrival_lag()
-    }
-}
-
-impl<S, C: Clone> Layer<S> for HttpSedaLayer<C> {
-    type Service = HttpSeda<S, C>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        HttpSeda::new(self.inner.layer(inner), self.retry.clone())
-    }
 }
 
 impl<C> std::fmt::Debug for SedaLayer<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SedaLayer")
             .field("stats", &self.stats())
-            .finish()
-    }
-}
-
-impl<C> std::fmt::Debug for HttpSedaLayer<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpSedaLayer")
-            .field("stats", &self.stats())
-            .field("retry_after_s", &self.retry.seconds())
             .finish()
     }
 }

@@ -136,17 +136,18 @@
 #![warn(missing_docs)]
 
 mod admission;
-mod answered;
 mod budget;
 mod classify;
 mod clock;
 mod criticality;
 mod deadline;
 mod error;
+mod form;
 mod grpc;
 mod http;
 mod lag;
 mod layer;
+mod running;
 mod service;
 mod terminate;
 
@@ -162,6 +163,7 @@ pub use criticality::{
     forward_criticality,
 };
 pub use error::{Overloaded, Terminated};
+pub use form::{AnsweredFuture, Answering, AnsweringLayer};
 pub use grpc::{
     GRPC_MESSAGE, GRPC_STATUS, GRPC_TIMEOUT, GrpcResponseFuture, GrpcSeda, GrpcSedaLayer,
     RETRY_PUSHBACK_HEADER,

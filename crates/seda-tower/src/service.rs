@@ -11,8 +11,8 @@ use tower_service::Service;
 
 use crate::admission::{Admission, Ticket};
 use crate::classify::Classify;
-use crate::deadline::Deadline;
 use crate::error::{Overloaded, Terminated};
+use crate::running::Running;
 
 /// A boxed error, as tower's middleware returns.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -68,7 +68,7 @@ pin_project! {
 pin_project! {
     #[project = StateProj]
     enum State<F> {
-        Admitted { #[pin] inner: F, ticket: Option<Ticket>, #[pin] deadline: Deadline },
+        Admitted { #[pin] run: Running<F> },
         Rejected { reason: RejectReason },
         Terminated,
     }
@@ -78,9 +78,7 @@ impl<F> ResponseFuture<F> {
     pub(crate) fn admitted(inner: F, ticket: Ticket) -> Self {
         ResponseFuture {
             state: State::Admitted {
-                inner,
-                ticket: Some(ticket),
-                deadline: Deadline::new(),
+                run: Running::new(inner, ticket),
             },
         }
     }
@@ -102,24 +100,17 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
         match state.as_mut().project() {
-            StateProj::Admitted {
-                inner,
-                ticket,
-                deadline,
-            } => {
-                if let Poll::Ready(out) = inner.poll(cx) {
-                    if let (Some(t), true) = (ticket.take(), out.is_ok()) {
-                        t.complete();
-                    }
-                    // An error drops the ticket unused: a congestion signal, not a latency sample.
+            StateProj::Admitted { mut run } => {
+                if let Poll::Ready(out) = run.as_mut().poll_inner(cx) {
                     return Poll::Ready(out.map_err(Into::into));
                 }
-                let Some(t) = ticket.as_ref() else {
-                    return Poll::Pending;
-                };
-                ready!(deadline.poll_expired(t, cx));
-                let threshold = t.termination().map(|x| x.threshold()).unwrap_or_default();
-                let t = ticket.take();
+                ready!(run.as_mut().poll_expired(cx));
+                let threshold = run
+                    .ticket()
+                    .and_then(|t| t.termination())
+                    .map(|x| x.threshold())
+                    .unwrap_or_default();
+                let t = run.take_ticket();
                 // Dropping the inner future is the termination: it releases what it held.
                 state.set(State::Terminated);
                 if let Some(t) = t {

@@ -9,7 +9,7 @@ use crate::html;
 use crate::request::{MailRequest, MailResponse, RequestKind};
 use crate::search_cost::SearchJob;
 use crate::session::{Refused, Session, Sessions};
-use crate::store::{MAX_RESULTS, Moved, Page, SearchField, Sort, Store, StoreError};
+use crate::store::{MAX_RESULTS, Moved, Page, SearchField, SearchQuery, Sort, Store, StoreError};
 
 /// What every handler shares: the store, the sessions and the list page size.
 pub(super) struct Core {
@@ -246,7 +246,15 @@ impl Core {
         let (q, field) = search_params(req)?;
         let rows = self
             .store
-            .search(s.user, q, field, MAX_RESULTS, &req.meta)
+            .search(
+                s.user,
+                SearchQuery {
+                    text: q,
+                    field,
+                    limit: MAX_RESULTS,
+                },
+                &req.meta,
+            )
             .map_err(store_error)?;
         let label = match field {
             SearchField::Headers => "subject and sender",

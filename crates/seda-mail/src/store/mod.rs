@@ -152,6 +152,17 @@ pub enum SearchField {
     Body,
 }
 
+/// One search of a user's messages: `text` in `field`, at most `limit` of the newest hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchQuery<'a> {
+    /// The text looked for (a substring, case as the backend's `LIKE` has it).
+    pub text: &'a str,
+    /// Where it is looked for.
+    pub field: SearchField,
+    /// The most hits returned (capped at [`MAX_RESULTS`]).
+    pub limit: u32,
+}
+
 /// What a delete or refile did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moved {
@@ -279,14 +290,7 @@ pub trait Store: Send + Sync + 'static {
     /// Moves a message to another folder of the same user.
     fn refile(&self, user: i64, id: i64, to: i64, meta: &Meta) -> Result<Moved>;
     /// Messages whose subject or sender (or body) contain `text`, newest first.
-    fn search(
-        &self,
-        user: i64,
-        text: &str,
-        field: SearchField,
-        limit: u32,
-        meta: &Meta,
-    ) -> Result<Vec<Summary>>;
+    fn search(&self, user: i64, query: SearchQuery<'_>, meta: &Meta) -> Result<Vec<Summary>>;
 }
 
 /// Opens a store from a URL: a path or `sqlite://path`, `mysql://user@host:port/db`,

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use seda::Meta;
-use seda_mail::store::{SearchField, Store, StoreError};
+use seda_mail::store::{SearchField, SearchQuery, Store, StoreError};
 use seda_mail::{MailService, ServiceOptions};
 
 use crate::common::*;
@@ -27,7 +27,12 @@ fn slow_search_is_interrupted(store: &dyn Store) {
         token.cancel();
     });
     let t0 = Instant::now();
-    let out = store.search(1, &slow_pattern(), SearchField::Body, 10, &meta);
+    let query = SearchQuery {
+        text: &slow_pattern(),
+        field: SearchField::Body,
+        limit: 10,
+    };
+    let out = store.search(1, query, &meta);
     let took = t0.elapsed();
     canceller.join().unwrap();
     assert!(

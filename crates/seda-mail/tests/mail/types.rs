@@ -2,7 +2,7 @@
 
 use seda::Meta;
 use seda_mail::ServiceOptions;
-use seda_mail::store::{Moved, Page, SearchField, Sort, TRASH};
+use seda_mail::store::{Moved, Page, SearchField, SearchQuery, Sort, TRASH};
 
 use crate::common::*;
 
@@ -164,7 +164,7 @@ fn every_request_type_on_every_backend() {
         // Search: headers and body; the store agrees with the page.
         let word = second.subject.split(' ').next_back().unwrap().to_string();
         let hits = store
-            .search(user.id, &word, SearchField::Headers, 100, &meta)
+            .search(user.id, query(&word, SearchField::Headers), &meta)
             .unwrap();
         assert!(
             hits.iter().any(|h| h.id == second.id),
@@ -177,7 +177,7 @@ fn every_request_type_on_every_backend() {
             "{backend}"
         );
         let body_hits = store
-            .search(user.id, "the", SearchField::Body, 100, &meta)
+            .search(user.id, query("the", SearchField::Body), &meta)
             .unwrap();
         assert!(!body_hits.is_empty(), "{backend}");
         let r = call(&svc, req("GET", "/search?q=the&in=body", c, ""));
@@ -200,5 +200,14 @@ fn every_request_type_on_every_backend() {
             to
         );
         rt.shutdown();
+    }
+}
+
+/// A search for `text` in `field`, up to 100 hits.
+fn query(text: &str, field: SearchField) -> SearchQuery<'_> {
+    SearchQuery {
+        text,
+        field,
+        limit: 100,
     }
 }

@@ -173,20 +173,53 @@ pub fn window_summary(name: &str, r: &SimResult, from_s: f64, to_s: f64) -> RunS
     s
 }
 
+/// The columns of a shift's figures, as `sert-shift` and `sert-motivation` print them.
+const SHIFT_COLUMNS: [&str; 6] = [
+    "throughput/s",
+    "mean_response_s",
+    "within_1s",
+    "terminated",
+    "tput_loss",
+    "rejected",
+];
+
+/// `sert-shift`'s widths of [`SHIFT_COLUMNS`].
+const SHIFT_WIDTHS: [usize; 6] = [14, 15, 12, 11, 11, 9];
+
+/// The header of [`SHIFT_COLUMNS`], each right-aligned in its width.
+pub(super) fn shift_header(widths: [usize; 6]) -> String {
+    let cells: Vec<String> = SHIFT_COLUMNS
+        .iter()
+        .zip(widths)
+        .map(|(name, w)| format!("{name:>w$}"))
+        .collect();
+    cells.join(" ")
+}
+
+/// A shift's figures under [`shift_header`]: throughput (one decimal), mean response time,
+/// share within 1 s, share terminated, throughput lost and share rejected (three).
+pub(super) fn shift_cells(s: &RunSummary, [w0, w1, w2, w3, w4, w5]: [usize; 6]) -> String {
+    let g = |k: &str| s.extra_f64(k).unwrap_or(f64::NAN);
+    format!(
+        "{:>w0$.1} {:>w1$.3} {:>w2$.3} {:>w3$.3} {:>w4$.3} {:>w5$.3}",
+        s.throughput_per_s.unwrap_or(0.0),
+        g("mean_response_s"),
+        g("within_1s_fraction"),
+        g("terminated_fraction"),
+        g("throughput_loss"),
+        s.rejected_fraction
+    )
+}
+
 fn run_shift(args: &Options) -> Result<Output> {
     let names = selected(&args.controller, &SHIFT_VARIANTS);
     let mut text = format!(
         "sert-shift: {SHIFT_WORKERS} workers, open Poisson {SHIFT_RATE}/s of 5 ms and 500 ms \
          requests, long share 1% then 10% from {SHIFT_FROM_S} s to {SHIFT_TO_S} s of \
-         {SHIFT_RUN_S} s; figures over the shift; seed {}\n{:>16} {:>14} {:>15} {:>12} {:>11} {:>11} {:>9}\n",
+         {SHIFT_RUN_S} s; figures over the shift; seed {}\n{:>16} {}\n",
         args.seed,
         "variant",
-        "throughput/s",
-        "mean_response_s",
-        "within_1s",
-        "terminated",
-        "tput_loss",
-        "rejected"
+        shift_header(SHIFT_WIDTHS)
     );
     let mut runs = serde_json::Map::new();
     let mut figures = Vec::new();
@@ -194,16 +227,7 @@ fn run_shift(args: &Options) -> Result<Output> {
         let r = run_shift_variant(name, args.seed)?;
         let s = shift_summary(name, &r);
         let g = |k: &str| s.extra_f64(k).unwrap_or(f64::NAN);
-        text += &format!(
-            "{:>16} {:>14.1} {:>15.3} {:>12.3} {:>11.3} {:>11.3} {:>9.3}\n",
-            name,
-            s.throughput_per_s.unwrap_or(0.0),
-            g("mean_response_s"),
-            g("within_1s_fraction"),
-            g("terminated_fraction"),
-            g("throughput_loss"),
-            s.rejected_fraction
-        );
+        text += &format!("{name:>16} {}\n", shift_cells(&s, SHIFT_WIDTHS));
         figures.push((s.throughput_per_s.unwrap_or(0.0), g("mean_response_s")));
         let series: Vec<_> = r
             .metrics

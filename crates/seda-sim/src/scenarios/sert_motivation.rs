@@ -43,21 +43,19 @@ pub fn run_point(variant: &str, long_share: f64, seed: u64) -> Result<RunSummary
     Ok(s)
 }
 
+/// This table's widths of the shift's columns.
+const WIDTHS: [usize; 6] = [13, 15, 10, 11, 10, 9];
+
 fn run(args: &Options) -> Result<Output> {
     let variants = selected(&args.controller, &VARIANTS);
     let mut text = format!(
         "sert-motivation: {SHIFT_WORKERS} workers, queue bound {SHIFT_QUEUE}, open Poisson \
          {SHIFT_RATE}/s of 5 ms and 500 ms requests, one run per long share, figures over \
-         {FROM_S}-{RUN_S} s; seed {}\n{:>16} {:>6} {:>13} {:>15} {:>10} {:>11} {:>10} {:>9}\n",
+         {FROM_S}-{RUN_S} s; seed {}\n{:>16} {:>6} {}\n",
         args.seed,
         "variant",
         "long",
-        "throughput/s",
-        "mean_response_s",
-        "within_1s",
-        "terminated",
-        "tput_loss",
-        "rejected"
+        sert::shift_header(WIDTHS)
     );
     let mut points = Vec::new();
     // (variant, share, throughput, mean response) for the closing line.
@@ -68,15 +66,9 @@ fn run(args: &Options) -> Result<Output> {
             let g = |k: &str| s.extra_f64(k).unwrap_or(f64::NAN);
             let tput = s.throughput_per_s.unwrap_or(0.0);
             text += &format!(
-                "{:>16} {:>5.1}% {:>13.1} {:>15.3} {:>10.3} {:>11.3} {:>10.3} {:>9.3}\n",
-                variant,
+                "{variant:>16} {:>5.1}% {}\n",
                 share * 100.0,
-                tput,
-                g("mean_response_s"),
-                g("within_1s_fraction"),
-                g("terminated_fraction"),
-                g("throughput_loss"),
-                s.rejected_fraction
+                sert::shift_cells(&s, WIDTHS)
             );
             figures.push((variant, share, tput, g("mean_response_s")));
             points.push(json!({

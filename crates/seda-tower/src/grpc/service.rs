@@ -1,4 +1,5 @@
-//! The gRPC service [`GrpcSedaLayer`](crate::GrpcSedaLayer) makes, and its future.
+//! The gRPC form of the layer ([`GrpcSedaLayer`](crate::GrpcSedaLayer)): how it admits,
+//! refuses and cuts a call.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -7,14 +8,12 @@ use std::time::Instant;
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use seda_control::SharedRetryAfter;
-use tower_service::Service;
 
 use super::status::{Code, trailers_only};
 use super::timeout::ClientDeadline;
 use crate::admission::Ticket;
-use crate::answered::{AnsweredFuture, Cut, Watch};
 use crate::classify::Classify;
-use crate::deadline::Deadline;
+use crate::form::{AnsweredFuture, Answering, Cut, Form, Inner};
 use crate::http::TERMINATED;
 use crate::service::Seda;
 
@@ -23,47 +22,44 @@ use crate::service::Seda;
 const DEADLINE: &str = "deadline";
 
 /// A gRPC service behind admission control (made by [`GrpcSedaLayer`](crate::GrpcSedaLayer)).
-#[derive(Clone)]
-pub struct GrpcSeda<S, C> {
-    seda: Seda<S, C>,
-    retry: SharedRetryAfter,
-}
+pub type GrpcSeda<S, C> = Answering<S, C, GrpcForm>;
 
-impl<S, C> GrpcSeda<S, C> {
-    pub(crate) fn new(seda: Seda<S, C>, retry: SharedRetryAfter) -> Self {
-        GrpcSeda { seda, retry }
+/// The response future of [`GrpcSeda`]: a refusal's `RESOURCE_EXHAUSTED`, or the service's
+/// response unless the call's `grpc-timeout` (`DEADLINE_EXCEEDED`) or the terminator
+/// (`RESOURCE_EXHAUSTED` with a pushback) cuts it first.
+pub type GrpcResponseFuture<F, RB> = AnsweredFuture<F, RB, GrpcForm>;
+
+pin_project! {
+    /// The gRPC form: a refusal is a trailers-only `RESOURCE_EXHAUSTED` with a pushback; an
+    /// admitted call is watched for the client's deadline (`DEADLINE_EXCEEDED`), and a
+    /// termination is `RESOURCE_EXHAUSTED` with the same pushback.
+    pub struct GrpcForm {
+        #[pin]
+        client: ClientDeadline,
     }
 }
 
-impl<S, C, B, RB> Service<Request<B>> for GrpcSeda<S, C>
-where
-    S: Service<Request<B>, Response = Response<RB>>,
-    RB: Default,
-    C: Classify<Request<B>>,
-{
-    type Response = Response<RB>;
-    type Error = S::Error;
-    type Future = GrpcResponseFuture<S::Future, RB>;
+impl Form for GrpcForm {
+    const LAYER: &'static str = "GrpcSedaLayer";
+    const FUTURE: &'static str = "GrpcResponseFuture";
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.seda.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let class = self.seda.classify.class(&request);
-        match self.seda.admit(class) {
+    fn call<S: Inner<B, RB>, C: Classify<Request<B>>, B, RB: Default>(
+        seda: &mut Seda<S, C>,
+        retry: &SharedRetryAfter,
+        request: Request<B>,
+    ) -> AnsweredFuture<S::Future, RB, Self> {
+        let class = seda.classify.class(&request);
+        match seda.admit(class) {
             Ok(ticket) => {
-                self.retry.admitted();
-                let client = ClientDeadline::new(request.headers(), Instant::now());
-                let watch = GrpcWatch {
-                    termination: Deadline::new(),
-                    client,
-                    retry_after_s: self.retry.seconds(),
+                retry.admitted();
+                let form = GrpcForm {
+                    client: ClientDeadline::new(request.headers(), Instant::now()),
                 };
-                AnsweredFuture::admitted(self.seda.inner.call(request), ticket, watch)
+                let inner = seda.inner.call(request);
+                AnsweredFuture::admitted(inner, ticket, form, retry.seconds())
             }
             Err(reason) => {
-                let pushback_ms = u64::from(self.retry.refused()) * 1000;
+                let pushback_ms = u64::from(retry.refused()) * 1000;
                 let message = format!("service overloaded ({reason}); retry in {pushback_ms} ms");
                 AnsweredFuture::rejected(trailers_only(
                     Code::ResourceExhausted,
@@ -74,60 +70,38 @@ where
             }
         }
     }
-}
 
-/// The response future of [`GrpcSeda`]: a refusal's `RESOURCE_EXHAUSTED`, or the service's
-/// response unless the call's `grpc-timeout` (`DEADLINE_EXCEEDED`) or the terminator
-/// (`RESOURCE_EXHAUSTED` with a pushback) cuts it first.
-pub type GrpcResponseFuture<F, RB> = AnsweredFuture<F, RB, GrpcWatch>;
-
-pin_project! {
-    /// What the gRPC form watches an admitted call for: the client's deadline, then the
-    /// terminator's threshold.
-    pub struct GrpcWatch {
-        #[pin]
-        termination: Deadline,
-        #[pin]
-        client: ClientDeadline,
-        retry_after_s: u32,
-    }
-}
-
-impl<RB: Default> Watch<RB> for GrpcWatch {
-    const FUTURE: &'static str = "GrpcResponseFuture";
-
-    fn poll_cut(
+    /// Past the client's deadline the client has stopped listening, so the call is lost
+    /// whatever else fired, and DEADLINE_EXCEEDED is the truth: checked before termination.
+    fn poll_deadline<RB: Default>(
         self: Pin<&mut Self>,
-        ticket: &Ticket,
         cx: &mut Context<'_>,
     ) -> Poll<(Cut, Response<RB>)> {
-        let mut this = self.project();
-        // The client's deadline first: past it the client has stopped listening, so the call
-        // is lost whatever else fired, and DEADLINE_EXCEEDED is the truth.
-        if this.client.as_mut().poll_passed(cx).is_ready() {
-            let message = format!(
-                "deadline exceeded: the call ran past its grpc-timeout of {:?}",
-                this.client.timeout()
-            );
-            let response = trailers_only(Code::DeadlineExceeded, &message, DEADLINE, None);
-            return Poll::Ready((Cut::Abandoned, response));
-        }
-        ready!(this.termination.poll_expired(ticket, cx));
+        let mut client = self.project().client;
+        ready!(client.as_mut().poll_passed(cx));
+        let message = format!(
+            "deadline exceeded: the call ran past its grpc-timeout of {:?}",
+            client.timeout()
+        );
+        let response = trailers_only(Code::DeadlineExceeded, &message, DEADLINE, None);
+        Poll::Ready((Cut::Abandoned, response))
+    }
+
+    fn terminated<RB: Default>(ticket: Option<&Ticket>, retry_after_s: u32) -> Response<RB> {
         let threshold = ticket
-            .termination()
+            .and_then(|t| t.termination())
             .map(|x| x.threshold())
             .unwrap_or_default();
-        let pushback_ms = u64::from(*this.retry_after_s) * 1000;
+        let pushback_ms = u64::from(retry_after_s) * 1000;
         let message = format!(
             "terminated after running past {threshold:?} (service overloaded); retry in \
              {pushback_ms} ms"
         );
-        let response = trailers_only(
+        trailers_only(
             Code::ResourceExhausted,
             &message,
             TERMINATED,
             Some(pushback_ms),
-        );
-        Poll::Ready((Cut::Terminated, response))
+        )
     }
 }

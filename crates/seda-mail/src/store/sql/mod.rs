@@ -10,7 +10,7 @@ use super::backend::{Backend, Conn, ConnPool, Row, Val};
 use super::page::LISTING_INDEXES;
 use super::{
     Audit, Folder, IdleCheck, Loaded, MAX_PAGE, MAX_RESULTS, Message, Moved, Page, Result,
-    SearchField, Sort, Store, StoreError, Summary, TRASH, check, like_pattern, watch,
+    SearchField, SearchQuery, Sort, Store, StoreError, Summary, TRASH, check, like_pattern, watch,
 };
 use crate::corpus::Corpus;
 
@@ -510,14 +510,8 @@ impl<B: Backend> Store for SqlStore<B> {
         })
     }
 
-    fn search(
-        &self,
-        user: i64,
-        text: &str,
-        field: SearchField,
-        limit: u32,
-        meta: &Meta,
-    ) -> Result<Vec<Summary>> {
+    fn search(&self, user: i64, query: SearchQuery<'_>, meta: &Meta) -> Result<Vec<Summary>> {
+        let SearchQuery { text, field, limit } = query;
         let pattern = like_pattern(text);
         let like = B::DIALECT.like;
         let limit = i64::from(limit.min(MAX_RESULTS));

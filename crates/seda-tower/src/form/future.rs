@@ -1,7 +1,4 @@
-//! The future the HTTP and gRPC forms share ([`HttpResponseFuture`](crate::HttpResponseFuture),
-//! [`GrpcResponseFuture`](crate::GrpcResponseFuture)): a refusal answered at once, or an
-//! admitted request that reports its outcome to the controller unless the form's [`Watch`]
-//! cuts it first. The forms differ only in what they watch for and how they answer a cut.
+//! [`AnsweredFuture`]: a refusal answered at once, or an admitted request watched by its form.
 
 use std::fmt;
 use std::future::Future;
@@ -11,37 +8,13 @@ use std::task::{Context, Poll, ready};
 use http::Response;
 use pin_project_lite::pin_project;
 
+use super::{Cut, Form};
 use crate::admission::Ticket;
-
-/// What a cut does with the request's ticket (what the controller learns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cut {
-    /// The terminator cut it: [`Ticket::terminate`].
-    Terminated,
-    /// Its own deadline passed: [`Ticket::cut`].
-    PastDeadline,
-    /// The client stopped waiting: the ticket is dropped unused, before the request's work is
-    /// (a drop, a congestion signal).
-    Abandoned,
-}
-
-/// What a form watches an admitted request for, while its inner future runs.
-pub trait Watch<RB> {
-    /// The form's name for its future, in `Debug` and in the panic of a poll after completion.
-    const FUTURE: &'static str;
-
-    /// `Ready` with the cut and its answer once the request must stop; `ticket` is its
-    /// admission.
-    fn poll_cut(
-        self: Pin<&mut Self>,
-        ticket: &Ticket,
-        cx: &mut Context<'_>,
-    ) -> Poll<(Cut, Response<RB>)>;
-}
+use crate::running::Running;
 
 pin_project! {
-    /// The response future of a form that answers refusals and cuts itself; `W` is what it
-    /// watches an admitted request for.
+    /// The response future of a layer that answers refusals and cuts itself; `W` is its
+    /// [`Form`], what it watches an admitted request for.
     pub struct AnsweredFuture<F, RB, W> {
         #[pin]
         state: State<F, RB, W>,
@@ -52,9 +25,9 @@ pin_project! {
     #[project = StateProj]
     enum State<F, RB, W> {
         Admitted {
-            #[pin] inner: F,
-            ticket: Option<Ticket>,
-            #[pin] watch: W,
+            #[pin] run: Running<F>,
+            #[pin] form: W,
+            retry_after_s: u32,
         },
         Rejected { response: Option<Response<RB>> },
         Cut,
@@ -62,13 +35,14 @@ pin_project! {
 }
 
 impl<F, RB, W> AnsweredFuture<F, RB, W> {
-    /// An admitted request: `inner` runs under `ticket`, watched by `watch`.
-    pub(crate) fn admitted(inner: F, ticket: Ticket, watch: W) -> Self {
+    /// An admitted request: `inner` runs under `ticket`, watched by `form`; a termination asks
+    /// the client to wait `retry_after_s`.
+    pub(crate) fn admitted(inner: F, ticket: Ticket, form: W, retry_after_s: u32) -> Self {
         AnsweredFuture {
             state: State::Admitted {
-                inner,
-                ticket: Some(ticket),
-                watch,
+                run: Running::new(inner, ticket),
+                form,
+                retry_after_s,
             },
         }
     }
@@ -93,7 +67,8 @@ impl<F, RB, W> AnsweredFuture<F, RB, W> {
 impl<F, RB, E, W> Future for AnsweredFuture<F, RB, W>
 where
     F: Future<Output = Result<Response<RB>, E>>,
-    W: Watch<RB>,
+    RB: Default,
+    W: Form,
 {
     type Output = Result<Response<RB>, E>;
 
@@ -101,31 +76,37 @@ where
         let mut state = self.project().state;
         match state.as_mut().project() {
             StateProj::Admitted {
-                inner,
-                ticket,
-                watch,
+                mut run,
+                form,
+                retry_after_s,
             } => {
-                if let Poll::Ready(out) = inner.poll(cx) {
-                    if let (Some(t), true) = (ticket.take(), out.is_ok()) {
-                        t.complete();
-                    }
+                if let Poll::Ready(out) = run.as_mut().poll_inner(cx) {
                     return Poll::Ready(out);
                 }
-                let Some(t) = ticket.as_ref() else {
+                if run.ticket().is_none() {
                     return Poll::Pending;
+                }
+                // The form's own deadline first, then the terminator's threshold.
+                let (cut, response) = match form.poll_deadline(cx) {
+                    Poll::Ready(cut) => cut,
+                    Poll::Pending => {
+                        ready!(run.as_mut().poll_expired(cx));
+                        let answer = W::terminated(run.ticket(), *retry_after_s);
+                        (Cut::Terminated, answer)
+                    }
                 };
-                let (cut, response) = ready!(watch.poll_cut(t, cx));
-                let t = match (cut, ticket.take()) {
-                    (Cut::Abandoned, t) => {
-                        drop(t);
+                let ticket = run.take_ticket();
+                let ticket = match cut {
+                    Cut::Abandoned => {
+                        drop(ticket);
                         None
                     }
-                    (_, t) => t,
+                    _ => ticket,
                 };
                 // Dropping the inner future is the cut: it stops the work nobody waits for and
                 // releases what it held.
                 state.set(State::Cut);
-                match (cut, t) {
+                match (cut, ticket) {
                     (Cut::Terminated, Some(t)) => t.terminate(),
                     (Cut::PastDeadline, Some(t)) => t.cut(),
                     _ => {}
@@ -141,7 +122,7 @@ where
     }
 }
 
-impl<F, RB, W: Watch<RB>> fmt::Debug for AnsweredFuture<F, RB, W> {
+impl<F, RB, W: Form> fmt::Debug for AnsweredFuture<F, RB, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(W::FUTURE)
     }
