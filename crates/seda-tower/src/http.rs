@@ -37,6 +37,7 @@ pin_project! {
     pub struct HttpForm {
         #[pin]
         budget: BudgetTimer,
+        retry_after_s: u32,
     }
 }
 
@@ -68,9 +69,9 @@ impl Form for HttpForm {
                 retry.admitted();
                 let form = HttpForm {
                     budget: BudgetTimer::new(budget),
+                    retry_after_s: retry.seconds(),
                 };
-                let inner = seda.inner.call(request);
-                AnsweredFuture::admitted(inner, ticket, form, retry.seconds())
+                AnsweredFuture::admitted(seda.inner.call(request), ticket, form)
             }
             Err(reason) => AnsweredFuture::rejected(unavailable(reason.as_str(), retry.refused())),
         }
@@ -84,8 +85,8 @@ impl Form for HttpForm {
         Poll::Ready((Cut::PastDeadline, deadline_response()))
     }
 
-    fn terminated<RB: Default>(_: Option<&Ticket>, retry_after_s: u32) -> Response<RB> {
-        unavailable(TERMINATED, retry_after_s)
+    fn terminated<RB: Default>(&self, _: Option<&Ticket>) -> Response<RB> {
+        unavailable(TERMINATED, self.retry_after_s)
     }
 }
 

@@ -27,7 +27,6 @@ pin_project! {
         Admitted {
             #[pin] run: Running<F>,
             #[pin] form: W,
-            retry_after_s: u32,
         },
         Rejected { response: Option<Response<RB>> },
         Cut,
@@ -35,14 +34,12 @@ pin_project! {
 }
 
 impl<F, RB, W> AnsweredFuture<F, RB, W> {
-    /// An admitted request: `inner` runs under `ticket`, watched by `form`; a termination asks
-    /// the client to wait `retry_after_s`.
-    pub(crate) fn admitted(inner: F, ticket: Ticket, form: W, retry_after_s: u32) -> Self {
+    /// An admitted request: `inner` runs under `ticket`, watched by `form`.
+    pub(crate) fn admitted(inner: F, ticket: Ticket, form: W) -> Self {
         AnsweredFuture {
             state: State::Admitted {
                 run: Running::new(inner, ticket),
                 form,
-                retry_after_s,
             },
         }
     }
@@ -75,11 +72,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
         match state.as_mut().project() {
-            StateProj::Admitted {
-                mut run,
-                form,
-                retry_after_s,
-            } => {
+            StateProj::Admitted { mut run, mut form } => {
                 if let Poll::Ready(out) = run.as_mut().poll_inner(cx) {
                     return Poll::Ready(out);
                 }
@@ -87,11 +80,11 @@ where
                     return Poll::Pending;
                 }
                 // The form's own deadline first, then the terminator's threshold.
-                let (cut, response) = match form.poll_deadline(cx) {
+                let (cut, response) = match form.as_mut().poll_deadline(cx) {
                     Poll::Ready(cut) => cut,
                     Poll::Pending => {
                         ready!(run.as_mut().poll_expired(cx));
-                        let answer = W::terminated(run.ticket(), *retry_after_s);
+                        let answer = form.terminated(run.ticket());
                         (Cut::Terminated, answer)
                     }
                 };

@@ -63,6 +63,6 @@ pub trait Form: Sized {
     ) -> Poll<(Cut, Response<RB>)>;
 
     /// The answer to a request the terminator cut (`ticket` its admission, if still held),
-    /// asking the client to wait `retry_after_s`.
-    fn terminated<RB: Default>(ticket: Option<&Ticket>, retry_after_s: u32) -> Response<RB>;
+    /// asking the client to wait as long as a refusal did when it was admitted.
+    fn terminated<RB: Default>(&self, ticket: Option<&Ticket>) -> Response<RB>;
 }

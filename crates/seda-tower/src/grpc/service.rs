@@ -36,6 +36,7 @@ pin_project! {
     pub struct GrpcForm {
         #[pin]
         client: ClientDeadline,
+        retry_after_s: u32,
     }
 }
 
@@ -54,9 +55,9 @@ impl Form for GrpcForm {
                 retry.admitted();
                 let form = GrpcForm {
                     client: ClientDeadline::new(request.headers(), Instant::now()),
+                    retry_after_s: retry.seconds(),
                 };
-                let inner = seda.inner.call(request);
-                AnsweredFuture::admitted(inner, ticket, form, retry.seconds())
+                AnsweredFuture::admitted(seda.inner.call(request), ticket, form)
             }
             Err(reason) => {
                 let pushback_ms = u64::from(retry.refused()) * 1000;
@@ -87,12 +88,12 @@ impl Form for GrpcForm {
         Poll::Ready((Cut::Abandoned, response))
     }
 
-    fn terminated<RB: Default>(ticket: Option<&Ticket>, retry_after_s: u32) -> Response<RB> {
+    fn terminated<RB: Default>(&self, ticket: Option<&Ticket>) -> Response<RB> {
         let threshold = ticket
             .and_then(|t| t.termination())
             .map(|x| x.threshold())
             .unwrap_or_default();
-        let pushback_ms = u64::from(retry_after_s) * 1000;
+        let pushback_ms = u64::from(self.retry_after_s) * 1000;
         let message = format!(
             "terminated after running past {threshold:?} (service overloaded); retry in \
              {pushback_ms} ms"
