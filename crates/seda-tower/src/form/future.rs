@@ -14,7 +14,7 @@ use crate::running::Running;
 
 pin_project! {
     /// The response future of a layer that answers refusals and cuts itself; `W` is its
-    /// [`Form`], what it watches an admitted request for.
+    /// form (HTTP or gRPC), what it watches an admitted request for.
     pub struct AnsweredFuture<F, RB, W> {
         #[pin]
         state: State<F, RB, W>,

@@ -10,7 +10,7 @@ use super::{Answering, Form};
 use crate::layer::{DEFAULT_RETRY_AFTER_S, SedaLayer};
 use crate::{ArrivalLag, StatsHandle};
 
-/// [`SedaLayer`] answering a refused request itself, as its [`Form`] writes it
+/// [`SedaLayer`] answering a refused request itself, as its form (HTTP or gRPC) writes it
 /// ([`HttpSedaLayer`](crate::HttpSedaLayer), [`GrpcSedaLayer`](crate::GrpcSedaLayer)).
 pub struct AnsweringLayer<C, F> {
     pub(crate) inner: SedaLayer<C>,

@@ -11,7 +11,7 @@ use super::{AnsweredFuture, Form};
 use crate::classify::Classify;
 use crate::service::Seda;
 
-/// A service behind admission control that answers refusals itself, as its [`Form`] writes
+/// A service behind admission control that answers refusals itself, as its form (HTTP or gRPC) writes
 /// them (`HttpSeda`, `GrpcSeda`).
 pub struct Answering<S, C, F> {
     seda: Seda<S, C>,
