@@ -11,8 +11,8 @@ use super::{AnsweredFuture, Form};
 use crate::classify::Classify;
 use crate::service::Seda;
 
-/// A service behind admission control that answers refusals itself, as its form (HTTP or gRPC) writes
-/// them (`HttpSeda`, `GrpcSeda`).
+/// A service behind admission control that answers refusals itself, as its form (HTTP or
+/// gRPC) writes them (`HttpSeda`, `GrpcSeda`).
 pub struct Answering<S, C, F> {
     seda: Seda<S, C>,
     /// Shared by every service the layer makes, so it counts all their refusals.
