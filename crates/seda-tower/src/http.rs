@@ -5,12 +5,14 @@ use std::task::{Context, Poll, ready};
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use pin_project_lite::pin_project;
-use seda_control::SharedRetryAfter;
+use seda_control::{InvalidConfig, SharedRetryAfter};
 
 use crate::admission::Ticket;
 use crate::budget::{BudgetTimer, deadline_response};
 use crate::classify::Classify;
-use crate::form::{AnsweredFuture, Answering, Cut, Form, Inner};
+use crate::classify::SingleClass;
+use crate::form::{AnsweredFuture, Answering, AnsweringLayer, Cut, Form, Inner};
+use crate::layer::SedaLayer;
 use crate::service::Seda;
 
 /// The header naming why a request was turned away (`queue_full`, `rate`, `class`, `limit`,
@@ -21,6 +23,46 @@ pub const REJECT_HEADER: &str = "x-seda-reject";
 /// The [`REJECT_HEADER`] value of a request the layer terminated (see
 /// [`SedaLayer::terminate`](crate::SedaLayer::terminate)).
 pub const TERMINATED: &str = "terminated";
+
+/// [`SedaLayer`] for HTTP services: a rejected request is answered at once with `503 Service
+/// Unavailable`, a `Retry-After` header and an `x-seda-reject` header naming the reason.
+pub type HttpSedaLayer<C = SingleClass> = AnsweringLayer<C, HttpForm>;
+
+impl<C> HttpSedaLayer<C> {
+    /// Reads each request's deadline and works to it (see [`Deadlines`](crate::Deadlines)):
+    /// the budget from `grpc-timeout` or [`DEADLINE_HEADER`](crate::DEADLINE_HEADER) (the
+    /// stricter if both), or `deadlines`' default; a request whose budget is spent or below
+    /// the 10th percentile of recent response times is answered `504` with `x-seda-reject:
+    /// deadline` before the controller or the service sees it; an admitted request still
+    /// running at its deadline has its inner future dropped and is answered the same way.
+    /// The handler finds a [`RequestDeadline`](crate::RequestDeadline) in the request's
+    /// extensions, to send the budget left to the next tier. Off unless asked.
+    ///
+    /// # Errors
+    /// The default budget is zero or above [`MAX_BUDGET`](crate::MAX_BUDGET), or the layer
+    /// (or a clone of it, which shares its state) already reads deadlines.
+    pub fn deadlines(self, deadlines: crate::Deadlines) -> Result<Self, InvalidConfig> {
+        deadlines.validate()?;
+        let state = crate::budget::DeadlineState::new(deadlines);
+        match self.inner.admission.deadlines.set(state) {
+            Ok(()) => Ok(self),
+            Err(_) => Err(InvalidConfig::new(
+                "deadlines",
+                "the layer already reads deadlines",
+            )),
+        }
+    }
+}
+
+impl<C> SedaLayer<C> {
+    /// The same layer answering rejected HTTP requests with `503` and `Retry-After` instead of
+    /// an error: [`DEFAULT_RETRY_AFTER_S`](crate::DEFAULT_RETRY_AFTER_S) while refusals are few,
+    /// stretched up to 24 x while the layer refuses more requests than it admits
+    /// ([`seda_control::RetryAfter`]).
+    pub fn http(self) -> HttpSedaLayer<C> {
+        AnsweringLayer::new(self)
+    }
+}
 
 /// An HTTP service behind admission control (made by [`HttpSedaLayer`](crate::HttpSedaLayer)).
 pub type HttpSeda<S, C> = Answering<S, C, HttpForm>;

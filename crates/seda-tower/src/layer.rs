@@ -1,5 +1,5 @@
-//! The layers: [`SedaLayer`] (rejections are errors) and [`HttpSedaLayer`] (rejections are
-//! `503 Service Unavailable` responses).
+//! The layers: [`SedaLayer`] (rejections are errors) and [`HttpSedaLayer`](crate::HttpSedaLayer)
+//! (rejections are `503 Service Unavailable` responses).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +10,6 @@ use tower_layer::Layer;
 use crate::ArrivalLag;
 use crate::admission::{Admission, DEFAULT_TICK, QueueModel, StatsHandle};
 use crate::classify::SingleClass;
-use crate::form::AnsweringLayer;
-use crate::http::HttpForm;
 use crate::service::Seda;
 use crate::terminate::Termination;
 
@@ -163,13 +161,6 @@ impl<C> SedaLayer<C> {
     pub fn arrival_lag(&self) -> ArrivalLag {
         self.admission.lag.clone()
     }
-
-    /// The same layer answering rejected HTTP requests with `503` and `Retry-After` instead of
-    /// an error: [`DEFAULT_RETRY_AFTER_S`] while refusals are few, stretched up to 24 x while
-    /// the layer refuses more requests than it admits ([`seda_control::RetryAfter`]).
-    pub fn http(self) -> HttpSedaLayer<C> {
-        AnsweringLayer::new(self)
-    }
 }
 
 impl<S, C: Clone> Layer<S> for SedaLayer<C> {
@@ -180,36 +171,6 @@ impl<S, C: Clone> Layer<S> for SedaLayer<C> {
             inner,
             admission: Arc::clone(&self.admission),
             classify: self.classify.clone(),
-        }
-    }
-}
-
-/// [`SedaLayer`] for HTTP services: a rejected request is answered at once with `503 Service
-/// Unavailable`, a `Retry-After` header and an `x-seda-reject` header naming the reason.
-pub type HttpSedaLayer<C = SingleClass> = AnsweringLayer<C, HttpForm>;
-
-impl<C> HttpSedaLayer<C> {
-    /// Reads each request's deadline and works to it (see [`Deadlines`](crate::Deadlines)):
-    /// the budget from `grpc-timeout` or [`DEADLINE_HEADER`](crate::DEADLINE_HEADER) (the
-    /// stricter if both), or `deadlines`' default; a request whose budget is spent or below
-    /// the 10th percentile of recent response times is answered `504` with `x-seda-reject:
-    /// deadline` before the controller or the service sees it; an admitted request still
-    /// running at its deadline has its inner future dropped and is answered the same way.
-    /// The handler finds a [`RequestDeadline`](crate::RequestDeadline) in the request's
-    /// extensions, to send the budget left to the next tier. Off unless asked.
-    ///
-    /// # Errors
-    /// The default budget is zero or above [`MAX_BUDGET`](crate::MAX_BUDGET), or the layer
-    /// (or a clone of it, which shares its state) already reads deadlines.
-    pub fn deadlines(self, deadlines: crate::Deadlines) -> Result<Self, InvalidConfig> {
-        deadlines.validate()?;
-        let state = crate::budget::DeadlineState::new(deadlines);
-        match self.inner.admission.deadlines.set(state) {
-            Ok(()) => Ok(self),
-            Err(_) => Err(InvalidConfig::new(
-                "deadlines",
-                "the layer already reads deadlines",
-            )),
         }
     }
 }

@@ -168,9 +168,9 @@ pub use grpc::{
     GRPC_MESSAGE, GRPC_STATUS, GRPC_TIMEOUT, GrpcResponseFuture, GrpcSeda, GrpcSedaLayer,
     RETRY_PUSHBACK_HEADER,
 };
-pub use http::{HttpResponseFuture, HttpSeda, REJECT_HEADER, TERMINATED};
+pub use http::{HttpResponseFuture, HttpSeda, HttpSedaLayer, REJECT_HEADER, TERMINATED};
 pub use lag::ArrivalLag;
-pub use layer::{DEFAULT_RETRY_AFTER_S, HttpSedaLayer, SedaLayer};
+pub use layer::{DEFAULT_RETRY_AFTER_S, SedaLayer};
 pub use seda_control::RejectReason;
 pub use seda_control::criticality::{Cohorts, Criticality, Level};
 pub use service::{BoxError, ResponseFuture, Seda};
