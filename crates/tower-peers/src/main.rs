@@ -50,6 +50,10 @@ struct Args {
     /// figure get it (see `variant`).
     #[arg(long, default_value_t = 250)]
     target_ms: u64,
+    /// Seed of the service times: the same seed serves the same holds in the same order
+    /// (common random numbers across the variants of a run).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Worker threads of the async runtime.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -90,6 +94,7 @@ fn main() -> anyhow::Result<()> {
         args.slots,
         Duration::from_secs_f64(args.mean_ms / 1000.0),
         args.dist,
+        args.seed,
     );
     let target = Duration::from_millis(args.target_ms);
     let page = Router::new()
