@@ -82,7 +82,9 @@ pub mod wire;
 
 pub use admin::{AdminServer, AdminSources, ExtraStats, FrontendStats};
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
-pub use request::{Answer, Body, HttpRequest, REASON_HEADER, Reply, overloaded, terminated, text};
+pub use request::{
+    Answer, Body, HttpRequest, REASON_HEADER, Reply, RequestHead, overloaded, terminated, text,
+};
 pub use serve::{ServerShutdown, StartError, StaticServer};
 pub use server::{HttpServer, ShutdownSummary};
 pub use statics::{StaticError, StaticService};

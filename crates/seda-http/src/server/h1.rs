@@ -144,9 +144,9 @@ async fn respond(
     out: &mut Vec<u8>,
     req: Simple,
 ) -> bool {
-    let version = req.parts.version;
-    let head_only = req.parts.method == Method::HEAD;
-    let answered = answer(shared.clone(), state.clone(), req.parts, None);
+    let version = req.head.version;
+    let head_only = req.head.method == Method::HEAD;
+    let answered = answer(shared.clone(), state.clone(), req.head, None);
     let max = shared.config.max_header_bytes;
     let Some(answer) = watch_client(answered, io, buf, max).await else {
         return false;

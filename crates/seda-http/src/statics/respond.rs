@@ -11,7 +11,7 @@ use http::header::{
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 
-use crate::request::{Answer, Body};
+use crate::request::{Answer, Body, RequestHead};
 use crate::wire::{self, Prepared};
 
 /// A cached file: its body and the header values every response for it carries.
@@ -76,15 +76,29 @@ impl Entry {
         self.answer(method, headers).into_response()
     }
 
+    /// The answer to `head`, a GET or HEAD: as [`answer`](Self::answer), without building the
+    /// head's header map when its names show no validator and no range (most requests).
+    pub fn answer_to(&self, head: &RequestHead) -> Answer {
+        if !head.may_have_any(&CONDITIONS) {
+            return self.whole(&head.method);
+        }
+        self.answer(&head.method, head.headers())
+    }
+
+    /// The prepared `200` for the whole file.
+    fn whole(&self, method: &Method) -> Answer {
+        Answer::Prepared {
+            prepared: self.full.clone(),
+            head_only: method == Method::HEAD,
+        }
+    }
+
     /// The answer to a GET or HEAD request with `headers`: the prepared `200` for the whole
     /// file, or a response (304, 206, 416).
     pub fn answer(&self, method: &Method, headers: &HeaderMap) -> Answer {
         let head = method == Method::HEAD;
         if !wire::may_name_any(headers, &CONDITIONS) {
-            return Answer::Prepared {
-                prepared: self.full.clone(),
-                head_only: head,
-            };
+            return self.whole(method);
         }
         if self.not_modified(headers) {
             let mut r = Response::new(Full::new(Bytes::new()));
@@ -100,12 +114,7 @@ impl Entry {
             _ => RangeSpec::Full,
         };
         let (status, body, length, content_range) = match range {
-            RangeSpec::Full => {
-                return Answer::Prepared {
-                    prepared: self.full.clone(),
-                    head_only: head,
-                };
-            }
+            RangeSpec::Full => return self.whole(method),
             RangeSpec::Part(start, end) => {
                 // `end` is inclusive and below `len`; `start <= end`.
                 let (s, e) = (start as usize, end as usize + 1);

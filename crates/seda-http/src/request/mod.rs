@@ -1,5 +1,9 @@
 //! The event the front end hands to a stage graph, and the way back.
 
+mod head;
+
+pub use head::RequestHead;
+
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -24,7 +28,7 @@ pub struct HttpRequest {
     /// Request metadata (birth, class, cancellation).
     pub meta: Meta,
     /// Method, URI, version and headers.
-    pub head: http::request::Parts,
+    pub head: RequestHead,
     /// The whole body (bounded by `max_body_bytes`).
     pub body: Bytes,
     reply: Reply,
@@ -97,7 +101,7 @@ impl Reply {
 
 impl HttpRequest {
     /// A request event (the front end builds these; tests and other front ends may too).
-    pub fn new(meta: Meta, head: http::request::Parts, body: Bytes, reply: Reply) -> Self {
+    pub fn new(meta: Meta, head: RequestHead, body: Bytes, reply: Reply) -> Self {
         HttpRequest {
             meta,
             head,
@@ -112,7 +116,7 @@ impl HttpRequest {
     }
 
     /// Splits the request into its parts and its reply slot.
-    pub fn into_parts(self) -> (Meta, http::request::Parts, Bytes, Reply) {
+    pub fn into_parts(self) -> (Meta, RequestHead, Bytes, Reply) {
         (self.meta, self.head, self.body, self.reply)
     }
 }
