@@ -188,13 +188,13 @@ fn render(
         }
         Answer::Response(mut response) => {
             let body = take_body(response.body_mut());
-            let keep_alive = keep_alive && !wire::says_close(&response);
+            let keep_alive = keep_alive && !wire::says_close(&*response);
             let framing = Framing {
                 version,
                 keep_alive,
                 body_len: body.len(),
             };
-            wire::render_head(out, &response, framing);
+            wire::render_head(out, &*response, framing);
             let body = if wire::bodiless(response.status()) {
                 Bytes::new()
             } else {
