@@ -33,7 +33,7 @@
 //!
 //! - [`HttpServer`]: the front end; [`HttpConfig`] holds its limits.
 //! - [`HttpRequest`]: the event (a [`seda::Meta`] born at header parse, the head, the body,
-//!   the reply slot).
+//!   the reply slot); its [`RequestHead`] builds a header map only when asked for one.
 //! - [`StaticService`]: Haboob's stages; [`statics::Cache`] is its byte-bounded page cache
 //!   (S3-FIFO or LRU); [`StaticServer`] assembles runtime, stages and front end.
 //! - [`specweb`]: the SPECweb99 file set and request mix.
