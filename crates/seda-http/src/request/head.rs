@@ -5,10 +5,10 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName};
+use http::header::HeaderMap;
 use http::{Extensions, Method, Request, Uri, Version};
 
-use crate::wire::{self, NameSet};
+use crate::wire::{self, NameSet, Watch};
 
 /// The head of an [`HttpRequest`](crate::HttpRequest): what `http::request::Parts` holds, with
 /// the header fields kept as they came until [`headers`](Self::headers) is first called.
@@ -63,12 +63,12 @@ impl RequestHead {
             .get_or_init(|| Box::new(wire::header_map(&self.raw)))
     }
 
-    /// Whether the head may have a field named one of `names`: false means surely not, and
-    /// costs no map; true means look in [`headers`](Self::headers).
-    pub fn may_have_any(&self, names: &[HeaderName]) -> bool {
+    /// Whether the head may have a field named one of the names `watch` picks: false means
+    /// surely not, and costs no map; true means look in [`headers`](Self::headers).
+    pub fn may_have(&self, watch: Watch) -> bool {
         match self.map.get() {
-            Some(map) => wire::may_name_any(map, names),
-            None => self.names.may_hold_any(names),
+            Some(map) => wire::may_name(map, |name| watch.contains(name)),
+            None => self.names.holds_any(watch),
         }
     }
 
@@ -117,7 +117,11 @@ impl fmt::Debug for RequestHead {
 mod tests {
     use super::*;
     use bytes::BytesMut;
-    use http::header::{HOST, IF_NONE_MATCH, RANGE};
+    use http::header::{HOST, RANGE};
+
+    const NONE_MATCH: Watch = Watch::of(&["if-none-match"]);
+    const NONE_MATCH_OR_RANGE: Watch = Watch::of(&["if-none-match", "range"]);
+    const RANGE_ONLY: Watch = Watch::of(&["range"]);
 
     fn read(text: &str) -> RequestHead {
         let mut buf = BytesMut::from(text);
@@ -131,8 +135,8 @@ mod tests {
     fn the_map_is_the_fields_that_came() {
         let head =
             read("GET /a HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nx-a: 2\r\nRange:  bytes=0-1 \r\n\r\n");
-        assert!(!head.may_have_any(&[IF_NONE_MATCH]));
-        assert!(head.may_have_any(&[IF_NONE_MATCH, RANGE]));
+        assert!(!head.may_have(NONE_MATCH));
+        assert!(head.may_have(NONE_MATCH_OR_RANGE));
         let h = head.headers();
         assert_eq!(h.len(), 4);
         assert_eq!(h[HOST], "h");
@@ -140,7 +144,7 @@ mod tests {
         assert_eq!(xa, ["1", "2"]);
         assert_eq!(h[RANGE], "bytes=0-1");
         // Once built, the map answers.
-        assert!(head.may_have_any(&[RANGE]));
+        assert!(head.may_have(RANGE_ONLY));
         let parts = head.into_parts();
         assert_eq!(parts.uri, "/a");
         assert_eq!(parts.headers.len(), 4);
@@ -154,8 +158,8 @@ mod tests {
             .expect("request")
             .into_parts();
         let head = RequestHead::from(parts);
-        assert!(head.may_have_any(&[RANGE]));
-        assert!(!head.may_have_any(&[IF_NONE_MATCH]));
+        assert!(head.may_have(RANGE_ONLY));
+        assert!(!head.may_have(NONE_MATCH));
         let parts = head.into_parts();
         assert_eq!(parts.uri, "/x");
         assert_eq!(parts.headers[RANGE], "bytes=1-2");

@@ -9,10 +9,11 @@
 
 use std::time::Instant;
 
-use http::{HeaderName, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use seda_tower::{DEADLINE, DEADLINE_HEADER, GRPC_TIMEOUT, budget_from_headers};
 
 use crate::request::{Body, REASON_HEADER, RequestHead, text};
+use crate::wire::Watch;
 
 /// What the headers say of a request's deadline.
 #[derive(Debug, PartialEq, Eq)]
@@ -27,7 +28,7 @@ pub(crate) enum Door {
 
 /// Reads the deadline of a request born at `born`.
 pub(crate) fn read(head: &RequestHead, born: Instant) -> Door {
-    if !head.may_have_any(&BUDGET_HEADERS) {
+    if !head.may_have(BUDGET_HEADERS) {
         return Door::Open;
     }
     match budget_from_headers(head.headers()).0 {
@@ -38,10 +39,7 @@ pub(crate) fn read(head: &RequestHead, born: Instant) -> Door {
 }
 
 /// The headers a budget comes in (`budget_from_headers` reads them).
-const BUDGET_HEADERS: [HeaderName; 2] = [
-    HeaderName::from_static(GRPC_TIMEOUT),
-    HeaderName::from_static(DEADLINE_HEADER),
-];
+const BUDGET_HEADERS: Watch = Watch::of(&[GRPC_TIMEOUT, DEADLINE_HEADER]);
 
 /// Whether `deadline` has passed: the reason a request went unanswered.
 pub(crate) fn passed(deadline: Option<Instant>) -> bool {
@@ -79,7 +77,7 @@ mod tests {
             .0;
         for (name, value) in headers {
             text.push_str(&format!("{name}: {value}\r\n"));
-            let name = HeaderName::from_bytes(name.as_bytes()).expect("name");
+            let name = http::HeaderName::from_bytes(name.as_bytes()).expect("name");
             parts
                 .headers
                 .append(name, HeaderValue::from_str(value).expect("value"));

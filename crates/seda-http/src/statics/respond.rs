@@ -12,7 +12,7 @@ use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 
 use crate::request::{Answer, Body, RequestHead};
-use crate::wire::{self, Prepared};
+use crate::wire::{self, Prepared, Watch};
 
 /// A cached file: its body and the header values every response for it carries.
 #[derive(Debug)]
@@ -79,7 +79,7 @@ impl Entry {
     /// The answer to `head`, a GET or HEAD: as [`answer`](Self::answer), without building the
     /// head's header map when its names show no validator and no range (most requests).
     pub fn answer_to(&self, head: &RequestHead) -> Answer {
-        if !head.may_have_any(&CONDITIONS) {
+        if !head.may_have(WATCHED_CONDITIONS) {
             return self.whole(&head.method);
         }
         self.answer(&head.method, head.headers())
@@ -166,6 +166,9 @@ impl Entry {
 
 /// The headers that may make a request's answer other than the whole file.
 const CONDITIONS: [HeaderName; 3] = [IF_NONE_MATCH, IF_MODIFIED_SINCE, RANGE];
+
+/// [`CONDITIONS`], to ask a [`RequestHead`] about.
+const WATCHED_CONDITIONS: Watch = Watch::of(&["if-none-match", "if-modified-since", "range"]);
 
 /// Weak comparison of an If-None-Match list against our tag.
 fn etag_list_matches(list: &[u8], ours: &[u8]) -> bool {
@@ -300,6 +303,21 @@ mod tests {
             let name = http::HeaderName::from_bytes(format!("x-h{i}").as_bytes()).expect("name");
             headers.insert(name, HeaderValue::from_static("1"));
         }
+    }
+
+    #[test]
+    fn the_watched_conditions_are_the_conditions() {
+        for name in &CONDITIONS {
+            assert!(WATCHED_CONDITIONS.contains(name), "{name}");
+        }
+        assert_eq!(
+            WATCHED_CONDITIONS,
+            Watch::of(&[
+                IF_NONE_MATCH.as_str(),
+                IF_MODIFIED_SINCE.as_str(),
+                RANGE.as_str()
+            ])
+        );
     }
 
     #[test]

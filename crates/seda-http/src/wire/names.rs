@@ -49,17 +49,60 @@ impl NameSet {
         watched(name).is_none_or(|i| self.0 & (1 << i) != 0)
     }
 
-    /// Whether the head may hold any of `names`.
-    pub fn may_hold_any(&self, names: &[HeaderName]) -> bool {
-        // By the names' equality (an enum's tag for a standard name): spelling each name out
-        // and comparing its letters cost as much as the map this set saves.
-        names.iter().any(|n| {
-            WATCHED_NAMES
-                .iter()
-                .position(|w| w == n)
-                .is_none_or(|i| self.0 & (1 << i) != 0)
-        })
+    /// Whether the head holds any of the names `watch` picks.
+    pub fn holds_any(&self, watch: Watch) -> bool {
+        self.0 & watch.0 != 0
     }
+}
+
+/// A choice among the [`WATCHED`] names, made once (a constant), so that asking a [`NameSet`]
+/// about it costs one `and`: spelling each name out and comparing it per request cost as
+/// much as the map the set saves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watch(u8);
+
+impl Watch {
+    /// The choice of `names`, each one of [`WATCHED`] (in a constant, another name fails the
+    /// build).
+    pub const fn of(names: &[&str]) -> Watch {
+        let mut bits = 0;
+        let mut n = 0;
+        while n < names.len() {
+            let mut i = 0;
+            while i < WATCHED.len() && !same(WATCHED[i], names[n]) {
+                i += 1;
+            }
+            assert!(i < WATCHED.len(), "not a watched header name");
+            bits |= 1 << i;
+            n += 1;
+        }
+        Watch(bits)
+    }
+
+    /// Whether `name` is one of the chosen names.
+    pub fn contains(self, name: &HeaderName) -> bool {
+        // By the names' equality: an enum's tag for a standard name.
+        WATCHED_NAMES
+            .iter()
+            .enumerate()
+            .any(|(i, w)| self.0 & (1 << i) != 0 && w == name)
+    }
+}
+
+/// `a == b`, in a constant.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The index of `name` in [`WATCHED`], if it is one.
@@ -106,6 +149,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_watch_contains_the_names_it_was_made_of() {
+        let watch = Watch::of(&["range", "x-seda-deadline-ms"]);
+        assert!(watch.contains(&RANGE));
+        assert!(watch.contains(&HeaderName::from_static("x-seda-deadline-ms")));
+        assert!(!watch.contains(&IF_NONE_MATCH));
+        assert!(!watch.contains(&http::header::HOST));
+        let mut set = NameSet::default();
+        set.insert(b"X-Seda-Deadline-Ms");
+        assert!(set.holds_any(watch));
+    }
+
+    #[test]
     fn the_watched_names_are_spelt_alike() {
         let watched = WATCHED_NAMES;
         let names: Vec<&str> = watched.iter().map(HeaderName::as_str).collect();
@@ -121,8 +176,8 @@ mod tests {
         assert!(set.may_hold(b"range"));
         assert!(!set.may_hold(b"If-None-Match"));
         assert!(set.may_hold(b"x-anything"));
-        assert!(set.may_hold_any(&[IF_NONE_MATCH, RANGE]));
-        assert!(!set.may_hold_any(&[IF_NONE_MATCH, IF_MODIFIED_SINCE]));
+        assert!(set.holds_any(Watch::of(&["if-none-match", "range"])));
+        assert!(!set.holds_any(Watch::of(&["if-none-match", "if-modified-since"])));
         // A name as long as a watched one, but another, is not taken for it.
         let mut other = NameSet::default();
         for w in WATCHED {

@@ -88,8 +88,13 @@ fn inspect(name: &[u8], value: &[u8], flags: &mut Flags) {
 /// checked by comparing its names instead (a standard name differs at once), and a longer one
 /// is assumed to, leaving the lookups to decide.
 pub(crate) fn may_name_any(headers: &HeaderMap, names: &[HeaderName]) -> bool {
+    may_name(headers, |n| names.contains(n))
+}
+
+/// [`may_name_any`] for the names `wanted` picks.
+pub(crate) fn may_name(headers: &HeaderMap, wanted: impl Fn(&HeaderName) -> bool) -> bool {
     const FEW: usize = 16;
-    headers.keys_len() > FEW || headers.keys().any(|n| names.contains(n))
+    headers.keys_len() > FEW || headers.keys().any(wanted)
 }
 
 /// Parses the head at the start of `buf`, at most `max_headers` fields (capped at
