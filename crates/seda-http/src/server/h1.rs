@@ -28,7 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::Shared;
 use super::conn::answer;
-use super::park::{ParkedGuard, Wait, wait_parked};
+use super::park::{ParkedGuard, Wait, wait_parked, wait_parked_on};
 use super::watch::{ConnState, WatchedStream};
 use crate::request::{Answer, Body};
 use crate::wire::{self, Framing, Head, Simple};
@@ -79,6 +79,8 @@ async fn busy(shared: &Arc<Shared>, state: &Arc<ConnState>, io: &mut WatchedStre
     let cfg = &shared.config;
     let mut buf = BytesMut::with_capacity(FIRST_READ);
     let mut out = Vec::with_capacity(512);
+    // One timer for the waits between requests, re-armed in place.
+    let mut timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
     loop {
         if !buf.is_empty() {
             match wire::parse_head(&mut buf, cfg.max_headers) {
@@ -112,7 +114,7 @@ async fn busy(shared: &Arc<Shared>, state: &Arc<ConnState>, io: &mut WatchedStre
         } else {
             None
         };
-        match wait_parked(shared, state, io, park_at).await {
+        match wait_parked_on(shared, state, io, park_at, timer.as_mut()).await {
             Wait::Readable => {}
             Wait::Close => return Period::Done,
             Wait::Park => return Period::Idle,
