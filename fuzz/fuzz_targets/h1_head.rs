@@ -16,15 +16,15 @@ fuzz_target!(|data: &[u8]| {
     let mut buf = BytesMut::from(input);
     match parse_head(&mut buf, usize::from(max)) {
         Head::Simple(s) => {
-            assert!(s.parts.method == Method::GET || s.parts.method == Method::HEAD);
-            assert!(s.parts.uri.path().starts_with('/'));
-            assert!(s.parts.headers.len() <= usize::from(max));
+            assert!(s.head.method == Method::GET || s.head.method == Method::HEAD);
+            assert!(s.head.uri.path().starts_with('/'));
+            assert!(s.head.headers().len() <= usize::from(max));
             let used = input.len() - buf.len();
             assert!(used > 0);
             assert_eq!(&buf[..], &input[used..]);
             let mut out = Vec::new();
             let framing = Framing {
-                version: s.parts.version,
+                version: s.head.version,
                 keep_alive: s.keep_alive,
                 body_len: input.len(),
             };

@@ -33,7 +33,7 @@
 //!
 //! - [`HttpServer`]: the front end; [`HttpConfig`] holds its limits.
 //! - [`HttpRequest`]: the event (a [`seda::Meta`] born at header parse, the head, the body,
-//!   the reply slot).
+//!   the reply slot); its [`RequestHead`] builds a header map only when asked for one.
 //! - [`StaticService`]: Haboob's stages; [`statics::Cache`] is its byte-bounded page cache
 //!   (S3-FIFO or LRU); [`StaticServer`] assembles runtime, stages and front end.
 //! - [`specweb`]: the SPECweb99 file set and request mix.
@@ -85,7 +85,9 @@ pub mod wire;
 pub use admin::{AdminServer, AdminSources, ExtraStats, FrontendStats};
 pub use body::Body;
 pub use config::{ConfigError, HttpConfig, Policy, ServeConfig, StaticConfig};
-pub use request::{Answer, HttpRequest, REASON_HEADER, Reply, overloaded, terminated, text};
+pub use request::{
+    Answer, HttpRequest, REASON_HEADER, Reply, RequestHead, overloaded, terminated, text,
+};
 pub use serve::{ServerShutdown, StartError, StaticServer};
 pub use server::{HttpServer, ShutdownSummary};
 pub use statics::{StaticError, StaticService};

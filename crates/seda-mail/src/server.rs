@@ -14,7 +14,7 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::Response;
 use hyper::body::Bytes;
-use seda_http::{HttpConfig, HttpRequest, HttpServer, ServerShutdown};
+use seda_http::{HttpConfig, HttpRequest, HttpServer, RequestHead, ServerShutdown};
 
 use crate::request::{MAX_FORM_BYTES, MailEvent, MailRequest, MailResponse};
 use crate::service::{MailService, RETRY_AFTER_S, ServiceOptions};
@@ -209,22 +209,19 @@ fn route(
 /// cancellation token and deadline) and the class it claims (`x-seda-class` or the `class`
 /// cookie; [`MailService::dispatch`] keeps it only from a trusted proxy).
 pub fn parse_head(
-    head: &hyper::http::request::Parts,
+    head: &RequestHead,
     body: &[u8],
     meta: seda::Meta,
 ) -> Result<MailRequest, MailResponse> {
     let target = head.uri.path_and_query().map_or("/", |pq| pq.as_str());
-    let cookies: Vec<&str> = head
-        .headers
+    let headers = head.headers();
+    let cookies: Vec<&str> = headers
         .get_all("cookie")
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
     let cookie = (!cookies.is_empty()).then(|| cookies.join("; "));
-    let class = head
-        .headers
-        .get("x-seda-class")
-        .and_then(|v| v.to_str().ok());
+    let class = headers.get("x-seda-class").and_then(|v| v.to_str().ok());
     let mut request = MailRequest::parse(
         head.method.as_str(),
         target,

@@ -9,14 +9,15 @@
 
 use std::time::Instant;
 
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use seda_tower::{DEADLINE, DEADLINE_HEADER, GRPC_TIMEOUT, budget_from_headers};
 
 use crate::body::Body;
-use crate::request::{REASON_HEADER, text};
-use crate::wire;
+use crate::request::{REASON_HEADER, RequestHead, text};
+use crate::wire::Watch;
 
 /// What the headers say of a request's deadline.
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Door {
     /// No budget came (or only a malformed one).
     Open,
@@ -27,11 +28,11 @@ pub(crate) enum Door {
 }
 
 /// Reads the deadline of a request born at `born`.
-pub(crate) fn read(headers: &HeaderMap, born: Instant) -> Door {
-    if !wire::may_name_any(headers, &BUDGET_HEADERS) {
+pub(crate) fn read(head: &RequestHead, born: Instant) -> Door {
+    if !head.may_have(BUDGET_HEADERS) {
         return Door::Open;
     }
-    match budget_from_headers(headers).0 {
+    match budget_from_headers(head.headers()).0 {
         None => Door::Open,
         Some(b) if b.is_zero() => Door::Spent,
         Some(b) => Door::Until(born + b),
@@ -39,10 +40,7 @@ pub(crate) fn read(headers: &HeaderMap, born: Instant) -> Door {
 }
 
 /// The headers a budget comes in (`budget_from_headers` reads them).
-const BUDGET_HEADERS: [HeaderName; 2] = [
-    HeaderName::from_static(GRPC_TIMEOUT),
-    HeaderName::from_static(DEADLINE_HEADER),
-];
+const BUDGET_HEADERS: Watch = Watch::of(&[GRPC_TIMEOUT, DEADLINE_HEADER]);
 
 /// Whether `deadline` has passed: the reason a request went unanswered.
 pub(crate) fn passed(deadline: Option<Instant>) -> bool {
@@ -65,15 +63,34 @@ pub(crate) fn missed() -> http::Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire;
+    use bytes::BytesMut;
     use std::time::Duration;
 
+    /// The door of a request with `headers`, read as the fast path reads it and as hyper's
+    /// parts come.
     fn door(headers: &[(&str, &str)]) -> Door {
-        let mut map = HeaderMap::new();
+        let mut text = String::from("GET / HTTP/1.1\r\n");
+        let mut parts = http::Request::get("/")
+            .body(())
+            .expect("request")
+            .into_parts()
+            .0;
         for (name, value) in headers {
-            let name = HeaderName::from_bytes(name.as_bytes()).expect("name");
-            map.append(name, HeaderValue::from_str(value).expect("value"));
+            text.push_str(&format!("{name}: {value}\r\n"));
+            let name = http::HeaderName::from_bytes(name.as_bytes()).expect("name");
+            parts
+                .headers
+                .append(name, HeaderValue::from_str(value).expect("value"));
         }
-        read(&map, Instant::now())
+        text.push_str("\r\n");
+        let wire::Head::Simple(s) = wire::parse_head(&mut BytesMut::from(&text[..]), 100) else {
+            panic!("not simple: {text}")
+        };
+        let born = Instant::now();
+        let (fast, hyper) = (read(&s.head, born), read(&RequestHead::from(parts), born));
+        assert_eq!(fast, hyper, "{text}");
+        fast
     }
 
     /// The shortcut by names finds a budget wherever the lookups would, in short and long heads.

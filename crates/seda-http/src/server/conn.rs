@@ -30,7 +30,7 @@ use super::stats::inc;
 use super::watch::{ConnState, Verdict, WatchedStream};
 use crate::HttpConfig;
 use crate::body::Body;
-use crate::request::{Answer, HttpRequest, Reply, overloaded, terminated, text};
+use crate::request::{Answer, HttpRequest, Reply, RequestHead, overloaded, terminated, text};
 
 /// Connections being answered 503 because too many are open; beyond this many they are just
 /// closed, so a flood cannot pile up refusal tasks either.
@@ -379,7 +379,9 @@ async fn handle(
 ) -> Result<Response<Body>, Infallible> {
     let (head, body) = req.into_parts();
     let body = (!body.is_end_stream()).then_some(body);
-    Ok(answer(shared, state, head, body).await.into_response())
+    Ok(answer(shared, state, head.into(), body)
+        .await
+        .into_response())
 }
 
 /// The answer to one request (its head parsed just now, by hyper or [`super::h1`]): admission,
@@ -387,7 +389,7 @@ async fn handle(
 pub(super) async fn answer(
     shared: Arc<Shared>,
     state: Arc<ConnState>,
-    head: http::request::Parts,
+    head: RequestHead,
     body: Option<Incoming>,
 ) -> Answer {
     // Called right after the head was parsed: the request is born now.
@@ -396,7 +398,7 @@ pub(super) async fn answer(
     let busy = Busy(state);
     inc(&shared.counters.requests);
     // Introspection is on the admin address only (`crate::admin`), never here.
-    let deadline = match budget::read(&head.headers, born) {
+    let deadline = match budget::read(&head, born) {
         Door::Open => None,
         Door::Until(d) => Some(d),
         Door::Spent => {

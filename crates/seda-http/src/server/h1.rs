@@ -28,7 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::Shared;
 use super::conn::answer;
-use super::park::{ParkedGuard, Wait, wait_parked};
+use super::park::{ParkedGuard, Wait, wait_parked, wait_parked_on};
 use super::watch::{ConnState, WatchedStream};
 use crate::body::Body;
 use crate::request::Answer;
@@ -80,6 +80,8 @@ async fn busy(shared: &Arc<Shared>, state: &Arc<ConnState>, io: &mut WatchedStre
     let cfg = &shared.config;
     let mut buf = BytesMut::with_capacity(FIRST_READ);
     let mut out = Vec::with_capacity(512);
+    // One timer for the waits between requests, re-armed in place.
+    let mut timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
     loop {
         if !buf.is_empty() {
             match wire::parse_head(&mut buf, cfg.max_headers) {
@@ -113,7 +115,7 @@ async fn busy(shared: &Arc<Shared>, state: &Arc<ConnState>, io: &mut WatchedStre
         } else {
             None
         };
-        match wait_parked(shared, state, io, park_at).await {
+        match wait_parked_on(shared, state, io, park_at, timer.as_mut()).await {
             Wait::Readable => {}
             Wait::Close => return Period::Done,
             Wait::Park => return Period::Idle,
@@ -145,9 +147,9 @@ async fn respond(
     out: &mut Vec<u8>,
     req: Simple,
 ) -> bool {
-    let version = req.parts.version;
-    let head_only = req.parts.method == Method::HEAD;
-    let answered = answer(shared.clone(), state.clone(), req.parts, None);
+    let version = req.head.version;
+    let head_only = req.head.method == Method::HEAD;
+    let answered = answer(shared.clone(), state.clone(), req.head, None);
     let max = shared.config.max_header_bytes;
     let Some(answer) = watch_client(answered, io, buf, max).await else {
         return false;
@@ -189,13 +191,13 @@ fn render(
         }
         Answer::Response(mut response) => {
             let body = take_body(response.body_mut());
-            let keep_alive = keep_alive && !wire::says_close(&response);
+            let keep_alive = keep_alive && !wire::says_close(&*response);
             let framing = Framing {
                 version,
                 keep_alive,
                 body_len: body.len(),
             };
-            wire::render_head(out, &response, framing);
+            wire::render_head(out, &*response, framing);
             let body = if wire::bodiless(response.status()) {
                 Bytes::new()
             } else {

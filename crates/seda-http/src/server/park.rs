@@ -2,9 +2,12 @@
 //! state, and this small wait (no hyper connection, no buffers).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Instant;
+
+use tokio::time::Sleep;
 
 use super::Shared;
 use super::stats::inc;
@@ -50,6 +53,20 @@ pub(super) async fn wait_parked(
     io: &WatchedStream,
     park_at: Option<Instant>,
 ) -> Wait {
+    let timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
+    wait_parked_on(shared, state, io, park_at, timer).await
+}
+
+/// [`wait_parked`] on the caller's `timer`, re-armed in place: a busy connection keeps one
+/// across its requests, and moving its deadline later costs tokio no new registration
+/// (a timer made and dropped per request cost about 400 of a static hit's instructions).
+pub(super) async fn wait_parked_on(
+    shared: &Shared,
+    state: &ConnState,
+    io: &WatchedStream,
+    park_at: Option<Instant>,
+    mut timer: Pin<&mut Sleep>,
+) -> Wait {
     let cfg = &shared.config;
     let mut stopping = std::pin::pin!(shared.stopping.notified());
     // Registered before the flag is read, so a shutdown between the two is not missed.
@@ -57,7 +74,6 @@ pub(super) async fn wait_parked(
     if *shared.shutdown.borrow() {
         return Wait::Close;
     }
-    let mut timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
     loop {
         let until = match state.verdict(Instant::now(), cfg.header_timeout(), cfg.idle_timeout()) {
             Verdict::Until(t) => t,

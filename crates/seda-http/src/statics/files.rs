@@ -66,7 +66,7 @@ impl Files {
         let mut state = self.state.lock();
         if let Some(entry) = state.cache.get(ev.key()) {
             drop(state);
-            let r = entry.answer(&ev.req.head.method, &ev.req.head.headers);
+            let r = entry.answer_to(&ev.req.head);
             ev.req.respond(r);
             return;
         }
@@ -163,7 +163,7 @@ impl Files {
         drop(state);
         for w in waiters {
             if !w.req.meta.cancel_token().is_cancelled() {
-                let r = entry.answer(&w.req.head.method, &w.req.head.headers);
+                let r = entry.answer_to(&w.req.head);
                 w.req.respond(r);
             }
         }

@@ -62,6 +62,9 @@ pub fn confine(raw: &str) -> Result<Cow<'_, str>, PathError> {
 fn plain(raw: &str) -> Option<&str> {
     let rest = raw.strip_prefix('/')?;
     let bytes = rest.as_bytes();
+    if tidy(bytes) {
+        return Some(rest);
+    }
     // One pass over the bytes (a split by '/' costs a char search per segment).
     let mut start = 0;
     for i in 0..=bytes.len() {
@@ -81,6 +84,42 @@ fn plain(raw: &str) -> Option<&str> {
     }
     Some(rest)
 }
+
+/// Whether `rest` (a path after its leading `/`) has nothing for [`plain`] to look at twice:
+/// no `%`, backslash or NUL, and no segment that is empty or starts with a dot (so none is `.`
+/// or `..`); a trailing slash fails it too. Most request paths pass, at a table look-up and
+/// no branch per byte (a third of the segment walk's cost).
+fn tidy(rest: &[u8]) -> bool {
+    let mut untidy = 0;
+    // A segment starts after the leading slash, and after each slash.
+    let mut prev = SLASH;
+    for &b in rest {
+        let class = CLASS[usize::from(b)];
+        // SLASH >> 1 == NOT_FIRST: the bit is set when a slash precedes a byte no segment
+        // starts with.
+        untidy |= (class & NEEDS_WORK) | ((prev >> 1) & class);
+        prev = class;
+    }
+    untidy == 0 && prev & SLASH == 0
+}
+
+/// [`tidy`]'s classes: a byte that needs decoding or clean-up...
+const NEEDS_WORK: u8 = 1;
+/// ...one no segment of a tidy path starts with (`/`, `.`)...
+const NOT_FIRST: u8 = 2;
+/// ...and the slash.
+const SLASH: u8 = NOT_FIRST << 1;
+
+/// Each byte's classes.
+static CLASS: [u8; 256] = {
+    let mut table = [0; 256];
+    table[b'%' as usize] = NEEDS_WORK;
+    table[b'\\' as usize] = NEEDS_WORK;
+    table[0] = NEEDS_WORK;
+    table[b'.' as usize] = NOT_FIRST;
+    table[b'/' as usize] = NOT_FIRST | SLASH;
+    table
+};
 
 /// The general case of [`confine`]: decode, then rebuild segment by segment.
 fn confine_decoded(raw: &str) -> Result<String, PathError> {
@@ -149,10 +188,18 @@ mod tests {
             "/a/b//",
             "/...",
             "/a.",
+            "/a\0b",
+            "/a/.",
+            "/a/b.c/d_e-f~g",
         ];
         for p in paths {
             if let Some(view) = plain(p) {
                 assert_eq!(Ok(view.to_string()), confine_decoded(p), "{p}");
+            }
+            if p.strip_prefix('/')
+                .is_some_and(|rest| tidy(rest.as_bytes()))
+            {
+                assert_eq!(plain(p), p.get(1..), "{p}");
             }
             assert_eq!(
                 confine(p).map(|c| c.into_owned()),

@@ -12,8 +12,8 @@ use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 
 use crate::body::Body;
-use crate::request::Answer;
-use crate::wire::{self, Prepared};
+use crate::request::{Answer, RequestHead};
+use crate::wire::{self, Prepared, Watch};
 
 /// A cached file: its body and the header values every response for it carries.
 #[derive(Debug)]
@@ -77,15 +77,29 @@ impl Entry {
         self.answer(method, headers).into_response()
     }
 
+    /// The answer to `head`, a GET or HEAD: as [`answer`](Self::answer), without building the
+    /// head's header map when its names show no validator and no range (most requests).
+    pub fn answer_to(&self, head: &RequestHead) -> Answer {
+        if !head.may_have(WATCHED_CONDITIONS) {
+            return self.whole(&head.method);
+        }
+        self.answer(&head.method, head.headers())
+    }
+
+    /// The prepared `200` for the whole file.
+    fn whole(&self, method: &Method) -> Answer {
+        Answer::Prepared {
+            prepared: self.full.clone(),
+            head_only: method == Method::HEAD,
+        }
+    }
+
     /// The answer to a GET or HEAD request with `headers`: the prepared `200` for the whole
     /// file, or a response (304, 206, 416).
     pub fn answer(&self, method: &Method, headers: &HeaderMap) -> Answer {
         let head = method == Method::HEAD;
         if !wire::may_name_any(headers, &CONDITIONS) {
-            return Answer::Prepared {
-                prepared: self.full.clone(),
-                head_only: head,
-            };
+            return self.whole(method);
         }
         if self.not_modified(headers) {
             let mut r = Response::new(Full::new(Bytes::new()));
@@ -101,12 +115,7 @@ impl Entry {
             _ => RangeSpec::Full,
         };
         let (status, body, length, content_range) = match range {
-            RangeSpec::Full => {
-                return Answer::Prepared {
-                    prepared: self.full.clone(),
-                    head_only: head,
-                };
-            }
+            RangeSpec::Full => return self.whole(method),
             RangeSpec::Part(start, end) => {
                 // `end` is inclusive and below `len`; `start <= end`.
                 let (s, e) = (start as usize, end as usize + 1);
@@ -158,6 +167,9 @@ impl Entry {
 
 /// The headers that may make a request's answer other than the whole file.
 const CONDITIONS: [HeaderName; 3] = [IF_NONE_MATCH, IF_MODIFIED_SINCE, RANGE];
+
+/// [`CONDITIONS`], to ask a [`RequestHead`] about.
+const WATCHED_CONDITIONS: Watch = Watch::of(&["if-none-match", "if-modified-since", "range"]);
 
 /// Weak comparison of an If-None-Match list against our tag.
 fn etag_list_matches(list: &[u8], ours: &[u8]) -> bool {
@@ -292,6 +304,21 @@ mod tests {
             let name = http::HeaderName::from_bytes(format!("x-h{i}").as_bytes()).expect("name");
             headers.insert(name, HeaderValue::from_static("1"));
         }
+    }
+
+    #[test]
+    fn the_watched_conditions_are_the_conditions() {
+        for name in &CONDITIONS {
+            assert!(WATCHED_CONDITIONS.contains(name), "{name}");
+        }
+        assert_eq!(
+            WATCHED_CONDITIONS,
+            Watch::of(&[
+                IF_NONE_MATCH.as_str(),
+                IF_MODIFIED_SINCE.as_str(),
+                RANGE.as_str()
+            ])
+        );
     }
 
     #[test]

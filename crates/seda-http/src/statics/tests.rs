@@ -32,7 +32,7 @@ fn lookup(key: &str) -> (Lookup, Answer, Meta) {
         .into_parts();
     let meta = Meta::new();
     let (reply, rx) = Reply::channel();
-    let req = HttpRequest::new(meta.clone(), head, Bytes::new(), reply);
+    let req = HttpRequest::new(meta.clone(), head.into(), Bytes::new(), reply);
     (
         Lookup {
             req,

@@ -8,7 +8,10 @@
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use http::{Method, Request, Uri, Version};
+use http::{Method, Uri, Version};
+
+use super::NameSet;
+use crate::request::RequestHead;
 
 /// Most header fields the fast path parses (on the stack); more: [`Head::Other`].
 pub const MAX_HEADERS: usize = 100;
@@ -16,9 +19,9 @@ pub const MAX_HEADERS: usize = 100;
 /// A parsed simple request.
 #[derive(Debug)]
 pub struct Simple {
-    /// Method, URI, version and headers; header values and the URI share one buffer: the head's
-    /// bytes, split off the connection's buffer (no copy).
-    pub parts: http::request::Parts,
+    /// Method, URI, version and headers; the URI (and the header map, if one is ever built)
+    /// shares one buffer: the head's bytes, split off the connection's buffer (no copy).
+    pub head: RequestHead,
     /// The connection stays open after the answer (HTTP/1.1 without `Connection: close`, or
     /// HTTP/1.0 with `Connection: keep-alive`).
     pub keep_alive: bool,
@@ -35,22 +38,6 @@ pub enum Head {
     Partial,
     /// Anything else: left in the buffer for hyper.
     Other,
-}
-
-/// Where a header's name and value lie in the head: start and end of each, as `u32`, so the
-/// array of them is small to initialise (a head is far shorter than 4 GB).
-#[derive(Clone, Copy, Default)]
-struct Span {
-    name: (u32, u32),
-    value: (u32, u32),
-}
-
-fn narrow((a, b): (usize, usize)) -> Option<(u32, u32)> {
-    Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?))
-}
-
-fn range((a, b): (u32, u32)) -> std::ops::Range<usize> {
-    a as usize..b as usize
 }
 
 /// What the head's headers say about the connection and the body.
@@ -101,8 +88,13 @@ fn inspect(name: &[u8], value: &[u8], flags: &mut Flags) {
 /// checked by comparing its names instead (a standard name differs at once), and a longer one
 /// is assumed to, leaving the lookups to decide.
 pub(crate) fn may_name_any(headers: &HeaderMap, names: &[HeaderName]) -> bool {
+    may_name(headers, |n| names.contains(n))
+}
+
+/// [`may_name_any`] for the names `wanted` picks.
+pub(crate) fn may_name(headers: &HeaderMap, wanted: impl Fn(&HeaderName) -> bool) -> bool {
     const FEW: usize = 16;
-    headers.keys_len() > FEW || headers.keys().any(|n| names.contains(n))
+    headers.keys_len() > FEW || headers.keys().any(wanted)
 }
 
 /// Parses the head at the start of `buf`, at most `max_headers` fields (capped at
@@ -114,9 +106,9 @@ pub fn parse_head(buf: &mut BytesMut, max_headers: usize) -> Head {
     let mut storage =
         [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let n = max_headers.min(MAX_HEADERS);
-    let mut spans = [Span::default(); MAX_HEADERS];
     let mut flags = Flags::default();
-    let (len, method, version, path, count) = {
+    let mut names = NameSet::default();
+    let (len, method, version, path) = {
         let base: &[u8] = buf;
         let mut req = httparse::Request::new(&mut []);
         let len = match req.parse_with_uninit_headers(base, &mut storage[..n]) {
@@ -138,26 +130,23 @@ pub fn parse_head(buf: &mut BytesMut, max_headers: usize) -> Head {
             Some(p) if p.starts_with('/') => offset(base, p.as_bytes()),
             _ => return Head::Other,
         };
-        for (span, h) in spans.iter_mut().zip(req.headers.iter()) {
+        // The fields themselves stay in the head's bytes until a map is asked for
+        // (`RequestHead::headers`): httparse admits exactly the names and values `http` does
+        // (tokens; visible ASCII, tabs, spaces and obs-text), so none is lost then.
+        for h in req.headers.iter() {
             inspect(h.name.as_bytes(), h.value, &mut flags);
-            let (Some(name), Some(value)) = (
-                narrow(offset(base, h.name.as_bytes())),
-                narrow(offset(base, h.value)),
-            ) else {
-                return Head::Other;
-            };
-            *span = Span { name, value };
+            names.insert(h.name.as_bytes());
         }
-        (len, method, version, path, req.headers.len())
+        (len, method, version, path)
     };
     if flags.other {
         return Head::Other;
     }
-    let head = buf.split_to(len).freeze();
-    let Some(parts) = share(&head, method, version, path, &spans[..count]) else {
-        // Not a valid URI, name or value for `http`: give the bytes back, for hyper.
-        let mut whole = BytesMut::with_capacity(head.len() + buf.len());
-        whole.extend_from_slice(&head);
+    let raw = buf.split_to(len).freeze();
+    let Ok(uri) = Uri::from_maybe_shared(raw.slice(path.0..path.1)) else {
+        // Not a valid URI for `http`: give the bytes back, for hyper.
+        let mut whole = BytesMut::with_capacity(raw.len() + buf.len());
+        whole.extend_from_slice(&raw);
         whole.extend_from_slice(buf);
         *buf = whole;
         return Head::Other;
@@ -166,30 +155,34 @@ pub fn parse_head(buf: &mut BytesMut, max_headers: usize) -> Head {
         Version::HTTP_10 => flags.keep_alive && !flags.close,
         _ => !flags.close,
     };
-    Head::Simple(Simple { parts, keep_alive })
+    let head = RequestHead::from_wire(method, uri, version, raw, names);
+    Head::Simple(Simple { head, keep_alive })
 }
 
-/// The request's parts, with the URI and header values as views of `head`; None if a piece
-/// is not valid for `http`.
-fn share(
-    head: &Bytes,
-    method: Method,
-    version: Version,
-    path: (usize, usize),
-    spans: &[Span],
-) -> Option<http::request::Parts> {
-    let (mut parts, ()) = Request::new(()).into_parts();
-    parts.method = method;
-    parts.version = version;
-    parts.uri = Uri::from_maybe_shared(head.slice(path.0..path.1)).ok()?;
-    let mut headers = HeaderMap::with_capacity(spans.len());
-    for s in spans {
-        let name = HeaderName::from_bytes(&head[range(s.name)]).ok()?;
-        let value = HeaderValue::from_maybe_shared(head.slice(range(s.value))).ok()?;
-        headers.append(name, value);
+/// The header fields of a head [`parse_head`] took as simple (`head` is its bytes), as a map
+/// whose values are views of `head`.
+pub(crate) fn header_map(head: &Bytes) -> HeaderMap {
+    let mut storage =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    // It parsed before, with as many slots or fewer; an empty head (none was read) has none.
+    if !matches!(
+        req.parse_with_uninit_headers(head, &mut storage),
+        Ok(httparse::Status::Complete(_))
+    ) {
+        return HeaderMap::new();
     }
-    parts.headers = headers;
-    Some(parts)
+    let mut map = HeaderMap::with_capacity(req.headers.len());
+    for h in req.headers.iter() {
+        // Both always convert (see `parse_head`; a test holds every field to it).
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(h.name.as_bytes()),
+            HeaderValue::from_maybe_shared(head.slice_ref(h.value)),
+        ) {
+            map.append(name, value);
+        }
+    }
+    map
 }
 
 #[cfg(test)]
@@ -207,11 +200,11 @@ mod tests {
         let Head::Simple(s) = head else {
             panic!("not simple: {head:?}")
         };
-        assert_eq!(s.parts.method, Method::GET);
-        assert_eq!(s.parts.uri.path(), "/a%20b");
-        assert_eq!(s.parts.uri.query(), Some("x=1"));
-        assert_eq!(s.parts.headers["host"], "h");
-        assert_eq!(s.parts.headers["x-a"], "1");
+        assert_eq!(s.head.method, Method::GET);
+        assert_eq!(s.head.uri.path(), "/a%20b");
+        assert_eq!(s.head.uri.query(), Some("x=1"));
+        assert_eq!(s.head.headers()["host"], "h");
+        assert_eq!(s.head.headers()["x-a"], "1");
         assert!(s.keep_alive);
         assert_eq!(&rest[..], b"GET /");
     }
@@ -277,6 +270,7 @@ mod tests {
         let seeds = [
             "GET /a?b=c HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\n\r\nGET / HTTP/1.1\r\n\r\n",
             "HEAD / HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+            "GET / HTTP/1.1\r\na: \tb c\u{80}\r\n!: ~\r\n\r\n",
         ];
         let swaps = [0u8, b'\r', b'\n', b' ', b':', b'/', 0x7f, 0xff, b'\t', b'1'];
         for seed in seeds {
@@ -299,13 +293,34 @@ mod tests {
             let mut buf = BytesMut::from(input);
             match parse_head(&mut buf, max) {
                 Head::Simple(s) => {
-                    assert!(s.parts.headers.len() <= max);
                     let used = input.len() - buf.len();
                     assert!(used > 0);
                     assert_eq!(&buf[..], &input[used..]);
+                    same_fields(&input[..used], s.head.headers());
+                    assert!(s.head.headers().len() <= max);
                 }
                 Head::Partial | Head::Other => assert_eq!(&buf[..], input),
             }
         }
+    }
+
+    /// The map built later holds every field httparse read, in order: none is lost to a name
+    /// or value `http` would refuse.
+    fn same_fields(head: &[u8], map: &HeaderMap) {
+        let mut storage = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut storage);
+        assert!(matches!(req.parse(head), Ok(httparse::Status::Complete(_))));
+        let mut read: Vec<(String, &[u8])> = req
+            .headers
+            .iter()
+            .map(|h| (h.name.to_ascii_lowercase(), h.value))
+            .collect();
+        let mut mapped: Vec<(String, &[u8])> = map
+            .iter()
+            .map(|(n, v)| (n.as_str().to_string(), v.as_bytes()))
+            .collect();
+        read.sort();
+        mapped.sort();
+        assert_eq!(mapped, read, "{head:?}");
     }
 }
