@@ -30,6 +30,14 @@ pub const STANDING_SHARE: f64 = 0.5;
 /// 2026-12-06): a floor fits a service of fixed slots, not one that shares a CPU.
 pub const TRIM_FLOOR: f64 = 0.0;
 
+/// How far [`SedaLayer::response_time`]'s trimming may take the budget, as a share of the
+/// target (`TunedConfig::budget_floor`). Trimming without it held the requests in flight at
+/// `min_queue` (10) whatever the service serves at once: a service of 16 slots ran at 0.60 x
+/// its capacity at 3 x load, where a fixed limit of 50 ran at 0.94 x (`tower-peers`, issue
+/// 54). At 0.4 the bound is at least the requests the service completes in 0.4 x the target,
+/// which covers its concurrency while its mean service time is under that.
+pub const BUDGET_FLOOR: f64 = 0.4;
+
 /// Puts an admission controller in front of a service; a rejected request fails with
 /// [`Overloaded`](crate::Overloaded) without reaching the service.
 ///
@@ -72,6 +80,7 @@ impl SedaLayer<SingleClass> {
             trim: true,
             standing_share: STANDING_SHARE,
             trim_floor: TRIM_FLOOR,
+            budget_floor: BUDGET_FLOOR,
             ..TunedConfig::new(target)
         };
         let controller = TunedResponseTimeController::new(config)?;

@@ -30,6 +30,11 @@
 //!   limit is turning requests away: at low load the percentile says nothing about the budget
 //!   (anti-windup).
 //!
+//!   A queue of requests in flight in a service (seda-tower's layer) holds the service's own
+//!   work too, which stands under any overload: there trimming stops at a budget of
+//!   `budget_floor x` the target, or it takes the bound down to `min_queue` whatever the
+//!   service serves at once (`TunedConfig::budget_floor`).
+//!
 //!   Why the drops count: one controller shared by several stages steers the percentile of
 //!   all their requests, and the costliest stage's share can sit in the queue at the dropper's
 //!   threshold while the percentile stays at the setpoint. In `mail-users` at 1024 users the
@@ -141,6 +146,13 @@ pub struct TunedConfig {
     /// the limit did not bind the whole window: the refusals were a burst's, not a standing
     /// queue's.
     pub standing_share: f64,
+    /// Trimming never takes the budget under this share of the target (0: down to its 0.001
+    /// x, the stages' rule, whose budget is a wait in their queue). For a queue that counts
+    /// the requests in flight in a service (seda-tower's layer) the budget is a whole response
+    /// time, the service's own work stands in that queue under any overload, and trimming
+    /// took the bound down to `min_queue` whatever the service serves at once: 0.60 x
+    /// capacity on a service of 16 slots at 3 x load (`tower-peers`, issue 54).
+    pub budget_floor: f64,
     /// How far trimming takes the percentile down, in units of the setpoint (0: as far as the
     /// queue stands, the stages' rule). While the queue stands and the percentile is under the
     /// setpoint, the budget shrinks by `trim_floor x setpoint x target / percentile` (at least
@@ -173,6 +185,7 @@ impl TunedConfig {
             adapt: target * 2,
             trim: false,
             standing_share: 0.0,
+            budget_floor: 0.0,
             trim_floor: 0.0,
             drop_queued: Some(target.mul_f64(TunedConfig::DROP_FRACTION)),
         }
@@ -199,6 +212,7 @@ impl TunedConfig {
             adapt: p.secs("adapt_s", d.adapt),
             trim: p.flag("trim", trim),
             standing_share: p.f64("standing_share", d.standing_share),
+            budget_floor: p.f64("budget_floor", d.budget_floor),
             trim_floor: p.f64("trim_floor", d.trim_floor),
             drop_queued,
         }
@@ -226,6 +240,12 @@ impl TunedConfig {
                     "standing_share must be in [0, 1), got {}",
                     self.standing_share
                 ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.budget_floor) {
+            return Err(InvalidConfig::new(
+                "budget_floor",
+                format!("budget_floor must be in [0, 1], got {}", self.budget_floor),
             ));
         }
         if !(0.0..=1.0).contains(&self.trim_floor) {
@@ -381,6 +401,7 @@ impl TunedResponseTimeController {
         let mut step = (dt / self.cfg.adapt.as_secs_f64()).min(1.0);
         let want = self.cfg.setpoint * self.target_s;
         let toward_target = (want / sample_s.max(1e-9)).clamp(0.5, 2.0);
+        let mut floor_s = 0.001 * self.target_s;
         let ratio = if wasting {
             // The dropper threw away admitted events that had waited past its threshold:
             // some stage's queue stands that long, whatever the percentile of all says.
@@ -400,10 +421,12 @@ impl TunedResponseTimeController {
             toward_target.min(2.0)
         } else {
             // A queue that never emptied is standing: it adds waiting and no throughput. It is
-            // trimmed down to the floor, not past it (`trim_floor`).
+            // trimmed down to the floor, not past it (`trim_floor`), and the budget not under
+            // its own floor (`budget_floor`).
+            floor_s = floor_s.max(self.cfg.budget_floor * self.target_s);
             (self.cfg.trim_floor * want / sample_s.max(1e-9)).clamp(0.5, 1.0)
         };
-        self.wait_s = (self.wait_s * ratio.powf(step)).clamp(0.001 * self.target_s, self.target_s);
+        self.wait_s = (self.wait_s * ratio.powf(step)).clamp(floor_s, self.target_s);
     }
 
     /// Closes departure-rate periods and due windows.

@@ -233,3 +233,85 @@ fn drops_events_that_queued_past_the_dropper_threshold() {
     let mut c = TunedResponseTimeController::new(cfg).unwrap();
     assert!(!c.on_dequeue(s(5.0), s(100.0)));
 }
+
+/// seda-tower's layer over a service of `slots` slots (exponential service times of mean
+/// 40 ms, served in arrival order), the requests in flight as the controller's queue, under
+/// Poisson arrivals at 3 x capacity for 20 s: the layer's trimming controller with a 250 ms
+/// target and the given `budget_floor`. Returns the replies within the target per second
+/// over the last 16 s, as a share of capacity, and the most requests in flight there.
+fn layer_over_slots(slots: usize, budget_floor: f64) -> (f64, u64) {
+    use rand::{Rng, SeedableRng};
+    use std::cmp::Reverse;
+    use std::collections::{BinaryHeap, VecDeque};
+    let cfg = TunedConfig {
+        drop_queued: None,
+        trim: true,
+        standing_share: 0.5,
+        budget_floor,
+        ..TunedConfig::new(s(0.25))
+    };
+    let mut c = TunedResponseTimeController::new(cfg).unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+    let mut exp = |mean: f64| -mean * (1.0 - rng.random::<f64>()).ln();
+    let capacity = slots as f64 / 0.040;
+    let (end, from) = (20.0, 4.0);
+    // Replies as (done, arrived) in ns, the earliest first; arrivals waiting for a slot.
+    let mut busy: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+    let mut waiting: VecDeque<u64> = VecDeque::new();
+    let ns = |t: f64| (t * 1e9) as u64;
+    let (mut t, mut next_tick, mut good, mut most) = (0.0, 0.0, 0u64, 0u64);
+    while t < end {
+        t += exp(1.0 / (3.0 * capacity));
+        while let Some(Reverse((done, arrived))) = busy.peek().copied() {
+            if done > ns(t) {
+                break;
+            }
+            busy.pop();
+            let (now, took) = (
+                Duration::from_nanos(done),
+                Duration::from_nanos(done - arrived),
+            );
+            c.on_dequeue(now, took);
+            c.on_complete(now, 0, took, took);
+            good += u64::from(now.as_secs_f64() >= from && took <= s(0.25));
+            if let Some(a) = waiting.pop_front() {
+                busy.push(Reverse((done + ns(exp(0.040)), a)));
+            }
+        }
+        if t >= next_tick {
+            c.tick(s(t));
+            next_tick += 0.1;
+        }
+        if c.admit(s(t), 0).is_ok() {
+            if busy.len() < slots {
+                busy.push(Reverse((ns(t) + ns(exp(0.040)), ns(t))));
+            } else {
+                waiting.push_back(ns(t));
+            }
+            if t >= from {
+                most = most.max((busy.len() + waiting.len()) as u64);
+            }
+        }
+    }
+    (good as f64 / (capacity * (end - from)), most)
+}
+
+#[test]
+fn trimming_the_requests_in_flight_stops_above_what_the_service_serves_at_once() {
+    for slots in [8, 16, 64] {
+        let (share, most) = layer_over_slots(slots, 0.4);
+        assert!(
+            share > 0.95,
+            "{slots} slots: {share:.3} x capacity within the target, at most {most} in flight"
+        );
+    }
+    // Without the floor, trimming held the requests in flight at `min_queue` (10): 0.60 x.
+    let (share, most) = layer_over_slots(16, 0.0);
+    assert!(share < 0.7 && most <= 10, "{share:.3}, {most}");
+    let bad = TunedConfig {
+        budget_floor: 1.5,
+        ..TunedConfig::new(s(1.0))
+    };
+    let e = TunedResponseTimeController::new(bad).unwrap_err();
+    assert!(e.to_string().contains("budget_floor"), "{e}");
+}
