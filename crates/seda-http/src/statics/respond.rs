@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, HeaderMap, HeaderName,
-    HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LAST_MODIFIED, RANGE,
+    ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue,
+    IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LAST_MODIFIED, RANGE,
 };
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
@@ -98,7 +98,7 @@ impl Entry {
     /// file, or a response (304, 206, 416).
     pub fn answer(&self, method: &Method, headers: &HeaderMap) -> Answer {
         let head = method == Method::HEAD;
-        if !wire::may_name_any(headers, &CONDITIONS) {
+        if !wire::may_name(headers, |name| WATCHED_CONDITIONS.contains(name)) {
             return self.whole(method);
         }
         if self.not_modified(headers) {
@@ -166,9 +166,6 @@ impl Entry {
 }
 
 /// The headers that may make a request's answer other than the whole file.
-const CONDITIONS: [HeaderName; 3] = [IF_NONE_MATCH, IF_MODIFIED_SINCE, RANGE];
-
-/// [`CONDITIONS`], to ask a [`RequestHead`] about.
 const WATCHED_CONDITIONS: Watch = Watch::of(&["if-none-match", "if-modified-since", "range"]);
 
 /// Weak comparison of an If-None-Match list against our tag.
@@ -305,6 +302,9 @@ mod tests {
             headers.insert(name, HeaderValue::from_static("1"));
         }
     }
+
+    /// The conditional headers, as `http`'s names.
+    const CONDITIONS: [http::HeaderName; 3] = [IF_NONE_MATCH, IF_MODIFIED_SINCE, RANGE];
 
     #[test]
     fn the_watched_conditions_are_the_conditions() {

@@ -16,6 +16,6 @@ mod render;
 
 pub use names::{NameSet, WATCHED, Watch};
 pub use parse::{Head, MAX_HEADERS, Simple, parse_head};
-pub(crate) use parse::{header_map, may_name, may_name_any};
+pub(crate) use parse::{header_map, may_name};
 pub use prepared::Prepared;
 pub use render::{Framing, bodiless, render_head, says_close};

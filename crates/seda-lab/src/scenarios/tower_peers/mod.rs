@@ -35,6 +35,9 @@ pub struct TowerPeers;
 /// The processor's slots and mean service time: capacity = slots / mean.
 const SLOTS: usize = 16;
 const MEAN_S: f64 = 0.040;
+/// The seed of the processor's service times and of the generator's arrivals: the same for
+/// every variant (common random numbers).
+const SEED: u64 = 1;
 /// The reply-time target: about six mean service times.
 const TARGET_S: f64 = 0.250;
 /// Load during the shift and the incident, as a multiple of the capacity.
@@ -180,11 +183,12 @@ pub(crate) struct Cell {
 
 fn start(lab: &Lab, v: &Variant) -> Result<(SocketAddr, Child)> {
     let addr: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
-    let (addr_s, slots, mean_ms, target_ms) = (
+    let (addr_s, slots, mean_ms, target_ms, seed) = (
         addr.to_string(),
         SLOTS.to_string(),
         (MEAN_S * 1000.0).to_string(),
         ((TARGET_S * 1000.0).round() as u64).to_string(),
+        SEED.to_string(),
     );
     let cmd = lab.beside_seda(
         "tower-peers",
@@ -199,6 +203,8 @@ fn start(lab: &Lab, v: &Variant) -> Result<(SocketAddr, Child)> {
             &mean_ms,
             "--target-ms",
             &target_ms,
+            "--seed",
+            &seed,
         ],
     )?;
     let mut child = lab.spawn(&v.name, &cmd)?;
@@ -217,6 +223,7 @@ fn config(addr: SocketAddr, load: &Load) -> Result<LoadConfig> {
             max_backlog: 20_000,
         }),
     )?;
+    cfg.seed = SEED;
     cfg.duration = Duration::from_secs_f64(load.run_s);
     cfg.interval = Duration::from_secs_f64(INTERVAL_S);
     cfg.goodput_target = Duration::from_secs_f64(TARGET_S);
@@ -353,7 +360,8 @@ impl Scenario for TowerPeers {
             config: json!({
                 "capacity_per_s": capacity(),
                 "capacity_is": "by design: slots / mean service time of the emulated processor",
-                "service_times": "common random numbers: the k-th hold is the k-th draw of seed 1's sequence in every variant, as the arrivals are seed 1's",
+                "seed": SEED,
+                "service_times": "common random numbers: in every variant the k-th hold is the k-th draw of the seed's sequence, and the arrivals are the seed's",
                 "slots": SLOTS,
                 "mean_service_s": MEAN_S,
                 "target_s": TARGET_S,
