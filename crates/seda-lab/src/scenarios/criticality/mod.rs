@@ -129,7 +129,8 @@ impl Scenario for CriticalityScenario {
             "critical_success",
             "critical_p90_ms",
             "sheddable_plus_success",
-            "sheddable_success",
+            // Not `sheddable_success`: a share near zero (0.001-0.004 in three runs), where
+            // one request moves it by a third; the claims check it.
         ]
     }
 

@@ -187,7 +187,8 @@ impl Scenario for OverloadCurve {
             "response_time_tuned/step/settle_time_s",
             "best_peer_at_10x/goodput_fraction_of_capacity",
             "none/curve/10x/goodput_fraction_of_capacity",
-            "server_cpu/max_share",
+            // Not `server_cpu/max_share`: a reading of the machine that checks the design (the
+            // claims hold it under half a core), not an outcome of the system.
         ]
     }
 

@@ -90,12 +90,20 @@ pub(crate) fn checks(cells: &[Cell], loads: &[Load]) -> Vec<Check> {
             continue;
         }
         if let Some(adaptive) = best_peer(cells, name, |v| v.adaptive) {
+            let room = ceiling(load).map_or(String::new(), |c| {
+                format!(
+                    "; at most {c:.3} x capacity can be served within the target here, so a 5% \
+                     lead needs ours at {:.3}, {:.1}% of that",
+                    adaptive.1 * (1.0 + LEAD),
+                    100.0 * adaptive.1 * (1.0 + LEAD) / c
+                )
+            });
             out.push(goal(
                 Goal::Leads,
                 name,
                 format!("{name}: ours is >= 5% ahead of the best adaptive peer"),
                 g >= adaptive.1 * (1.0 + LEAD),
-                versus(g, &adaptive),
+                versus(g, &adaptive) + &room,
             ));
         }
     }
@@ -133,6 +141,18 @@ pub(crate) fn checks(cells: &[Cell], loads: &[Load]) -> Vec<Check> {
     out
 }
 
+/// Through an incident, the most any variant can serve within the target over the measured
+/// window, as a multiple of capacity: the offered load, up to the capacity outside the
+/// incident and half of it during it (every hold twice as long). `None` for other loads.
+fn ceiling(load: &Load) -> Option<f64> {
+    let end = load.incident_end_s?;
+    let start = load.calls.first()?.0;
+    let window = load.run_s - load.measure_from_s;
+    let during = end - start;
+    (window > 0.0)
+        .then(|| (load.x.min(1.0) * (window - during) + load.x.min(0.5) * during) / window)
+}
+
 /// The issue's goals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Goal {
@@ -157,7 +177,10 @@ enum Goal {
 /// quiet, three beside builds) every goal here held: 0.0% refused at 0.8 x and a tie there
 /// with every peer that refused nothing; at 3 x a tie with `limit:50` (+0.6% to +1.0%);
 /// through the incident +11.0% to +11.8% over the best peer, back at 0.9 x capacity 1.0 s
-/// after it. Left a shortfall: the shift, which only the full form runs (not run since).
+/// after it. Left a shortfall: the shift, which only the full form runs. The full form's
+/// incident lead stays enforced and failed its one run since (ours 0.647 x capacity,
+/// `acc-gradient2` 0.646, which the quick form does not run): a 5% lead there needs ours at
+/// 0.678, 99.6% of the most the incident lets any variant serve within the target (0.681).
 const KNOWN_SHORTFALLS: &[(Goal, &str)] = &[(Goal::Leads, "shift")];
 
 fn goal(which: Goal, load: &str, claim: String, held: bool, detail: String) -> Check {
@@ -207,4 +230,29 @@ pub(crate) fn markdown(cells: &[Cell], loads: &[Load], variants: &[Variant]) -> 
         s.push_str(&format!("- {}: {}\n", c.variant.name, fmt(c.recovery_s)));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_incidents_ceiling_halves_capacity_for_its_share_of_the_window() {
+        // The full form: 1.5 x, measured from 3 s to 50 s, capacity halved from 8 s to 38 s.
+        let load = Load {
+            name: "incident".into(),
+            x: 1.5,
+            run_s: 50.0,
+            calls: vec![(8.0, "/admin/slowdown/2"), (38.0, "/admin/slowdown/1")],
+            measure_from_s: 3.0,
+            incident_end_s: Some(38.0),
+        };
+        let c = ceiling(&load).unwrap();
+        assert!((c - 32.0 / 47.0).abs() < 1e-9, "{c}");
+        let open = Load {
+            incident_end_s: None,
+            ..load
+        };
+        assert_eq!(ceiling(&open), None);
+    }
 }
