@@ -18,7 +18,7 @@ pub struct Specweb99Args {
 
 /// Writes the file set.
 pub fn specweb99(args: &Specweb99Args) -> anyhow::Result<()> {
-    let bytes = seda_http::specweb::generate(&args.out, args.dirs)
+    let bytes = seda_testbed::specweb::generate(&args.out, args.dirs)
         .with_context(|| format!("cannot write the file set under {}", args.out.display()))?;
     println!(
         "wrote {} directories, {} files, {:.1} MB under {}",

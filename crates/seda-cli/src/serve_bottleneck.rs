@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use clap::Args;
-use seda_http::bottleneck::{BottleneckServeConfig, BottleneckServer, Control, STAGE};
+use seda_testbed::bottleneck::{BottleneckServeConfig, BottleneckServer, Control, STAGE};
 
 /// Arguments of `seda serve bottleneck`.
 #[derive(Args, Debug)]

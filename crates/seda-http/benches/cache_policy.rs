@@ -9,8 +9,8 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use seda_http::Policy;
-use seda_http::specweb::{self, Mix};
 use seda_http::statics::Cache;
+use seda_testbed::specweb::{self, Mix};
 
 struct Outcome {
     hit_ratio: f64,

@@ -396,7 +396,11 @@ impl ServeConfig {
 
 /// A server's TOML file: seda's own sections (`[runtime]`, `[stages.*]`...) from `runtime`,
 /// beside the server's `sections` (`[http]`...), as the servers' `from_toml` split them.
-pub(crate) fn sections_to_toml<const N: usize>(
+///
+/// # Errors
+///
+/// When a section cannot be written as TOML.
+pub fn sections_to_toml<const N: usize>(
     runtime: &seda::Config,
     sections: [(&str, toml::Value); N],
 ) -> Result<String, toml::ser::Error> {

@@ -36,9 +36,9 @@
 //!   the reply slot); its [`RequestHead`] builds a header map only when asked for one.
 //! - [`StaticService`]: Haboob's stages; [`statics::Cache`] is its byte-bounded page cache
 //!   (S3-FIFO or LRU); [`StaticServer`] assembles runtime, stages and front end.
-//! - [`specweb`]: the SPECweb99 file set and request mix.
-//! - [`bottleneck`]: WC03 Section 4.5's CPU-bound service with a quality knob
-//!   ([`bottleneck::BottleneckServer`]), for the service-degradation experiments.
+//!
+//! The lab's services of stated cost (WC03 Section 4.5's page, the hold service) and the
+//! SPECweb99 file set are built on these parts in the `seda-testbed` crate.
 //!
 //! # Overload
 //!
@@ -72,13 +72,11 @@
 
 pub mod admin;
 mod body;
-pub mod bottleneck;
 pub mod config;
 pub mod percent;
 mod request;
 mod serve;
 mod server;
-pub mod specweb;
 pub mod statics;
 pub mod wire;
 

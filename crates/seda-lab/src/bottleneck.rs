@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, Control, STAGE};
 use seda_load::{LoadConfig, Model};
+use seda_testbed::bottleneck::{BottleneckConfig, BottleneckServeConfig, Control, STAGE};
 
 use crate::child::Child;
 use crate::lab::Lab;
@@ -79,7 +79,7 @@ pub const PAGE_CORES: f64 = 1.0;
 /// Pages a second [`BottleneckServer`] serves at full quality, by design: its cores over a
 /// full-quality page's stated cost.
 pub fn page_capacity_full_quality() -> f64 {
-    let b = seda_http::bottleneck::BottleneckConfig::default();
+    let b = seda_testbed::bottleneck::BottleneckConfig::default();
     PAGE_CORES / ((b.base_ms + b.work_ms) / 1e3)
 }
 

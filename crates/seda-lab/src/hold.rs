@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{ClientConfig, LoadConfig, Report};
 use seda_sim::summary::{RunSummary, fraction, per_s};
+use seda_testbed::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 
 use crate::child::Child;
 use crate::lab::Lab;

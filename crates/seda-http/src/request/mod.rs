@@ -1,8 +1,6 @@
 //! The event the front end hands to a stage graph, and the way back.
 
-mod head;
-
-pub use head::RequestHead;
+pub use crate::wire::RequestHead;
 
 use std::sync::Arc;
 

@@ -9,11 +9,13 @@
 //! hit's head is rendered once per cached file ([`Prepared`]). Everything else goes to hyper
 //! on the same connection, with the bytes already read.
 
+mod head;
 mod names;
 mod parse;
 mod prepared;
 mod render;
 
+pub use head::RequestHead;
 pub use names::{NameSet, WATCHED, Watch};
 pub use parse::{Head, MAX_HEADERS, Simple, parse_head};
 pub(crate) use parse::{header_map, may_name};

@@ -10,8 +10,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri, Version};
 
-use super::NameSet;
-use crate::request::RequestHead;
+use super::{NameSet, RequestHead};
 
 /// Most header fields the fast path parses (on the stack); more: [`Head::Other`].
 pub const MAX_HEADERS: usize = 100;

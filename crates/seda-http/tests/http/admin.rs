@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use seda_http::bottleneck::{BottleneckServeConfig, BottleneckServer, STAGE};
+use seda_testbed::bottleneck::{BottleneckServeConfig, BottleneckServer, STAGE};
 
 use crate::client::{Conn, get};
 use crate::{TempDir, eventually, static_server};

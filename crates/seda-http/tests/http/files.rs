@@ -3,7 +3,7 @@
 use std::fs;
 use std::time::Duration;
 
-use seda_http::specweb;
+use seda_testbed::specweb;
 
 use crate::client::{Conn, get};
 use crate::{TempDir, static_server};

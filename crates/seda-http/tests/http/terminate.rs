@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use seda_http::bottleneck::{BottleneckServeConfig, BottleneckServer};
+use seda_testbed::bottleneck::{BottleneckServeConfig, BottleneckServer};
 
 use crate::client::get;
 use crate::eventually;

@@ -21,8 +21,8 @@ use anyhow::{Context, Result, bail};
 use seda::sizer::LawName;
 use seda::{GlobalControlConfig, SizerConfig, StageConfig};
 use seda_control::catalogue::sizers::SELF_TUNING;
-use seda_http::bottleneck::{BottleneckServeConfig, STAGE};
 use seda_load::{ClientConfig, Eager, LoadConfig, Model, Report, Target};
+use seda_testbed::bottleneck::{BottleneckServeConfig, STAGE};
 use serde_json::{Map, Value, json};
 
 use super::thesis_open::{self, BACKEND_MS};

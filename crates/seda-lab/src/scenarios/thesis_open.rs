@@ -17,8 +17,8 @@ use anyhow::Result;
 use seda::sizer::LawName;
 use seda::{AdmissionConfig, GlobalControlConfig, SizerConfig, StageConfig};
 use seda_control::catalogue::sizers::{FIXED, SELF_TUNING};
-use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Schedule, Target};
+use seda_testbed::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use serde_json::{Map, Value, json};
 
 use crate::child::Child;

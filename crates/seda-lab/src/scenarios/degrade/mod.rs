@@ -14,9 +14,9 @@ mod report;
 use std::time::Duration;
 
 use anyhow::Result;
-use seda_http::bottleneck::{BottleneckConfig, BottleneckSection, Control, STAGE};
 use seda_load::Report;
 use seda_sim::summary::{RunSummary, within_target_share};
+use seda_testbed::bottleneck::{BottleneckConfig, BottleneckSection, Control, STAGE};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 

@@ -37,9 +37,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
-use seda_http::bottleneck::BottleneckServeConfig;
 use seda_load::{Report, Schedule};
 use seda_sim::summary::{RunSummary, Window, fraction, per_s, settle_time};
+use seda_testbed::bottleneck::BottleneckServeConfig;
 use serde_json::{Map, Value, json};
 
 use crate::outcome::Outcome;
@@ -366,7 +366,7 @@ fn point_summary(name: &str, load_x: f64, report: &Report, from_s: f64) -> RunSu
 
 /// The controller's state in a `/_seda/stats` document (`None` without a controller).
 fn controller_state(sample: &Sample) -> Option<&BTreeMap<Cow<'static, str>, f64>> {
-    let stage = sample.stage(seda_http::bottleneck::STAGE)?;
+    let stage = sample.stage(seda_testbed::bottleneck::STAGE)?;
     Some(&stage.controller.as_ref()?.state)
 }
 

@@ -2,7 +2,7 @@
 //! before the run, the request mix it serves, and the loads that drive it.
 //!
 //! `GET /hold?us=N&cores=2` is N µs of work on 2 emulated cores: while more than two holds run,
-//! each progresses at `2 / running` of real time ([`seda_http::bottleneck::hold`]). The stage
+//! each progresses at `2 / running` of real time ([`seda_testbed::bottleneck::hold`]). The stage
 //! has [`WORKERS`] threads, twice the cores, so past two requests in service they share the
 //! cores as threads share a CPU, and a request's service time grows with the busy workers. The
 //! holds are sleeps: the server's real CPU is its front end's and its runtime's, a few percent of
@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 use seda::{AdmissionConfig, StageConfig};
-use seda_http::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Target};
+use seda_testbed::bottleneck::{BottleneckConfig, BottleneckServeConfig, STAGE};
 
 use crate::child::Child;
 use crate::hold::TICK_MS;

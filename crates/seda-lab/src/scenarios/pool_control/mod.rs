@@ -3,7 +3,7 @@
 //!
 //! Each plant is one stage whose handler waits on a backend, fed by a producer that keeps its
 //! queue from running dry: an emulated backend (a sleep, stated as such:
-//! `seda_http::bottleneck::EmulatedBackend`), or the e-mail store on PostgreSQL (skipped, and
+//! `seda_testbed::bottleneck::EmulatedBackend`), or the e-mail store on PostgreSQL (skipped, and
 //! said so, where no PostgreSQL listens). First a sweep of fixed pools finds the best fixed
 //! size and its throughput `B`. Then every sizer runs three phases from eight threads: the
 //! self-tuning pool (P, PI, PD) is given a throughput target of 0.4 B, then 0.8 B (the step of

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use seda::{Config, PoolControllerConfig, Runtime, SizerConfig, Stage, StageConfig, handler};
-use seda_http::bottleneck::EmulatedBackend;
 use seda_mail::Corpus;
 use seda_mail::store::{Moved, Store};
+use seda_testbed::bottleneck::EmulatedBackend;
 use serde::Serialize;
 
 /// The stage (and pool) name.

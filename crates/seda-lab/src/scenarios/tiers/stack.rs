@@ -236,7 +236,7 @@ impl BackCounts {
         let stage = doc.runtime.as_ref().and_then(|r| {
             r.stages
                 .iter()
-                .find(|s| s.name == seda_http::bottleneck::STAGE)
+                .find(|s| s.name == seda_testbed::bottleneck::STAGE)
         });
         BackCounts {
             cancelled: frontend.map_or(0, |f| f.cancelled_requests),

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use http::StatusCode;
 use seda::Meta;
 
-use crate::body::Body;
-use crate::request::text;
+use seda_http::Body;
+use seda_http::text;
 
 /// Time between two safe points: far below any termination threshold or control tick worth
 /// having, and long enough that a 5 ms request is one sleep (a loaded machine delays every

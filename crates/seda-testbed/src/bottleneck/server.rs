@@ -4,9 +4,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::{ConfigError, HttpConfig};
-use crate::serve::{ServerShutdown, StartError};
-use crate::server::HttpServer;
+use seda_http::HttpServer;
+use seda_http::{ConfigError, HttpConfig};
+use seda_http::{ServerShutdown, StartError};
 
 use super::{BottleneckConfig, BottleneckError};
 
@@ -79,7 +79,7 @@ impl BottleneckServeConfig {
     ///
     /// When a value has no TOML form (none of the settings' types lacks one today).
     pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
-        crate::config::sections_to_toml(
+        seda_http::config::sections_to_toml(
             &self.runtime,
             [
                 ("http", toml::Value::try_from(&self.http)?),

@@ -61,9 +61,9 @@ use std::time::Duration;
 use http::{Method, StatusCode};
 use serde::{Deserialize, Serialize};
 
-use crate::request::HttpRequest;
 pub use backend::EmulatedBackend;
 pub use page::{QUALITY_HEADER, SIZE_RANGE};
+use seda_http::HttpRequest;
 pub use server::{BottleneckServeConfig, BottleneckServer};
 pub use stats::{BottleneckSection, BottleneckStats};
 use work::DataFile;
@@ -432,7 +432,7 @@ pub fn build(
     runtime: &seda::Runtime,
     config: &BottleneckConfig,
     control: Option<seda::AdmissionConfig>,
-) -> Result<(seda::Sink<HttpRequest>, crate::ExtraStats), BottleneckError> {
+) -> Result<(seda::Sink<HttpRequest>, seda_http::ExtraStats), BottleneckError> {
     config.validate().map_err(BottleneckError::Config)?;
     let path = config.file.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("seda-bottleneck-{}.data", std::process::id()))
@@ -489,7 +489,7 @@ pub fn build(
             })),
         )
         .map_err(BottleneckError::Stage)?;
-    let stats: crate::ExtraStats = Arc::new(move || {
+    let stats: seda_http::ExtraStats = Arc::new(move || {
         let section = BottleneckSection {
             bottleneck: service.stats(),
         };

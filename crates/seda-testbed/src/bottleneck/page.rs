@@ -6,7 +6,7 @@ use http::{Response, StatusCode};
 use http_body_util::Full;
 
 use super::work::Plan;
-use crate::body::Body;
+use seda_http::Body;
 
 /// Name of the response header that carries the quality the page was made at (also stated in
 /// the page), so a load generator can read it without parsing HTML.
