@@ -1,14 +1,14 @@
 //! `seda bench terminate-soak`: terminates many requests that hold memory, a lock guard, an
 //! open file and a database statement (some a write transaction), then shows everything was
-//! released (see `seda_mail::soak`).
+//! released (see `seda_testbed::mail::soak`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use seda_mail::Corpus;
-use seda_mail::soak::{self, SoakConfig, SoakReport};
 use seda_mail::store;
+use seda_testbed::mail::soak::{self, SoakConfig, SoakReport};
 
 /// Users of the corpus; the soak scans the messages of the one with the most.
 const USERS: u64 = 20;

@@ -216,7 +216,7 @@ pub fn run(mut args: LoadArgs) -> anyhow::Result<()> {
         // WC03's e-mail users: "wait 5 s, then log in again" after a 503 (and 20 ms think
         // time, in `build`).
         args.backoff
-            .get_or_insert(seda_mail::user_model::REJECT_BACKOFF);
+            .get_or_insert(seda_testbed::mail::user_model::REJECT_BACKOFF);
     }
     let config = build(&args)?;
     let report = seda_load::run(config)?;
@@ -331,7 +331,7 @@ fn workload(
             &a.synthetic_param,
         )?),
         WorkloadArg::Mail => {
-            let workload = seda_mail::workload::MailWorkload::new(a.mail_users);
+            let workload = seda_testbed::mail::workload::MailWorkload::new(a.mail_users);
             match &a.mail_only {
                 None => Arc::new(workload),
                 Some(name) => {
@@ -361,7 +361,7 @@ fn model(a: &LoadArgs) -> Model {
     let think = a
         .think
         .unwrap_or(if matches!(a.workload, WorkloadArg::Mail) {
-            seda_mail::user_model::THINK_TIME
+            seda_testbed::mail::user_model::THINK_TIME
         } else {
             Duration::ZERO
         });
@@ -423,7 +423,7 @@ mod tests {
                 m => panic!("not closed: {m:?}"),
             }
         };
-        assert_eq!(think(&[]), seda_mail::user_model::THINK_TIME);
+        assert_eq!(think(&[]), seda_testbed::mail::user_model::THINK_TIME);
         assert_eq!(think(&["--think", "0ms"]), Duration::ZERO);
         assert_eq!(think(&["--think", "5ms"]), Duration::from_millis(5));
         let other = config(&["http://127.0.0.1:1/x"]).unwrap();

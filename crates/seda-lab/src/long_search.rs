@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_mail::RequestKind;
 use seda_mail::corpus::Corpus;
-use seda_mail::workload::MailWorkload;
+use seda_testbed::mail::workload::MailWorkload;
 
 /// The phrase the long searches look for: no generated message contains it, so the search
 /// reads every body of the user.

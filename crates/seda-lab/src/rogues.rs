@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use seda_load::workload::{Request, Session, Workload};
 use seda_mail::RequestKind;
-use seda_mail::workload::MailWorkload;
+use seda_testbed::mail::workload::MailWorkload;
 
 use crate::long_search::{MISSING_PHRASE, Rewrite, Rewritten};
 

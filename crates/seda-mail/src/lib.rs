@@ -38,9 +38,9 @@
 //! - [`MailService`]: the stages, sessions and handlers.
 //! - [`MailServer`]: runtime, stages and the shared front end (`seda_http::HttpServer`)
 //!   assembled; `server.rs` holds the request path from the front end to the stages.
-//! - [`user_model::UserModel`]: the emulated user (Markov model, think time, back-off);
-//!   [`workload::MailWorkload`]: that user as a `seda-load` workload (`seda load --workload
-//!   mail`).
+//!
+//! The emulated user (WC03's Markov model) as a `seda-load` workload, and the safe-release
+//! soak, are the test bed's: `seda_testbed::mail`.
 //!
 //! # Overload
 //!
@@ -81,11 +81,8 @@ pub mod search_gate;
 mod server;
 mod service;
 pub mod session;
-pub mod soak;
 mod stats;
 pub mod store;
-pub mod user_model;
-pub mod workload;
 
 pub use corpus::Corpus;
 pub use percent::{percent_decode, percent_encode};

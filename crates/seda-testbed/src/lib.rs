@@ -5,6 +5,8 @@
 //!   service of the early-termination experiments (a request holds a worker, or a share of
 //!   emulated cores, for a stated time) and emulated backends for the pool sizers; `seda serve
 //!   bottleneck` runs it and the lab's scenarios start it.
+//! - [`mail`]: the e-mail service's emulated users as a load workload, and the safe-release
+//!   soak.
 //! - [`specweb`]: the SPECweb99 static file set and its request mix (`seda fileset`, the static
 //!   benchmarks).
 //!
@@ -14,4 +16,5 @@
 #![warn(missing_docs)]
 
 pub mod bottleneck;
+pub mod mail;
 pub mod specweb;

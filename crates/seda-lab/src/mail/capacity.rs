@@ -36,7 +36,7 @@ impl MailCapacity {
     /// table and the user model's stationary mix.
     pub fn designed(cores: f64) -> MailCapacity {
         let table = seda_mail::cost::CostTable::arashi();
-        let shares = seda_mail::user_model::stationary_mix();
+        let shares = seda_testbed::mail::user_model::stationary_mix();
         let mut cost_s = BTreeMap::new();
         let mut mix = BTreeMap::new();
         for kind in RequestKind::ALL {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use seda_load::{ClientConfig, LoadConfig, Model};
-use seda_mail::workload::MailWorkload;
+use seda_testbed::mail::workload::MailWorkload;
 
 use super::{CORPUS_USERS, REJECT_WAIT, THINK};
 use crate::lab::Lab;

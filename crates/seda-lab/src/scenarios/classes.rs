@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use seda_load::Report;
-use seda_mail::workload::MailWorkload;
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, settle_time};
+use seda_testbed::mail::workload::MailWorkload;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 

@@ -4,8 +4,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use seda_mail::workload::MailWorkload;
 use seda_mail::{MailServer, MailServerConfig, ServiceOptions};
+use seda_testbed::mail::workload::MailWorkload;
 
 use crate::common::*;
 

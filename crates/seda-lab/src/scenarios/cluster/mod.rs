@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use seda_load::{LoadConfig, Model, PartlyOpen, Report, Target};
-use seda_mail::workload::MailWorkload;
 use seda_sim::summary::RunSummary;
+use seda_testbed::mail::workload::MailWorkload;
 use serde_json::{Map, Value, json};
 
 use crate::haproxy::{self, Balance, Haproxy, Replica};

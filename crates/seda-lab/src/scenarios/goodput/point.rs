@@ -8,8 +8,8 @@ use anyhow::Result;
 use seda_control::AimdWindowConfig;
 use seda_load::workload::{Reply, Request, Session, Workload};
 use seda_load::{Arrivals, ClientConfig, LoadConfig, Model, Open, Report, Target};
-use seda_mail::workload::MailWorkload;
 use seda_sim::summary::{RunSummary, fraction, per_s};
+use seda_testbed::mail::workload::MailWorkload;
 use serde_json::{Value, json};
 
 use crate::Lab;

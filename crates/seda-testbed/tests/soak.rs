@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use seda_mail::Corpus;
-use seda_mail::soak::{self, SoakConfig};
 use seda_mail::store::{self, Store};
+use seda_testbed::mail::soak::{self, SoakConfig};
 
 const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 const MY_URL: &str = "mysql://root@127.0.0.1:3306/test";

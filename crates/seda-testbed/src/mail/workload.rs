@@ -4,14 +4,14 @@
 //! `Set-Cookie` and the start of its HTML, and picks the next request by the Markov model. Think
 //! time and the wait after a 503 are the load generator's (`--think`, `--backoff`); after the
 //! wait the user sends the rejected request again in the session it has (WC03's users logged
-//! in again; see [`crate::user_model`], "After a rejection").
+//! in again; see [`super::user_model`], "After a rejection").
 
 use std::sync::Arc;
 
 use seda_load::workload::{Reply, Request, Session, Workload};
 
-use crate::request::RequestKind;
-use crate::user_model::{Mix, Outcome, Step, UserModel};
+use super::user_model::{Mix, Outcome, Step, UserModel};
+use seda_mail::RequestKind;
 
 /// How much of each reply the model reads for links (a page of a message list fits).
 const CAPTURE_BYTES: usize = 256 * 1024;
@@ -38,7 +38,7 @@ impl MailWorkload {
 
     /// Users log in only as accounts `first..=last` of the corpus (1-based; an empty range is
     /// the single account `first`): a population of one service class, since the corpus gives
-    /// its second half of accounts the high class ([`crate::corpus::high_class`]).
+    /// its second half of accounts the high class ([`seda_mail::corpus::high_class`]).
     pub fn accounts(mut self, first: u64, last: u64) -> MailWorkload {
         self.first = first.max(1);
         self.users = last.saturating_sub(self.first) + 1;
@@ -65,7 +65,7 @@ impl Workload for MailWorkload {
         // Corpus accounts are numbered from 1 (`user1`).
         let user = self.first + seed % self.users;
         Box::new(MailSession {
-            model: UserModel::new(user, seed, crate::user_model::THINK_TIME, self.mix),
+            model: UserModel::new(user, seed, super::user_model::THINK_TIME, self.mix),
         })
     }
 }

@@ -6,7 +6,7 @@
 //! has. It reads the previous response (status, `Location`, `Set-Cookie`, and
 //! the links in the HTML) to pick folder and message ids, and yields the next request: kind,
 //! method, path, form body and cookie. Any transport can drive it; the load generator
-//! does, through [`crate::workload::MailWorkload`].
+//! does, through [`super::workload::MailWorkload`].
 //!
 //! # After a rejection
 //!
@@ -45,10 +45,10 @@
 
 use std::time::Duration;
 
-use crate::corpus::{Rng, password, user_name};
-use crate::percent::percent_encode;
-use crate::request::RequestKind;
-use crate::store::TRASH;
+use seda_mail::RequestKind;
+use seda_mail::corpus::{Rng, password, user_name};
+use seda_mail::percent_encode;
+use seda_mail::store::TRASH;
 
 /// Think time between requests (WC03 Section 4.1: "aggressively set to 20 ms").
 pub const THINK_TIME: Duration = Duration::from_millis(20);

@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 use seda::{Config, Meta, Runtime, Stage, handler};
 use seda_control::terminate::FixedThreshold;
 
-use crate::store::{
+use seda_mail::store::{
     Audit, IdleCheck, Page, SearchField, SearchQuery, Sort, Store, StoreError, watch,
 };
 
