@@ -10,6 +10,8 @@ use http_body_util::Full;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::pool::Lease;
+
 pin_project! {
     /// A response body: streamed from the upstream, or written by the proxy (errors, 503s).
     pub struct ProxyBody {
@@ -21,7 +23,8 @@ pin_project! {
 pin_project! {
     #[project = InnerProj]
     enum Inner {
-        Upstream { #[pin] body: Incoming },
+        // The connection goes back to its pool when the body has been read to its end.
+        Upstream { #[pin] body: Incoming, lease: Option<Lease> },
         Local { #[pin] body: Full<Bytes> },
         Read { frames: VecDeque<Bytes> },
     }
@@ -50,10 +53,14 @@ impl ProxyBody {
         }
     }
 
-    /// The upstream's body, passed through frame by frame.
-    pub fn upstream(body: Incoming) -> Self {
+    /// The upstream's body, passed through frame by frame; `lease`'s connection is pooled
+    /// again once the body has ended.
+    pub(crate) fn upstream(body: Incoming, lease: Lease) -> Self {
         ProxyBody {
-            inner: Inner::Upstream { body },
+            inner: Inner::Upstream {
+                body,
+                lease: Some(lease),
+            },
         }
     }
 }
@@ -74,7 +81,18 @@ impl Body for ProxyBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         match self.project().inner.project() {
-            InnerProj::Upstream { body } => body.poll_frame(cx),
+            InnerProj::Upstream { mut body, lease } => {
+                let frame = body.as_mut().poll_frame(cx);
+                let ended = match &frame {
+                    Poll::Ready(None) => true,
+                    Poll::Ready(Some(Ok(_))) => body.is_end_stream(),
+                    _ => false,
+                };
+                if ended && let Some(lease) = lease.take() {
+                    lease.release();
+                }
+                frame
+            }
             InnerProj::Local { body } => body.poll_frame(cx).map_err(|never| match never {}),
             InnerProj::Read { frames } => {
                 Poll::Ready(frames.pop_front().map(|b| Ok(Frame::data(b))))
@@ -84,7 +102,7 @@ impl Body for ProxyBody {
 
     fn is_end_stream(&self) -> bool {
         match &self.inner {
-            Inner::Upstream { body } => body.is_end_stream(),
+            Inner::Upstream { body, .. } => body.is_end_stream(),
             Inner::Local { body } => body.is_end_stream(),
             Inner::Read { frames } => frames.is_empty(),
         }
@@ -92,7 +110,7 @@ impl Body for ProxyBody {
 
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
-            Inner::Upstream { body } => body.size_hint(),
+            Inner::Upstream { body, .. } => body.size_hint(),
             Inner::Local { body } => body.size_hint(),
             Inner::Read { frames } => {
                 SizeHint::with_exact(frames.iter().map(|b| b.len() as u64).sum())
