@@ -26,7 +26,43 @@ pin_project! {
         // The connection goes back to its pool when the body has been read to its end.
         Upstream { #[pin] body: Incoming, lease: Option<Lease> },
         Local { #[pin] body: Full<Bytes> },
-        Read { frames: VecDeque<Bytes> },
+        Read { frames: Frames },
+    }
+}
+
+/// A body's data frames, read whole. The first is held apart: a short body mostly comes in one
+/// frame, and a `VecDeque` would be allocated for it on every request.
+#[derive(Default)]
+pub struct Frames {
+    first: Option<Bytes>,
+    rest: VecDeque<Bytes>,
+}
+
+impl Frames {
+    /// Adds the next frame.
+    pub fn push(&mut self, frame: Bytes) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(frame);
+        } else {
+            self.rest.push_back(frame);
+        }
+    }
+
+    /// Takes the earliest frame left.
+    fn pop(&mut self) -> Option<Bytes> {
+        self.first.take().or_else(|| self.rest.pop_front())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none() && self.rest.is_empty()
+    }
+
+    fn bytes(&self) -> u64 {
+        self.first
+            .iter()
+            .chain(&self.rest)
+            .map(|b| b.len() as u64)
+            .sum()
     }
 }
 
@@ -38,7 +74,7 @@ impl ProxyBody {
 
     /// An upstream body already read whole, as the frames it came in (not copied into one
     /// buffer: the server writes them out together).
-    pub fn read(frames: VecDeque<Bytes>) -> Self {
+    pub fn read(frames: Frames) -> Self {
         ProxyBody {
             inner: Inner::Read { frames },
         }
@@ -94,9 +130,7 @@ impl Body for ProxyBody {
                 frame
             }
             InnerProj::Local { body } => body.poll_frame(cx).map_err(|never| match never {}),
-            InnerProj::Read { frames } => {
-                Poll::Ready(frames.pop_front().map(|b| Ok(Frame::data(b))))
-            }
+            InnerProj::Read { frames } => Poll::Ready(frames.pop().map(|b| Ok(Frame::data(b)))),
         }
     }
 
@@ -112,9 +146,7 @@ impl Body for ProxyBody {
         match &self.inner {
             Inner::Upstream { body, .. } => body.size_hint(),
             Inner::Local { body } => body.size_hint(),
-            Inner::Read { frames } => {
-                SizeHint::with_exact(frames.iter().map(|b| b.len() as u64).sum())
-            }
+            Inner::Read { frames } => SizeHint::with_exact(frames.bytes()),
         }
     }
 }

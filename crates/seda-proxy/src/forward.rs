@@ -18,7 +18,6 @@
 //! the receiver's wake-up on the proxy's core: the lab's `proxy-spike` measured 1.5 x
 //! HAProxy's CPU per request. Longer bodies, and bodies of unknown length, are streamed.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -26,7 +25,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
@@ -34,7 +32,7 @@ use hyper::body::Incoming;
 use seda_tower::{DEADLINE, REJECT_HEADER, RequestDeadline};
 use tower_service::Service;
 
-use crate::body::ProxyBody;
+use crate::body::{Frames, ProxyBody};
 use crate::pool::Pool;
 
 /// The client's address, put in each request's extensions by the server.
@@ -122,13 +120,12 @@ impl Service<Request<Incoming>> for Forward {
     }
 }
 
-/// A response the proxy writes itself.
 /// Every data frame of `body`, in order.
-async fn read_whole(mut body: Incoming) -> Result<VecDeque<Bytes>, hyper::Error> {
-    let mut frames = VecDeque::new();
+async fn read_whole(mut body: Incoming) -> Result<Frames, hyper::Error> {
+    let mut frames = Frames::default();
     while let Some(frame) = body.frame().await {
         if let Ok(data) = frame?.into_data() {
-            frames.push_back(data);
+            frames.push(data);
         }
     }
     Ok(frames)
@@ -144,6 +141,7 @@ fn is_short(headers: &HeaderMap) -> bool {
         .is_some_and(|n| n < BUFFER_BELOW)
 }
 
+/// A response the proxy writes itself.
 pub(crate) fn local(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
     let mut r = Response::new(ProxyBody::text(text));
     *r.status_mut() = status;
@@ -252,45 +250,54 @@ fn append_forwarded_for(headers: &mut HeaderMap, addr: SocketAddr) {
 /// Removes the headers that describe one connection, not the message (RFC 9110 Section 7.6.1),
 /// including those the `Connection` header names.
 ///
-/// One pass over the headers, comparing names without hashing them, says what there is to
-/// do; in the usual message (at most a `Connection: keep-alive`) that is one removal. Looking
-/// `Connection` up and removing each name found cost a hash per lookup on the request and on
-/// the response (`strip_hop_by_hop` was about 820 instructions a call, callgrind,
-/// 2026-12-07). `Connection` itself goes last, as it says what else goes; no list is allocated.
+/// A pass over the names alone (no values, no hashing) says what there is to do. In the usual
+/// message (at most a `Connection: keep-alive`) one lookup of `Connection` then reads and
+/// removes it: reading all headers, or looking `Connection` up and then removing it, cost a
+/// hash each on the request and on the response (`strip_hop_by_hop` was about 820
+/// instructions a call, callgrind, 2026-12-07). Otherwise the values naming other headers
+/// than `keep-alive` and `close` (both hop-by-hop already) are copied, to find those headers,
+/// and `Connection` goes last.
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let mut has_connection = false;
-    // `keep-alive` and `close`, the usual tokens, name no header not already hop-by-hop.
-    let mut names_others = false;
     let mut others = false;
-    for (name, value) in headers.iter() {
+    for name in headers.keys() {
         if name == header::CONNECTION {
             has_connection = true;
-            names_others |= tokens(value).any(|t| {
-                !t.eq_ignore_ascii_case(b"keep-alive") && !t.eq_ignore_ascii_case(b"close")
-            });
         } else {
             others |= is_hop_by_hop(name);
         }
     }
-    if others || names_others {
-        remove_hop_by_hop(headers, names_others);
+    let mut naming = Vec::new();
+    if has_connection && let header::Entry::Occupied(e) = headers.entry(header::CONNECTION) {
+        if !others && !e.iter().any(names_others) {
+            // The usual message: `Connection` is all there is to remove.
+            e.remove();
+            return;
+        }
+        naming.extend(e.iter().filter(|v| names_others(v)).cloned());
     }
+    if !others && naming.is_empty() {
+        return;
+    }
+    loop {
+        let doomed = headers.keys().find(|name| {
+            *name != header::CONNECTION && (is_hop_by_hop(name) || lists(&naming, name))
+        });
+        let Some(name) = doomed.cloned() else { break };
+        headers.remove(name);
+    }
+    // Last, as it says what else goes: the other headers keep their order.
     if has_connection {
         headers.remove(header::CONNECTION);
     }
 }
 
-/// Removes every hop-by-hop header but `Connection`, and with `named` those it lists.
-fn remove_hop_by_hop(headers: &mut HeaderMap, named: bool) {
-    loop {
-        let listed = named.then(|| headers.get_all(header::CONNECTION));
-        let doomed = headers.keys().find(|name| {
-            *name != header::CONNECTION
-                && (is_hop_by_hop(name) || listed.as_ref().is_some_and(|c| lists(c, name)))
-        });
-        let Some(name) = doomed.cloned() else { break };
-        headers.remove(name);
-    }
+/// Whether a `Connection` value names a header other than `keep-alive` and `close` (both
+/// hop-by-hop already); the usual values, one of those alone, are told without splitting.
+fn names_others(value: &HeaderValue) -> bool {
+    let usual =
+        |t: &[u8]| t.eq_ignore_ascii_case(b"keep-alive") || t.eq_ignore_ascii_case(b"close");
+    !usual(value.as_bytes()) && tokens(value).any(|t| !usual(t))
 }
 
 /// The non-empty tokens of a comma-separated list.
@@ -318,8 +325,8 @@ fn is_hop_by_hop(name: &HeaderName) -> bool {
     )
 }
 
-/// Whether a `Connection` header lists `name` (names in any case).
-fn lists(connection: &http::header::GetAll<'_, HeaderValue>, name: &HeaderName) -> bool {
+/// Whether one of `connection`'s values lists `name` (names in any case).
+fn lists(connection: &[HeaderValue], name: &HeaderName) -> bool {
     connection
         .iter()
         .any(|v| tokens(v).any(|t| t.eq_ignore_ascii_case(name.as_str().as_bytes())))

@@ -52,7 +52,7 @@ mod pool;
 mod server;
 
 pub use agent::{routes_sample, serve_agent};
-pub use body::ProxyBody;
+pub use body::{Frames, ProxyBody};
 pub use config::{
     ConfigError, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT,
     ProxyConfig, RouteConfig,
