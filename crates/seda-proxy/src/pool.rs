@@ -10,7 +10,9 @@
 //!
 //! What the legacy client did and this keeps: a request whose connection, taken from the pool,
 //! turned out closed before the request was written is sent again on another (a request never
-//! goes out twice); connections idle for [`IDLE_TIMEOUT`] are dropped; `Host` is set from the
+//! goes out twice); connections idle for [`IDLE_TIMEOUT`] are dropped (when the next connection
+//! comes back: no timer runs for it, and an upstream's own idle limit, nginx's 75 s, mostly
+//! closes them first, which ends their tasks at once); `Host` is set from the
 //! upstream when the client sent none; the request line carries the origin form (path and
 //! query). A connection is pooled only after a complete response: one given up mid-way (the
 //! deadline passed, the client left) is closed, so no stale answer can reach the next request.
