@@ -6,8 +6,8 @@
 //! gets `503` with `Retry-After` at once instead of waiting in a queue it would time out in.
 //!
 //! Each route is a stage without a queue: the proxy forwards asynchronously, so what the stage
-//! adds is admission control and accounting ([`seda_tower`]'s layer), in front of a pooled
-//! HTTP/1.1 client. Bodies stream both ways; hop-by-hop headers are dropped; the client's
+//! adds is admission control and accounting ([`seda_tower`]'s layer), in front of a pool of
+//! HTTP/1.1 connections to each upstream. Bodies stream both ways; hop-by-hop headers are dropped; the client's
 //! address is appended to `X-Forwarded-For`; the wait for an upstream's response head is
 //! bounded (504 after it; 502 when the upstream cannot be reached).
 //!
@@ -48,10 +48,11 @@ pub mod criticality;
 mod forward;
 mod lag;
 mod pacing;
+mod pool;
 mod server;
 
 pub use agent::{routes_sample, serve_agent};
-pub use body::ProxyBody;
+pub use body::{Frames, ProxyBody};
 pub use config::{
     ConfigError, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT,
     ProxyConfig, RouteConfig,

@@ -4,4 +4,5 @@
 mod criticality;
 mod deadline;
 mod forwarding;
+mod pool;
 mod refusal;
