@@ -30,36 +30,11 @@ for tool in valgrind callgrind_control ab curl taskset "$NGINX" "$HAPROXY"; do
   command -v "$tool" >/dev/null || { echo "needs $tool"; exit 1; }
 done
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/lib.sh
+. "$HERE/bench/lib.sh"
 
-mkdir -p "$TMP/www" "$TMP/nginx"
-head -c 1024 /dev/urandom > "$TMP/www/f"
-chmod -R a+rX "$TMP"
 UP=$(free_port)
-cat > "$TMP/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/nginx; proxy_temp_path $TMP/nginx; fastcgi_temp_path $TMP/nginx;
-  uwsgi_temp_path $TMP/nginx; scgi_temp_path $TMP/nginx;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$UP; root $TMP/www; }
-}
-CONF
+nginx_upstream "$UP"
 taskset -c 1 "$NGINX" -c "$TMP/nginx/nginx.conf" & PIDS+=($!)
 
 # measure NAME PORT: waits for the proxy (valgrind's pid in $PID) to answer on PORT, checks
@@ -88,23 +63,7 @@ read -r ours_ins ours_alloc < <(python3 "$HERE/bench/callgrind_summary.py" "$TMP
 
 if [ "${ONLY:-}" != seda ]; then
   HA=$(free_port)
-  cat > "$TMP/haproxy.cfg" <<CONF
-global
-  nbthread 1
-  maxconn 4096
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 30s
-  timeout server 30s
-  option http-keep-alive
-frontend f
-  bind 127.0.0.1:$HA
-  default_backend b
-backend b
-  http-reuse always
-  server up 127.0.0.1:$UP
-CONF
+  haproxy_config "$HA" "$UP"
   taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.haproxy.%p" \
     "$HAPROXY" -db -f "$TMP/haproxy.cfg" > "$TMP/haproxy.log" 2>&1 &
   PID=$!; PIDS+=($PID)

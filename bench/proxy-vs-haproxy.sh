@@ -32,54 +32,13 @@ if [ -z "${SEDA_BIN:-}" ]; then
   SEDA_BIN="$HERE/target/release/seda"
 fi
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/lib.sh
+. "$HERE/bench/lib.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-mkdir -p "$TMP/www" "$TMP/nginx"
-head -c 1024 /dev/urandom > "$TMP/www/f"
-chmod -R a+rX "$TMP"
 UP=$(free_port); HA=$(free_port); OURS=$(free_port)
-cat > "$TMP/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/nginx; proxy_temp_path $TMP/nginx; fastcgi_temp_path $TMP/nginx;
-  uwsgi_temp_path $TMP/nginx; scgi_temp_path $TMP/nginx;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$UP; root $TMP/www; }
-}
-CONF
-cat > "$TMP/haproxy.cfg" <<CONF
-global
-  nbthread 1
-  maxconn 4096
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 30s
-  timeout server 30s
-  option http-keep-alive
-frontend f
-  bind 127.0.0.1:$HA
-  default_backend b
-backend b
-  http-reuse always
-  server up 127.0.0.1:$UP
-CONF
+nginx_upstream "$UP"
+haproxy_config "$HA" "$UP"
 taskset -c 0 "$NGINX" -c "$TMP/nginx/nginx.conf" & PIDS+=($!)
 taskset -c 0 "$HAPROXY" -db -f "$TMP/haproxy.cfg" & HA_PID=$!; PIDS+=($HA_PID)
 taskset -c 0 "$SEDA_BIN" proxy --listen "127.0.0.1:$OURS" --upstream "http://127.0.0.1:$UP" \

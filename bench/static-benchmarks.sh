@@ -53,18 +53,8 @@ if [ -z "${SEDA_BIN:-}" ]; then
   SEDA_BIN="${CARGO_TARGET_DIR:-$HERE/target}/release/seda"
 fi
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/lib.sh
+. "$HERE/bench/lib.sh"
 
 "$SEDA_BIN" fileset specweb99 --out "$TMP/www" --dirs 1 >/dev/null
 chmod -R a+rX "$TMP" # nginx's worker runs as nobody

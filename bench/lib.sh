@@ -1,0 +1,61 @@
+# Sourced by the bench scripts: a scratch directory and the servers they start, both gone on
+# exit, and the two proxy comparisons' peers.
+#
+#   TMP       a fresh directory, removed on exit
+#   PIDS      pids to kill on exit (append with PIDS+=($!))
+#   free_port a free TCP port on 127.0.0.1
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# nginx_upstream PORT: writes $TMP/www/f (1 KB) and $TMP/nginx/nginx.conf, one worker serving
+# $TMP/www on PORT (the upstream both proxies forward to).
+nginx_upstream() {
+  mkdir -p "$TMP/www" "$TMP/nginx"
+  head -c 1024 /dev/urandom > "$TMP/www/f"
+  chmod -R a+rX "$TMP"
+  cat > "$TMP/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginx; proxy_temp_path $TMP/nginx; fastcgi_temp_path $TMP/nginx;
+  uwsgi_temp_path $TMP/nginx; scgi_temp_path $TMP/nginx;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$1; root $TMP/www; }
+}
+CONF
+}
+
+# haproxy_config PORT UPSTREAM_PORT: writes $TMP/haproxy.cfg, one thread on PORT keeping its
+# connections to the upstream alive.
+haproxy_config() {
+  cat > "$TMP/haproxy.cfg" <<CONF
+global
+  nbthread 1
+  maxconn 4096
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 30s
+  timeout server 30s
+  option http-keep-alive
+frontend f
+  bind 127.0.0.1:$1
+  default_backend b
+backend b
+  http-reuse always
+  server up 127.0.0.1:$2
+CONF
+}
