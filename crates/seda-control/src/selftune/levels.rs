@@ -105,6 +105,13 @@ impl Levels {
         at.map(|s| s.mean)
     }
 
+    /// The largest size below `threads` the window read, and its mean reading.
+    pub fn nearest_below(&self, threads: usize) -> Option<(usize, f64)> {
+        let sizes = self.by_size();
+        let below = sizes.iter().rev().find(|s| s.threads < threads as f64);
+        below.map(|s| (s.threads as usize, s.mean))
+    }
+
     /// By how many standard errors of their difference the mean reading at `a` threads passes
     /// the mean at `b` (each reading off by `reading_sd` where the window has not measured its
     /// noise); 0 where either size has no reading.

@@ -26,6 +26,12 @@ pub const NOISE_Z: f64 = 2.0;
 /// plateau are kept, and the pool runs far past it.
 pub const SCALING_SHARE: f64 = 0.5;
 
+/// The share of a proportional gain from the nearest smaller size read above which a ceiling's
+/// size is taken to be still on the plant's rising slope: the pool does not probe one thread
+/// below it. On the contended plant (a peak at 12) an addition from 9 to 13 reads 0.5 of its
+/// proportional gain, one from 10 to 12 reads 1.0 (0.8-1.2 with readings off by 3%).
+pub const PROPORTIONAL_SHARE: f64 = 0.75;
+
 /// The noise of the pool's capacity (see [`PeriodSample::capacity_per_s`]) from one period to
 /// the next, as a share of it, until periods without a move have measured it.
 pub const CAPACITY_NOISE: f64 = 0.025;

@@ -4,7 +4,7 @@
 
 use super::super::arx::ArxEstimate;
 use super::SelfTuningPool;
-use super::config::{BISECT_Z, MIN_MARGINAL_GAIN, NOISE_Z, SCALING_SHARE};
+use super::config::{BISECT_Z, MIN_MARGINAL_GAIN, NOISE_Z, PROPORTIONAL_SHARE, SCALING_SHARE};
 use super::search::Phase;
 
 /// What the search reads of the period that just ended.
@@ -54,6 +54,15 @@ pub(super) enum Verdict {
     AtPeak,
     /// A peak's readings left the window with the pool still there: probe one thread up.
     ReprobePeak,
+    /// Held at a ceiling with a size one thread either side that the window has not read:
+    /// probe it (-1 or +1), so that the readings can show whether this size is a peak.
+    ProbeNeighbour(i64),
+    /// A neighbour probed has not been read yet, or only in the period after the removal that
+    /// reached it (whose removed thread still finishes its calls): stay there.
+    AwaitProbe,
+    /// A probe one thread below the ceiling read better than the ceiling: the ceiling moves
+    /// down to it.
+    BelowCeilingWon,
     /// The last move judged by what it earned.
     Move(MoveJudgement),
 }
@@ -104,20 +113,71 @@ impl SelfTuningPool {
             self.noise.steady_sd()
         };
         let (bisection_waits, climb_on) = self.read_bisection(p, reading_sd);
+        let probed = match self.search.phase {
+            Phase::Probing { from } if from != threads => Some(from),
+            _ => None,
+        };
         let verdict = if let Some(left) = climb_on {
             Verdict::ClimbOn { left }
+        } else if let Some(from) = probed {
+            // The period after a removal still carries the removed thread's calls, and its
+            // reading (where the busy threads let it be read) is the larger pool's.
+            if !p.read || dn < 0 {
+                Verdict::AwaitProbe
+            } else if !self.levels.better(threads, from, reading_sd) {
+                Verdict::ProbeNeighbour(from as i64 - threads as i64)
+            } else if threads < from {
+                Verdict::BelowCeilingWon
+            } else {
+                Verdict::Move(self.judge_move(p, (n0, y0), reading_sd))
+            }
         } else if self.levels.peak_at(threads, reading_sd) {
             // A size whose readings show a peak is held; when they have left the window, one
             // thread up probes it again (the law's step would leave it by `max_step`).
             Verdict::AtPeak
         } else if self.search.phase.held_at_peak() && dn == 0 {
             Verdict::ReprobePeak
+        } else if let Some(d) = self.unread_neighbour(p) {
+            Verdict::ProbeNeighbour(d)
         } else {
             Verdict::Move(self.judge_move(p, (n0, y0), reading_sd))
         };
         Judgement::Judged {
             bisection_waits,
             verdict,
+        }
+    }
+
+    /// Where the pool is at its ceiling, this period read, and the window holds no reading
+    /// one thread below it (first) or above it, the step to that size. A ceiling comes from a
+    /// jump of several threads that fell or plateaued, so the sizes between the jump's ends
+    /// were never read, and the peak may be one of them: on `pool-control`'s contended plant
+    /// (a peak at 12) pools went from 9 to 13 threads, read a fall at 17 and held 13 (0.92 of
+    /// the peak), or went 9, 13, back to 11 and held it (0.92), until the ceiling left the
+    /// window. Each neighbour is read once per window; the readings then hold a peak
+    /// ([`Verdict::AtPeak`]) or judge the probe as any move.
+    fn unread_neighbour(&self, p: &Period) -> Option<i64> {
+        let threads = p.threads;
+        if !p.read || !self.search.ceiling_at(threads) {
+            return None;
+        }
+        let unread = |n: usize| self.levels.mean_at(n).is_none();
+        // Below, only where the readings rose less than in proportion from the nearest size
+        // read to this one: where they rose in proportion, no size between is a peak.
+        let scaled_to_here = self
+            .levels
+            .mean_at(threads)
+            .zip(self.levels.nearest_below(threads))
+            .is_some_and(|(here, (n, y))| {
+                let proportional = threads as f64 / n as f64 - 1.0;
+                here / y - 1.0 >= PROPORTIONAL_SHARE * proportional
+            });
+        if threads > self.config.min_threads && unread(threads - 1) && !scaled_to_here {
+            Some(-1)
+        } else if threads < self.config.max_threads && unread(threads + 1) {
+            Some(1)
+        } else {
+            None
         }
     }
 

@@ -36,6 +36,11 @@ pub(super) enum Phase {
     },
     /// Holding a size whose readings show a peak.
     HeldAtPeak,
+    /// At a neighbour of `from` that the window had not read, until it is read.
+    Probing {
+        /// The size the probe left.
+        from: usize,
+    },
     /// Returned to the size an addition's capacity fell from (the ceiling).
     AtCeiling,
 }
@@ -73,7 +78,7 @@ pub(super) struct Search {
 
 impl Search {
     /// Whether a ceiling in force stands at `threads`.
-    fn ceiling_at(&self, threads: usize) -> bool {
+    pub(super) fn ceiling_at(&self, threads: usize) -> bool {
         self.ceiling.is_some_and(|c| c.at == threads)
     }
 
@@ -143,6 +148,21 @@ impl SelfTuningPool {
             Verdict::ReprobePeak => {
                 self.search.phase = waiting(false);
                 1
+            }
+            Verdict::ProbeNeighbour(d) => {
+                // Back from a probe to the ceiling, the period after the return does not
+                // judge it, as after a fall.
+                self.search.phase = match previous {
+                    Phase::Probing { .. } => Phase::AtCeiling,
+                    _ => Phase::Probing { from: threads },
+                };
+                d
+            }
+            Verdict::AwaitProbe => 0,
+            Verdict::BelowCeilingWon => {
+                self.search.phase = Phase::Climbing;
+                self.search.set_ceiling(threads);
+                0
             }
             Verdict::Move(m) => {
                 self.search.phase = waiting(false);
