@@ -49,8 +49,9 @@
 //! The code: [`config`] (settings, tuning constants, the period's sample), `update.rs` (one
 //! period: the law, the sign check, the holds), `noise.rs` (the plant-noise estimate),
 //! `judge.rs` and `search.rs` (the search below the target: a pure `judge` of what the last
-//! move earned, then `decide`, a phase machine of climbing, bisecting, held at a peak and at a
-//! ceiling). The lab runs that shaped each rule are in `docs/lab-notebook.md` (`pool-control`).
+//! move earned, then `decide`, a phase machine of climbing, bisecting, held at a peak, at a
+//! ceiling and probing the sizes either side of it). The lab runs that shaped each rule are
+//! in `docs/lab-notebook.md` (`pool-control`).
 
 mod config;
 mod judge;

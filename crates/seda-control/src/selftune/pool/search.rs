@@ -9,6 +9,9 @@
 //! - [`Phase::HeldAtPeak`]: the readings at this size pass those one thread either side.
 //! - [`Phase::AtCeiling`]: an addition's capacity fell, and the pool returned to the size it
 //!   left; the period after the return does not judge it.
+//! - [`Phase::Probing`]: at its ceiling the pool reads a size one thread either side that the
+//!   window has not read (a ceiling comes from a jump of several threads, whose sizes between
+//!   were never read), then holds the better of the two.
 //!
 //! Across the phases a [`Ceiling`] (from a plateau or a fall) bounds additions while the
 //! levels' window remembers the readings that set it.
