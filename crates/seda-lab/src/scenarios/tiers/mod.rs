@@ -9,10 +9,10 @@
 //! every tier. Last a retry storm ([`storm`]): clients resending refused requests at once,
 //! with and without the middle tier's client throttling and holding its retries to a budget.
 //!
-//! Capacity by design: the back is the hold service with 4 workers and requests asking for
-//! 20 ms holds, 200/s ([`stack::back_capacity_per_s`]); the front and the middle do 5 ms of
+//! Capacity by design: the back is the hold service with 2 workers and requests asking for
+//! 20 ms holds, 100/s ([`stack::back_capacity_per_s`]); the front and the middle do 5 ms of
 //! work of their own on 64 workers (12,800/s), so only the back is overloaded. The load is
-//! open Poisson arrivals at 3 x 200/s to the front, from the root namespace; a request's
+//! open Poisson arrivals at 3 x 100/s to the front, from the root namespace; a request's
 //! budget is 500 ms (the front's default deadline, sent down as the budget left), and
 //! goodput is the answers within it. Measured from 3 s into a 10 s run (quick) or 5 s into 30 s.
 //!

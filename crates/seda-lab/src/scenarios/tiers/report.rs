@@ -231,7 +231,7 @@ pub(super) fn outcome(
          queueing time over 1 s windows (overloaded above 20 ms: 5% fewer admitted, else 1% \
          more), answers with it, and refuses at its door what the tier below last said it \
          would refuse. The back is the same hold service behind a gate in its namespace that \
-         queues its requests (4 at a time to the 4 workers, 32 waiting) where DAGOR sees the \
+         queues its requests (2 at a time to the 2 workers, 16 waiting) where DAGOR sees the \
          wait. DAGOR tells a level one call up: the middle learns the back's, the front only \
          the middle's.\n\n\
          Cross-tier termination (ours' stack):\n\n",
