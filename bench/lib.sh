@@ -1,19 +1,32 @@
 # Sourced by the bench scripts: a scratch directory and the servers they start, both gone on
 # exit, and the two proxy comparisons' peers.
 #
-#   TMP       a fresh directory, removed on exit
-#   PIDS      pids to kill on exit (append with PIDS+=($!))
-#   free_port a free TCP port on 127.0.0.1
+#   TMP         a fresh directory, removed on exit
+#   PIDS        pids to kill on exit (append with PIDS+=($!)), with STOP_SIGNAL (default TERM;
+#               set it before sourcing)
+#   free_port   a free TCP port on 127.0.0.1
+#   nginx_main  the main context of an nginx configuration
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do kill "-${STOP_SIGNAL:-TERM}" "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# nginx_main DIR WORKERS [MASTER_OFF(0/1)]: nginx's main context, in the foreground, its pid and
+# error log in DIR (master_process off runs the one worker in the master, for callgrind).
+nginx_main() {
+  echo "worker_processes $2;"
+  echo "daemon off;"
+  [ "${3:-0}" = 1 ] && echo "master_process off;"
+  echo "pid $1/nginx.pid;"
+  echo "error_log $1/error.log;"
+  echo "events { worker_connections 4096; }"
 }
 
 # nginx_upstream PORT: writes $TMP/www/f (1 KB) and $TMP/nginx/nginx.conf, one worker serving
@@ -23,11 +36,7 @@ nginx_upstream() {
   head -c 1024 /dev/urandom > "$TMP/www/f"
   chmod -R a+rX "$TMP"
   cat > "$TMP/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 4096; }
+$(nginx_main "$TMP/nginx" 1)
 http {
   access_log off;
   client_body_temp_path $TMP/nginx; proxy_temp_path $TMP/nginx; fastcgi_temp_path $TMP/nginx;

@@ -66,12 +66,7 @@ nginx_conf() {
   local dir=$TMP/$1
   mkdir -p "$dir"
   cat > "$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-$( [ "$4" = 1 ] && echo "master_process off;" )
-pid $dir/nginx.pid;
-error_log $dir/error.log;
-events { worker_connections 4096; }
+$(nginx_main "$dir" 1 "$4")
 http {
     access_log off;
     sendfile on;

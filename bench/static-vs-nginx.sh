@@ -35,18 +35,9 @@ if [ -z "${SEDA_BIN:-}" ]; then
   SEDA_BIN="$HERE/target/release/seda"
 fi
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+STOP_SIGNAL=INT
+# shellcheck source=bench/lib.sh
+. "$HERE/bench/lib.sh"
 
 "$SEDA_BIN" fileset specweb99 --out "$TMP/www" --dirs 1 >/dev/null
 # nginx's workers drop root privileges (to nobody): they must be able to read the files.
@@ -58,11 +49,7 @@ FILE_10K=/dir00000/class2_0   # 10240 bytes
 NPORT=$(free_port)
 mkdir -p "$TMP/nginx"
 cat > "$TMP/nginx/nginx.conf" <<CONF
-worker_processes 2;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 4096; }
+$(nginx_main "$TMP/nginx" 2)
 http {
     access_log off;
     sendfile on;
