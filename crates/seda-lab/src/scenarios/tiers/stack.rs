@@ -27,14 +27,11 @@ const PORT: u16 = 8080;
 const ADMIN_PORT: u16 = 8081;
 /// Under DAGOR, the hold service's port behind the back's gate.
 const HELD_PORT: u16 = 8082;
-/// The back's workers. Two (100/s), not four (200/s): at 3 x 200/s the three tiers' real CPU
-/// (parsing, relaying, the storm's resends) read 0.46-0.55 of the servers' core on this
-/// machine's AMD EPYC host (2026-12-07), past the design's half a core, and with three
-/// workers (150/s) still 0.41-0.47. Fewer workers lower every rate and keep every time (the
-/// hold, the queue's longest wait: 8 holds); every figure the scenario checks is a share of
-/// the capacity or a time. (A longer hold lowered the rates too but changed the times, and
-/// with them what the variants did: at 25 ms the tiers alone wasted 52% of their work, not
-/// 68%, and the storm without help no longer reached the back.)
+/// The back's workers. Two (100/s), not four: at 200/s the three tiers' real CPU came near
+/// and past the design's half a core of the servers' core. Fewer workers lower every rate and
+/// keep every time (the hold, the queue's longest wait: 8 holds), and every figure the
+/// scenario checks is a share of the capacity or a time; a longer hold would have changed the
+/// times, and what the variants did (`docs/lab-notebook.md`, 2026-12-07).
 pub const BACK_WORKERS: usize = 2;
 /// The back's queue bound: past it, 503 with `Retry-After`.
 pub const BACK_QUEUE: usize = 16;
