@@ -3,7 +3,7 @@
 use anyhow::Result;
 use seda_sim::summary::{RunSummary, SETTLE_TOLERANCE, spike_table};
 
-use super::{LOAD_X, MOVE_WITHIN_S, REPLICAS, Run, SLOW_X, Timing};
+use super::{CORES_PER_REPLICA, LOAD_X, MOVE_WITHIN_S, REPLICAS, Run, SLOW_X, Timing};
 use crate::Lab;
 use crate::figure::fmt;
 use crate::haproxy::Balance;
@@ -72,7 +72,8 @@ pub(super) fn markdown(runs: &[Run], t: &Timing, capacity: f64) -> String {
          p90 target {} s, `--agent`), one PostgreSQL database shared by all (its own table \
          prefix), HAProxy in front; all pinned to the server core, the load generator on the \
          other. The cluster's capacity is {capacity:.0} requests/s by design (each replica \
-         on an emulated processor of the lab's size, on the user model's mix); partly-open mail sessions offer {LOAD_X} x that, which two \
+         on an emulated processor of {CORES_PER_REPLICA} core, on the user model's mix); \
+         partly-open mail sessions offer {LOAD_X} x that, which two \
          replicas could carry alone. At {:.0} s, replica r1's processor becomes {SLOW_X} \
          times slower (`--slow-on-usr1`). HAProxy keeps each session on the replica that \
          logged it in (stick table on the `sid` cookie; a login starts a new session and is \
