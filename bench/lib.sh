@@ -6,6 +6,7 @@
 #               set it before sourcing)
 #   free_port   a free TCP port on 127.0.0.1
 #   nginx_main  the main context of an nginx configuration
+#   write_section NAME SECTION OUT  a generated section into a page (`-`: stdout)
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -16,6 +17,31 @@ cleanup() {
 trap cleanup EXIT
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# write_section NAME SECTION OUT: replaces OUT's part between `<!-- NAME:begin -->` and
+# `<!-- NAME:end -->` with the file SECTION (which holds both markers), or appends it; the rest
+# of OUT is left as is. OUT `-` prints SECTION instead.
+write_section() {
+  if [ "$3" = - ]; then
+    cat "$2"
+    return
+  fi
+  python3 - "$1" "$2" "$3" <<'PY'
+import re, sys
+name, section, path = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
+try:
+    text = open(path).read()
+except FileNotFoundError:
+    text = ""
+pattern = re.compile(rf"<!-- {re.escape(name)}:begin -->.*?<!-- {re.escape(name)}:end -->\n?", re.S)
+if pattern.search(text):
+    text = pattern.sub(lambda _: section, text)
+else:
+    text = text.rstrip("\n") + ("\n\n" if text else "") + section
+open(path, "w").write(text)
+PY
+  echo "wrote $3"
 }
 
 # nginx_main DIR WORKERS [MASTER_OFF(0/1)]: nginx's main context, in the foreground, its pid and

@@ -186,23 +186,4 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "<!-- retry-storm:end -->"
 } > "$TMP/section.md"
 
-if [ "$OUT" = - ]; then
-  cat "$TMP/section.md"
-  exit 0
-fi
-# Replace the section between the markers, or append it; the rest of the file is left as is.
-python3 - "$OUT" "$TMP/section.md" <<'PY'
-import re, sys
-path, section = sys.argv[1], open(sys.argv[2]).read()
-try:
-    text = open(path).read()
-except FileNotFoundError:
-    text = ""
-pattern = re.compile(r"<!-- retry-storm:begin -->.*?<!-- retry-storm:end -->\n?", re.S)
-if pattern.search(text):
-    text = pattern.sub(lambda _: section, text)
-else:
-    text = text.rstrip("\n") + ("\n\n" if text else "") + section
-open(path, "w").write(text)
-PY
-echo "wrote $OUT"
+write_section retry-storm "$TMP/section.md" "$OUT"

@@ -72,6 +72,11 @@ pub struct ServeArgs {
     /// closed: the fixed connection limit that WC03 compares adaptive control against.
     #[arg(long, default_value_t = HttpConfig::default().max_connections)]
     max_connections: usize,
+    /// Refusals (503s) a second the server answers at once, across its connections; past it a
+    /// refusal waits its turn, so users that resend at once cannot spend the CPU on
+    /// refusals. 0: no server-wide cap.
+    #[arg(long, default_value_t = HttpConfig::default().refusals_per_s)]
+    refusals_per_s: u32,
     /// Run the handlers on an emulated processor of this many virtual cores: after its real
     /// work each request holds it for its stated cost (WC03's Arashi, scaled: see
     /// `seda_mail::cost`), so the service's capacity is known before a run (about 480
@@ -205,6 +210,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         http: HttpConfig {
             addr: args.addr,
             max_connections: args.max_connections,
+            refusals_per_s: args.refusals_per_s,
             threads: args.http_threads,
             admin_addr: args.admin.0,
             ..HttpConfig::default()

@@ -4,6 +4,7 @@ mod budget;
 mod conn;
 mod h1;
 mod park;
+mod refusals;
 mod stats;
 mod watch;
 
@@ -32,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// The `Retry-After` of a 503, stretched while refusals outnumber admissions.
     pub(crate) retry: SharedRetryAfter,
+    /// The server's pace of refusals, across its connections.
+    pub(crate) refusals: refusals::ServerRefusals,
     pub(crate) shutdown: tokio_watch::Sender<bool>,
     /// Signalled when the shutdown starts, for parked connections (a `Notified` is less than
     /// half the size of a `watch` wait, and a parked connection keeps one).
@@ -148,6 +151,7 @@ impl HttpServer {
         let (shutdown, _) = tokio_watch::channel(false);
         let shared = Arc::new(Shared {
             retry: SharedRetryAfter::around(config.retry_after_s),
+            refusals: refusals::ServerRefusals::new(config.refusals_per_s),
             config,
             sink,
             counters: Counters::default(),

@@ -220,6 +220,48 @@ fn refusals_follow_the_connection_policy(per_core: bool) {
     held.runtime.shutdown_timeout(WAIT);
 }
 
+/// The server's pace of refusals (`HttpConfig::refusals_per_s`) holds across connections and
+/// counts the 503s the service answers itself (a stage past the front end refused): at one a
+/// second, of two refusals on two connections with no policy of their own, one is answered at
+/// once and the other a second later.
+fn the_servers_refusals_are_paced_across_connections(per_core: bool) {
+    let runtime = Runtime::start().expect("runtime");
+    let sink = runtime
+        .stage(
+            Stage::builder("refusing").handler(handler::each(|req: HttpRequest, _cx| {
+                let mut busy = Response::new(Full::new(Bytes::from_static(b"busy")));
+                *busy.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+                req.respond(busy);
+            })),
+        )
+        .expect("stage");
+    let config = HttpConfig {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        threads: 2,
+        per_core,
+        refusal: "none".parse().expect("policy"),
+        refusals_per_s: 1,
+        ..HttpConfig::default()
+    };
+    let server = HttpServer::start(config, sink, None).expect("start");
+    let sent = Instant::now();
+    let first = Conn::open(server.local_addr()).get("/a", "");
+    let at_once = sent.elapsed();
+    let second = Conn::open(server.local_addr()).get("/b", "");
+    let later = sent.elapsed();
+    assert_eq!((first.status, second.status), (503, 503));
+    assert!(
+        at_once < Duration::from_millis(500),
+        "the first after {at_once:?}"
+    );
+    assert!(
+        later >= Duration::from_millis(900),
+        "the second after {later:?}"
+    );
+    server.shutdown(WAIT);
+    runtime.shutdown_timeout(WAIT);
+}
+
 fn a_client_that_disconnects_cancels_its_request(per_core: bool) {
     let held = held_stage();
     let server = front(&held, per_core);
@@ -359,4 +401,14 @@ fn refusals_follow_the_connection_policy_per_core() {
 #[test]
 fn refusals_follow_the_connection_policy_shared() {
     refusals_follow_the_connection_policy(false);
+}
+
+#[test]
+fn the_servers_refusals_are_paced_across_connections_per_core() {
+    the_servers_refusals_are_paced_across_connections(true);
+}
+
+#[test]
+fn the_servers_refusals_are_paced_across_connections_shared() {
+    the_servers_refusals_are_paced_across_connections(false);
 }
