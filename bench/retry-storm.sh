@@ -30,7 +30,8 @@
 #
 # Env: SEDA_BIN (default: cargo build --release -p seda-cli, in CARGO_TARGET_DIR or target/),
 # OUT (default docs/benchmarks.md, whose section between the retry-storm markers is replaced;
-# `-` for stdout only), USERS (200).
+# `-` for stdout only), USERS (200), PROXY_ARGS (more flags for every `seda proxy`, e.g.
+# `--refusals-per-s 0` to turn off its cap on refusals across connections).
 set -euo pipefail
 DUR=${1:-10}
 shift || true
@@ -121,7 +122,8 @@ run() {
     --bind "127.0.0.1:$up" --backlog 2048 --chdir "$TMP" page:app > "$TMP/gunicorn.log" 2>&1 &
   gun=$!; PIDS+=("$gun")
   taskset -c 0 "$SEDA_BIN" proxy --listen "127.0.0.1:$px" --upstream "http://127.0.0.1:$up" \
-    --target-ms "$TARGET_MS" --refusal "$policy" --admin off > "$TMP/proxy.log" 2>&1 &
+    --target-ms "$TARGET_MS" --refusal "$policy" --admin off ${PROXY_ARGS:-} \
+    > "$TMP/proxy.log" 2>&1 &
   proxy=$!; PIDS+=("$proxy")
   wait_up "http://127.0.0.1:$up/"; wait_up "http://127.0.0.1:$px/"
   a_p=$(tree_ticks "$proxy"); a_u=$(tree_ticks "$gun")
@@ -178,7 +180,9 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "last rows are references with policy \`none\`: users that wait ${BACKOFF} after a 503;"
   echo "users that retry a refused request 3 times at once (\`seda load --retries 3\`); and"
   echo "the same users throttled (\`--throttle\`, Google SRE's) with a 10% retry budget"
-  echo "(\`--retry-budget 0.1\`). Retries / request: retries sent over requests sent."
+  echo "(\`--retry-budget 0.1\`). Retries / request: retries sent over requests sent. Every row"
+  echo "also has the proxy's cap on refusals answered at once across its connections"
+  echo "(\`refusals_per_s\`, default 5,000 a second)$([ -n "${PROXY_ARGS:-}" ] && echo "; proxy flags: \`$PROXY_ARGS\`")."
   echo
   echo "| refusal policy | goodput / capacity | p90 ms | refusals/s | errors | proxy CPU s/s | upstream CPU s/s | retries / request |"
   echo "|---|---|---|---|---|---|---|---|"

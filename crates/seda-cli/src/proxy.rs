@@ -41,6 +41,10 @@ pub struct ProxyArgs {
     /// rest paced to N a second). Overrides the config file's `refusal`. [default: cap:10]
     #[arg(long)]
     refusal: Option<seda_control::RefusalPolicy>,
+    /// Refusals a second the proxy answers at once across its connections; past it a refusal
+    /// waits its turn (0: no cap). Overrides the config file's `refusals_per_s`. [default: 5000]
+    #[arg(long)]
+    refusals_per_s: Option<u32>,
     /// Print each route's admitted and rejected counts every this many seconds (0: never).
     #[arg(long, default_value_t = 0)]
     stats_every_s: u64,
@@ -61,6 +65,9 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     if let Some(policy) = args.refusal {
         config.refusal = policy;
     }
+    if let Some(per_s) = args.refusals_per_s {
+        config.refusals_per_s = per_s;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -68,7 +75,14 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     rt.block_on(async {
         let proxy = Proxy::bind(config.clone()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         let addr = proxy.local_addr()?;
-        println!("seda proxy: listening on http://{addr}/ (refusals: {})", config.refusal);
+        let in_all = match config.refusals_per_s {
+            0 => "no cap in all".to_string(),
+            n => format!("{n} a second in all"),
+        };
+        println!(
+            "seda proxy: listening on http://{addr}/ (refusals: {} a connection, {in_all})",
+            config.refusal
+        );
         for r in &config.routes {
             let control = r
                 .target

@@ -124,7 +124,7 @@ pub use rate::response_time::{
     self, ResponseTimeConfig, ResponseTimeController, TunedConfig, TunedResponseTimeController,
 };
 pub use rate::session::{self, SessionAwareConfig, SessionAwareController};
-pub use refusal::{ConnectionRefusals, RefusalAction, RefusalPolicy};
+pub use refusal::{ConnectionRefusals, RefusalAction, RefusalPolicy, ServerRefusals};
 pub use retry_after::{RetryAfter, RetryAfterConfig, SharedRetryAfter};
 pub use shared::SharedController;
 

@@ -186,14 +186,10 @@ pub struct HttpConfig {
     /// Refusals a second the whole server answers at once, across its connections (a burst of
     /// as many); past it a refusal waits its turn on a timer, which costs no CPU, so clients
     /// that resend at once on many connections cannot spend the server's CPU on refusals.
-    /// Every 503 of overload counts: the front end's and the service's own. 0: no cap.
+    /// Every 503 of overload counts: the front end's and the service's own. 0: no cap
+    /// ([`seda_control::ServerRefusals`]; default 5,000).
     pub refusals_per_s: u32,
 }
-
-/// The default [`HttpConfig::refusals_per_s`]. A refusal costs about as much as answering a
-/// small request (~25 us of a core on loopback, half of it the kernel's TCP path), so 5,000 a
-/// second is about an eighth of a core; WC03's e-mail users at 128 users refuse fewer.
-pub const DEFAULT_REFUSALS_PER_S: u32 = 5_000;
 
 /// A [`RefusalPolicy`] in configuration files: its text form (`cap:10`).
 mod refusal_text {
@@ -230,7 +226,7 @@ impl Default for HttpConfig {
             admin_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             shutdown_timeout_ms: 5_000,
             refusal: RefusalPolicy::default(),
-            refusals_per_s: DEFAULT_REFUSALS_PER_S,
+            refusals_per_s: seda_control::refusal::DEFAULT_SERVER_CAP_PER_S,
         }
     }
 }

@@ -5,6 +5,8 @@
 //! upstream_timeout_ms = 30000      # time to the upstream's response head (504 after it)
 //! trusted_tiers = ["10.0.0.5"]     # clients whose x-seda-criticality is honoured (default none)
 //! refusal = "cap:10"               # refusals a connection gets at once a second; the rest paced
+//! refusals_per_s = 5000            # refusals the proxy answers at once a second, across its
+//!                                  # connections; the rest paced (0: no cap)
 //!
 //! [[route]]                        # the longest matching prefix wins
 //! prefix = "/search"
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 use http::Uri;
 use seda_control::RefusalPolicy;
+use seda_control::refusal::DEFAULT_SERVER_CAP_PER_S;
 use seda_tower::Criticality;
 use serde::Deserialize;
 
@@ -51,6 +54,10 @@ pub struct ProxyConfig {
     /// cannot spend the CPU the admitted requests need (`seda_control::refusal`; default
     /// `cap:10`).
     pub refusal: RefusalPolicy,
+    /// Refusals a second the proxy answers at once across its connections; past it a refusal
+    /// waits its turn, so many connections that resend at once cannot spend the CPU either
+    /// ([`seda_control::ServerRefusals`]; default 5,000; 0: no cap).
+    pub refusals_per_s: u32,
     /// The routes, in the order given.
     pub routes: Vec<RouteConfig>,
     /// Clients (our own front tiers) whose `x-seda-criticality` header is honoured; from any
@@ -119,6 +126,7 @@ struct FileConfig {
     header_read_timeout_ms: Option<u64>,
     max_connections: Option<usize>,
     refusal: Option<String>,
+    refusals_per_s: Option<u32>,
     #[serde(rename = "route", default)]
     routes: Vec<FileRoute>,
     #[serde(default)]
@@ -149,6 +157,7 @@ impl ProxyConfig {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             refusal: RefusalPolicy::default(),
+            refusals_per_s: DEFAULT_SERVER_CAP_PER_S,
             routes: vec![RouteConfig {
                 prefix: "/".into(),
                 upstream: parse_upstream(upstream)?,
@@ -202,6 +211,7 @@ impl ProxyConfig {
                     .parse()
                     .map_err(|e| ConfigError::Invalid(format!("refusal: {e}")))?,
             },
+            refusals_per_s: file.refusals_per_s.unwrap_or(DEFAULT_SERVER_CAP_PER_S),
             routes,
             trusted_tiers: file.trusted_tiers,
         };
@@ -358,6 +368,12 @@ mod tests {
         assert_eq!(c.routes[0].deadline, Some(Duration::from_secs(2)));
         assert_eq!(c.routes[1].deadline, None);
         assert_eq!(c.upstream_timeout, DEFAULT_UPSTREAM_TIMEOUT);
+        assert_eq!(c.refusals_per_s, DEFAULT_SERVER_CAP_PER_S);
+        let uncapped = ProxyConfig::from_toml(
+            "listen = \"127.0.0.1:1\"\nrefusals_per_s = 0\n[[route]]\nprefix = \"/\"\nupstream = \"http://h:1\"",
+        )
+        .unwrap();
+        assert_eq!(uncapped.refusals_per_s, 0);
     }
 
     #[test]

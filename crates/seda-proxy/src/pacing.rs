@@ -1,18 +1,22 @@
-//! One connection's refusals answered by the proxy's [`RefusalPolicy`]: at once, after a
-//! pause, or with the connection closed (`seda_control::refusal` says why and decides; this
-//! file does the waiting and the closing).
+//! One connection's refusals answered by the proxy's [`RefusalPolicy`] and its pace across
+//! connections ([`ServerRefusals`]): at once, after a pause, or with the connection closed
+//! (`seda_control::refusal` says why and decides; this file does the waiting and the closing).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use http::{HeaderValue, Response, header};
-use seda_control::{ConnectionRefusals, RefusalAction, RefusalPolicy};
+use seda_control::{ConnectionRefusals, RefusalAction, RefusalPolicy, ServerRefusals};
 
 use crate::body::ProxyBody;
+
+/// The proxy's pace of refusals across its connections, and the epoch of its times.
+pub(crate) type ServerPace = Arc<(ServerRefusals, Instant)>;
 
 /// The refusal state of one client connection.
 pub(crate) struct Pacing {
     policy: RefusalPolicy,
+    server: ServerPace,
     /// When the connection was accepted: the epoch of the policy's times.
     epoch: Instant,
     /// hyper serves one request of a connection at a time, so this lock is never contended.
@@ -20,9 +24,10 @@ pub(crate) struct Pacing {
 }
 
 impl Pacing {
-    pub(crate) fn new(policy: RefusalPolicy, epoch: Instant) -> Self {
+    pub(crate) fn new(policy: RefusalPolicy, server: ServerPace, epoch: Instant) -> Self {
         Pacing {
             policy,
+            server,
             epoch,
             state: Mutex::new(ConnectionRefusals::new()),
         }
@@ -36,22 +41,26 @@ impl Pacing {
         }
     }
 
-    /// Answers a refusal as the policy says: `response` now, after a pause (a timer: no CPU
-    /// meanwhile), or now with `Connection: close`.
+    /// Answers a refusal as the policy and the proxy's pace say: `response` now, after a
+    /// pause (a timer: no CPU meanwhile), or now with `Connection: close`.
     pub(crate) async fn refused(&self, mut response: Response<ProxyBody>) -> Response<ProxyBody> {
-        if self.policy == RefusalPolicy::Immediate {
-            return response;
-        }
-        let action = self.lock().refused(&self.policy, self.epoch.elapsed());
-        match action {
-            RefusalAction::Answer => {}
-            RefusalAction::AnswerAfter(pause) => tokio::time::sleep(pause).await,
-            RefusalAction::AnswerAndClose => {
-                // hyper closes the connection after a response that says so.
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        let (server, started) = &*self.server;
+        let mut pause = server.wait(started.elapsed());
+        if self.policy != RefusalPolicy::Immediate {
+            let action = self.lock().refused(&self.policy, self.epoch.elapsed());
+            match action {
+                RefusalAction::Answer => {}
+                RefusalAction::AnswerAfter(own) => pause = pause.max(own),
+                RefusalAction::AnswerAndClose => {
+                    // hyper closes the connection after a response that says so.
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
             }
+        }
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
         }
         response
     }

@@ -23,8 +23,9 @@ use crate::body::ProxyBody;
 use crate::config::{ProxyConfig, RouteConfig};
 use crate::forward::{ClientAddr, Forward, local};
 use crate::lag::LagMeter;
-use crate::pacing::Pacing;
+use crate::pacing::{Pacing, ServerPace};
 use crate::pool::Pool;
+use seda_control::ServerRefusals;
 
 /// One route, ready to serve.
 #[derive(Clone)]
@@ -143,6 +144,10 @@ impl Proxy {
         let permits = Arc::new(Semaphore::new(self.config.max_connections));
         let header_timeout = self.config.header_read_timeout;
         let policy = self.config.refusal;
+        let server_pace: ServerPace = Arc::new((
+            ServerRefusals::new(self.config.refusals_per_s),
+            Instant::now(),
+        ));
         loop {
             // At the connection limit, new connections wait in the listen backlog.
             let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -160,9 +165,10 @@ impl Proxy {
             let routes = Arc::clone(&routes);
             let accepted = Instant::now();
             let lag = lag.clone();
+            let server_pace = Arc::clone(&server_pace);
             tokio::spawn(async move {
                 lag.connection_started(accepted);
-                let pacing = Arc::new(Pacing::new(policy, accepted));
+                let pacing = Arc::new(Pacing::new(policy, server_pace, accepted));
                 let service = service_fn(move |mut req: Request<Incoming>| {
                     req.extensions_mut().insert(ClientAddr(peer));
                     let routes = Arc::clone(&routes);

@@ -450,7 +450,7 @@ pub(super) async fn answer(
         let mut response = overloaded(shared.retry.refused());
         // Against clients that resend at once (`seda_control::refusal`): the connection's
         // policy, then the server's pace across connections. Timers: no CPU while paused.
-        let mut pause = shared.refusals.wait();
+        let mut pause = shared.refusal_wait();
         match busy.0.refused(policy) {
             RefusalAction::Answer => {}
             RefusalAction::AnswerAfter(own) => pause = pause.max(own),
@@ -475,7 +475,7 @@ pub(super) async fn answer(
         // too, it held back the refusals of WC03's users in `per-stage` (they resend after a
         // scaled-down wait, faster than `cap:10`) and changed what that experiment shows.
         Ok(Answer::Response(r)) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
-            let pause = shared.refusals.wait();
+            let pause = shared.refusal_wait();
             if !pause.is_zero() {
                 tokio::time::sleep(pause).await;
             }

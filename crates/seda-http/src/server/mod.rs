@@ -4,7 +4,6 @@ mod budget;
 mod conn;
 mod h1;
 mod park;
-mod refusals;
 mod stats;
 mod watch;
 
@@ -16,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use seda_control::SharedRetryAfter;
+use seda_control::{ServerRefusals, SharedRetryAfter};
 
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Notify, watch as tokio_watch};
@@ -33,8 +32,10 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// The `Retry-After` of a 503, stretched while refusals outnumber admissions.
     pub(crate) retry: SharedRetryAfter,
-    /// The server's pace of refusals, across its connections.
-    pub(crate) refusals: refusals::ServerRefusals,
+    /// The server's pace of refusals across its connections (`HttpConfig::refusals_per_s`).
+    pub(crate) refusals: ServerRefusals,
+    /// When the server started: the epoch of `refusals`' times.
+    pub(crate) started: Instant,
     pub(crate) shutdown: tokio_watch::Sender<bool>,
     /// Signalled when the shutdown starts, for parked connections (a `Notified` is less than
     /// half the size of a `watch` wait, and a parked connection keeps one).
@@ -50,6 +51,11 @@ impl Shared {
     pub(crate) fn begin_shutdown(&self) {
         let _ = self.shutdown.send(true);
         self.stopping.notify_waiters();
+    }
+
+    /// How long a refusal made now waits for the server's pace (zero under its cap).
+    pub(crate) fn refusal_wait(&self) -> Duration {
+        self.refusals.wait(self.started.elapsed())
     }
 
     /// The counters, and the `Retry-After` a refusal gets now.
@@ -151,7 +157,8 @@ impl HttpServer {
         let (shutdown, _) = tokio_watch::channel(false);
         let shared = Arc::new(Shared {
             retry: SharedRetryAfter::around(config.retry_after_s),
-            refusals: refusals::ServerRefusals::new(config.refusals_per_s),
+            refusals: ServerRefusals::new(config.refusals_per_s),
+            started: Instant::now(),
             config,
             sink,
             counters: Counters::default(),
