@@ -48,13 +48,10 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 0, generator on core 1)"; exit 1; }
 
-if [ -z "${SEDA_BIN:-}" ]; then
-  (cd "$HERE" && cargo build --release -q -p seda-cli)
-  SEDA_BIN="${CARGO_TARGET_DIR:-$HERE/target}/release/seda"
-fi
 
 # shellcheck source=bench/lib.sh
 . "$HERE/bench/lib.sh"
+seda_bin
 
 "$SEDA_BIN" fileset specweb99 --out "$TMP/www" --dirs 1 >/dev/null
 chmod -R a+rX "$TMP" # nginx's worker runs as nobody
