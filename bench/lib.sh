@@ -5,6 +5,8 @@
 #   PIDS        pids to kill on exit (append with PIDS+=($!)), with STOP_SIGNAL (default TERM;
 #               set it before sourcing)
 #   free_port   a free TCP port on 127.0.0.1
+#   wait_up URL  waits (30 s at most) until URL answers with a success
+#   cpu_ticks PID...  user + system clock ticks of the processes' threads
 #   nginx_main  the main context of an nginx configuration
 #   write_section NAME SECTION OUT  a generated section into a page (`-`: stdout)
 #   generated_by COMMAND LOAD_BEFORE LOAD_AFTER  a generated section's provenance lines
@@ -19,6 +21,23 @@ cleanup() {
 trap cleanup EXIT
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_up() {
+  for _ in $(seq 300); do
+    curl -sf -o /dev/null "$1" && return 0
+    sleep 0.1
+  done
+  echo "no answer from $1" >&2; return 1
+}
+cpu_ticks() {
+  local t=0 p s
+  for p in "$@"; do
+    for s in /proc/"$p"/task/*/stat; do
+      t=$((t + $(awk '{print $14 + $15}' "$s" 2>/dev/null || echo 0)))
+    done
+  done
+  echo "$t"
 }
 
 # seda_bin: SEDA_BIN if set, else `cargo build --release -p seda-cli` in HERE (the sourcing

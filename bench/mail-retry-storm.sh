@@ -51,17 +51,14 @@ row() {
     --config "$TMP/ours.toml" --cores 1 --addr "127.0.0.1:$port" --admin off \
     --refusals-per-s "$cap" > "$TMP/serve.log" 2>&1 &
   server=$!; PIDS+=("$server")
-  for _ in $(seq 300); do
-    curl -s -o /dev/null "http://127.0.0.1:$port/login" && break
-    sleep 0.1
-  done
+  wait_up "http://127.0.0.1:$port/login"
   local load=(load --workload mail -c "$USERS" --think "$THINK" --no-progress --json "$@"
     "http://127.0.0.1:$port/")
   taskset -c 1 "$SEDA_BIN" "${load[@]}" -d "${WARMUP}s" > /dev/null
-  a=$(awk '{print $14 + $15}' "/proc/$server/stat")
+  a=$(cpu_ticks "$server")
   taskset -c 1 "$SEDA_BIN" "${load[@]}" -d "${DUR}s" --goodput-target "${TARGET_S}s" \
     > "$TMP/load.json"
-  b=$(awk '{print $14 + $15}' "/proc/$server/stat")
+  b=$(cpu_ticks "$server")
   kill "$server"; wait "$server" 2>/dev/null || true
   python3 - "$TMP/load.json" "$label" "$CAPACITY" "$((b - a))" "$HZ" <<'PY'
 import json, sys

@@ -34,7 +34,6 @@ fi
 
 # shellcheck source=bench/lib.sh
 . "$HERE/bench/lib.sh"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 UP=$(free_port); HA=$(free_port); OURS=$(free_port)
 nginx_upstream "$UP"

@@ -61,22 +61,7 @@ fi
 seda_bin
 HZ=$(getconf CLK_TCK)
 # User + system ticks of a process tree (every thread of every process).
-tree_ticks() {
-  local t=0 p s
-  for p in "$@" $(pgrep -P "$1" || true); do
-    for s in /proc/"$p"/task/*/stat; do
-      t=$((t + $(awk '{print $14 + $15}' "$s" 2>/dev/null || echo 0)))
-    done
-  done
-  echo "$t"
-}
-wait_up() {
-  for _ in $(seq 300); do
-    curl -s -o /dev/null "$1" && return 0
-    sleep 0.1
-  done
-  echo "no answer from $1" >&2; return 1
-}
+tree_ticks() { cpu_ticks "$1" $(pgrep -P "$1" || true); }
 
 cat > "$TMP/page.py" <<'PY'
 # The lab's proxy-spike page (crates/seda-lab/src/peers/gunicorn.rs) without its database: a

@@ -86,14 +86,6 @@ CONF
   echo "$dir/nginx.conf"
 }
 
-wait_up() { # url
-  for _ in $(seq 300); do
-    curl -sf -o /dev/null "$1" && return 0
-    sleep 0.1
-  done
-  echo "no answer from $1"; return 1
-}
-
 # start_seda PORT [WRAPPER...]: prints the pid
 start_seda() {
   local port=$1
@@ -116,23 +108,14 @@ server_tids() {
   for p in "$@" $(pgrep -P "$1" || true); do ls "/proc/$p/task"; done
 }
 
-ticks() { # pids... -> user + system ticks of all their threads
-  local t=0 s p
-  for p in "$@"; do
-    for s in /proc/"$p"/task/*/stat; do
-      t=$((t + $(awk '{print $14 + $15}' "$s" 2>/dev/null || echo 0)))
-    done
-  done
-  echo "$t"
-}
 HZ=$(getconf CLK_TCK)
 
 run_wrk() { # conns url pids... -> "req/s cpu_us_per_request errors"
   local conns=$1 url=$2 out rps n a b cpu errs
   shift 2
-  a=$(ticks "$@")
+  a=$(cpu_ticks "$@")
   out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${DUR}s" "$url")
-  b=$(ticks "$@")
+  b=$(cpu_ticks "$@")
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   n=$(awk '/requests in/ {print $1}' <<<"$out")
   cpu=$(awk -v a="$a" -v b="$b" -v n="$n" -v hz="$HZ" 'BEGIN {printf "%.2f", (b - a) / hz * 1e6 / n}')

@@ -94,25 +94,16 @@ done
 cmp <(curl -sf "http://$SADDR$FILE_10K") "$TMP/www$FILE_10K"
 cmp <(curl -sf "http://127.0.0.1:$NPORT$FILE_10K") "$TMP/www$FILE_10K"
 
-# CPU ticks (user + system) of a server's processes and threads: CPU per request is a figure
-# that other load on a shared machine disturbs less than requests/s.
-ticks() {
-  local t=0 s
-  for p in "$@"; do
-    for s in /proc/"$p"/task/*/stat; do
-      t=$((t + $(awk '{print $14 + $15}' "$s" 2>/dev/null || echo 0)))
-    done
-  done
-  echo "$t"
-}
+# CPU per request (cpu_ticks) is a figure that other load on a shared machine disturbs less
+# than requests/s.
 HZ=$(getconf CLK_TCK)
 
 run_wrk() { # url pids... -> "req/s p99 cpu_us_per_request errors"
   local url=$1 out rps p99 n a b cpu errs
   shift
-  a=$(ticks "$@")
+  a=$(cpu_ticks "$@")
   out=$(wrk -t"$WTHREADS" -c"$CONNS" -d"${DUR}s" --latency "$url")
-  b=$(ticks "$@")
+  b=$(cpu_ticks "$@")
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
   n=$(awk '/requests in/ {print $1}' <<<"$out")

@@ -26,12 +26,15 @@
 //!   many), and pace the rest to that rate (a generic cell rate algorithm). A client refused
 //!   now and then is never delayed; one that resends at once is slowed to `per_s`.
 //!
+//! [`ServerRefusals`] is one `cap:N` pace a server's connections share, on its own clock (as
+//! [`crate::SharedRetryAfter`] is).
+//!
 //! [`ConnectionRefusals`] keeps one connection's state and returns what to do; it never reads
 //! the clock or sleeps (the crate's rule): the front end passes the time and does the waiting.
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::{InvalidConfig, Time};
 
@@ -226,6 +229,8 @@ impl ConnectionRefusals {
 pub struct ServerRefusals {
     /// `cap:N` at the server's rate; `None` without a server-wide cap.
     cap: Option<RefusalPolicy>,
+    /// The epoch of the pace's times.
+    start: Instant,
     pace: std::sync::Mutex<ConnectionRefusals>,
 }
 
@@ -238,13 +243,19 @@ impl ServerRefusals {
     pub fn new(per_s: u32) -> Self {
         ServerRefusals {
             cap: (per_s > 0).then_some(RefusalPolicy::Cap { per_s }),
+            start: Instant::now(),
             pace: std::sync::Mutex::new(ConnectionRefusals::new()),
         }
     }
 
-    /// How long a refusal made at `now` (time since any epoch the server keeps) waits for its
-    /// turn: zero while the server is under its cap, never more than [`MAX_PAUSE`].
-    pub fn wait(&self, now: Time) -> Duration {
+    /// How long a refusal made now waits for its turn: zero while the server is under its
+    /// cap, never more than [`MAX_PAUSE`].
+    pub fn wait(&self) -> Duration {
+        self.wait_at(self.start.elapsed())
+    }
+
+    /// [`wait`](Self::wait) for a refusal made at `now` since the server's epoch.
+    fn wait_at(&self, now: Time) -> Duration {
         let Some(cap) = &self.cap else {
             return Duration::ZERO;
         };
@@ -342,7 +353,7 @@ mod tests {
     #[test]
     fn past_the_servers_cap_a_refusal_waits_its_turn() {
         let server = ServerRefusals::new(100);
-        let waits: Vec<Duration> = (0..300).map(|_| server.wait(Duration::ZERO)).collect();
+        let waits: Vec<Duration> = (0..300).map(|_| server.wait_at(Duration::ZERO)).collect();
         assert!(
             waits[..100].iter().all(Duration::is_zero),
             "the burst is answered at once"
@@ -350,12 +361,12 @@ mod tests {
         // 300 refusals at once at 100 a second: the last waits two seconds.
         assert_eq!(waits[299], 2000 * MS);
         // A second later the pace has moved on by 100 refusals.
-        assert_eq!(server.wait(Duration::from_secs(1)), 1010 * MS);
+        assert_eq!(server.wait_at(Duration::from_secs(1)), 1010 * MS);
     }
 
     #[test]
     fn without_a_server_cap_no_refusal_waits() {
         let server = ServerRefusals::new(0);
-        assert!((0..10_000).all(|_| server.wait(Duration::ZERO).is_zero()));
+        assert!((0..10_000).all(|_| server.wait_at(Duration::ZERO).is_zero()));
     }
 }

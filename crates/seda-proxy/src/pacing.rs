@@ -10,13 +10,10 @@ use seda_control::{ConnectionRefusals, RefusalAction, RefusalPolicy, ServerRefus
 
 use crate::body::ProxyBody;
 
-/// The proxy's pace of refusals across its connections, and the epoch of its times.
-pub(crate) type ServerPace = Arc<(ServerRefusals, Instant)>;
-
 /// The refusal state of one client connection.
 pub(crate) struct Pacing {
     policy: RefusalPolicy,
-    server: ServerPace,
+    server: Arc<ServerRefusals>,
     /// When the connection was accepted: the epoch of the policy's times.
     epoch: Instant,
     /// hyper serves one request of a connection at a time, so this lock is never contended.
@@ -24,7 +21,7 @@ pub(crate) struct Pacing {
 }
 
 impl Pacing {
-    pub(crate) fn new(policy: RefusalPolicy, server: ServerPace, epoch: Instant) -> Self {
+    pub(crate) fn new(policy: RefusalPolicy, server: Arc<ServerRefusals>, epoch: Instant) -> Self {
         Pacing {
             policy,
             server,
@@ -44,8 +41,7 @@ impl Pacing {
     /// Answers a refusal as the policy and the proxy's pace say: `response` now, after a
     /// pause (a timer: no CPU meanwhile), or now with `Connection: close`.
     pub(crate) async fn refused(&self, mut response: Response<ProxyBody>) -> Response<ProxyBody> {
-        let (server, started) = &*self.server;
-        let mut pause = server.wait(started.elapsed());
+        let mut pause = self.server.wait();
         if self.policy != RefusalPolicy::Immediate {
             let action = self.lock().refused(&self.policy, self.epoch.elapsed());
             match action {

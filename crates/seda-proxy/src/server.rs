@@ -23,7 +23,7 @@ use crate::body::ProxyBody;
 use crate::config::{ProxyConfig, RouteConfig};
 use crate::forward::{ClientAddr, Forward, local};
 use crate::lag::LagMeter;
-use crate::pacing::{Pacing, ServerPace};
+use crate::pacing::Pacing;
 use crate::pool::Pool;
 use seda_control::ServerRefusals;
 
@@ -144,10 +144,7 @@ impl Proxy {
         let permits = Arc::new(Semaphore::new(self.config.max_connections));
         let header_timeout = self.config.header_read_timeout;
         let policy = self.config.refusal;
-        let server_pace: ServerPace = Arc::new((
-            ServerRefusals::new(self.config.refusals_per_s),
-            Instant::now(),
-        ));
+        let server_pace = Arc::new(ServerRefusals::new(self.config.refusals_per_s));
         loop {
             // At the connection limit, new connections wait in the listen backlog.
             let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {

@@ -450,7 +450,7 @@ pub(super) async fn answer(
         let mut response = overloaded(shared.retry.refused());
         // Against clients that resend at once (`seda_control::refusal`): the connection's
         // policy, then the server's pace across connections. Timers: no CPU while paused.
-        let mut pause = shared.refusal_wait();
+        let mut pause = shared.refusals.wait();
         match busy.0.refused(policy) {
             RefusalAction::Answer => {}
             RefusalAction::AnswerAfter(own) => pause = pause.max(own),
@@ -461,9 +461,7 @@ pub(super) async fn answer(
                     .insert(CONNECTION, HeaderValue::from_static("close"));
             }
         }
-        if !pause.is_zero() {
-            tokio::time::sleep(pause).await;
-        }
+        wait_turn(pause).await;
         return response.into();
     }
     busy.0.admitted(policy);
@@ -475,10 +473,7 @@ pub(super) async fn answer(
         // too, it held back the refusals of WC03's users in `per-stage` (they resend after a
         // scaled-down wait, faster than `cap:10`) and changed what that experiment shows.
         Ok(Answer::Response(r)) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
-            let pause = shared.refusal_wait();
-            if !pause.is_zero() {
-                tokio::time::sleep(pause).await;
-            }
+            wait_turn(shared.refusals.wait()).await;
             Answer::Response(r)
         }
         Ok(r) => r,
@@ -499,6 +494,13 @@ pub(super) async fn answer(
     };
     cancel.0 = None;
     response
+}
+
+/// A refusal's wait for its turn: a timer, no CPU while paused (none at all when zero).
+async fn wait_turn(pause: Duration) {
+    if !pause.is_zero() {
+        tokio::time::sleep(pause).await;
+    }
 }
 
 /// The 413 of a body over `max_body_bytes`, counted.

@@ -34,8 +34,6 @@ pub(crate) struct Shared {
     pub(crate) retry: SharedRetryAfter,
     /// The server's pace of refusals across its connections (`HttpConfig::refusals_per_s`).
     pub(crate) refusals: ServerRefusals,
-    /// When the server started: the epoch of `refusals`' times.
-    pub(crate) started: Instant,
     pub(crate) shutdown: tokio_watch::Sender<bool>,
     /// Signalled when the shutdown starts, for parked connections (a `Notified` is less than
     /// half the size of a `watch` wait, and a parked connection keeps one).
@@ -51,11 +49,6 @@ impl Shared {
     pub(crate) fn begin_shutdown(&self) {
         let _ = self.shutdown.send(true);
         self.stopping.notify_waiters();
-    }
-
-    /// How long a refusal made now waits for the server's pace (zero under its cap).
-    pub(crate) fn refusal_wait(&self) -> Duration {
-        self.refusals.wait(self.started.elapsed())
     }
 
     /// The counters, and the `Retry-After` a refusal gets now.
@@ -158,7 +151,6 @@ impl HttpServer {
         let shared = Arc::new(Shared {
             retry: SharedRetryAfter::around(config.retry_after_s),
             refusals: ServerRefusals::new(config.refusals_per_s),
-            started: Instant::now(),
             config,
             sink,
             counters: Counters::default(),
