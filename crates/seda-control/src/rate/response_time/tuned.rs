@@ -13,6 +13,15 @@
 //! - **Inner loop (no lag).** Admit while `queue < max(min_queue, d x wait)`, `d` the departure
 //!   rate (dequeues per second, smoothed over `timeout` periods), `wait` the queueing-time
 //!   budget. A rejection is decided at once, cheaply, when the request arrives.
+//!
+//!   A departure rate measures capacity only while the queue stands: when the queue ran dry
+//!   in the last period, the stage served all that came, and `d` is the arrival rate. There
+//!   `d` is at least one event per mean time in service (`1 / s`, from what the stage reports
+//!   of each response outside its queue, [`AdmissionController::on_served`]): a stage with
+//!   work serves at least one event at a time. Without it, a burst on a quiet stage met a
+//!   limit of `min_queue`: in `mail-search`, 300 users logging in at once were refused 93%
+//!   of their logins in the first second, when the processor could serve them all in a
+//!   fifth of it.
 //! - **Outer loop (the target), slow.** Each closed window multiplies `wait` by
 //!   `r ^ (dt / adapt)`, `dt` the time since the last window, `adapt` a time constant (2 x
 //!   target) well above the measurement's own delay, and keeps it within `[0.001, 1] x target`.
@@ -77,6 +86,9 @@ const DROP_TOLERANCE: f64 = 0.01;
 /// How much faster the budget grows when trimming finds the queue ran dry with the
 /// percentile under its floor (`TunedConfig::trim_floor`).
 const FAST_GROWTH: f64 = 3.0;
+
+/// The weight of each response's time outside the queue in the mean time in service.
+const SERVICE_WEIGHT: f64 = 1.0 / 16.0;
 
 /// Samples per window of the rest-of-response tail, and the tail's percentile: the longest,
 /// since a wait at the threshold plus a rest at the p99 is already a reply at the target.
@@ -278,6 +290,13 @@ pub struct TunedResponseTimeController {
     departures_per_s: Option<f64>,
     period_start: Option<Time>,
     period_dequeues: u64,
+    /// Lowest queue length in the departure-rate period under way.
+    period_min_queued: u64,
+    /// The queue ran dry in the last closed period (or none has closed): the departure rate
+    /// is the arrival rate, not the capacity.
+    ran_dry: bool,
+    /// Mean time of a response outside the queue (seconds; smoothed), once one was served.
+    service_s: Option<f64>,
     last_p_s: f64,
     last_outer: Option<Time>,
     rejections: u64,
@@ -307,6 +326,9 @@ impl TunedResponseTimeController {
             departures_per_s: None,
             period_start: None,
             period_dequeues: 0,
+            period_min_queued: 0,
+            ran_dry: true,
+            service_s: None,
             last_p_s: 0.0,
             last_outer: None,
             rejections: 0,
@@ -322,7 +344,17 @@ impl TunedResponseTimeController {
 
     /// The current queue limit.
     pub fn queue_limit(&self) -> f64 {
-        (self.departures_per_s() * self.wait_s).max(self.cfg.min_queue)
+        (self.capacity_per_s() * self.wait_s).max(self.cfg.min_queue)
+    }
+
+    /// What the stage is known to serve per second: the departure rate, and where the queue
+    /// ran dry, at least one event per mean time in service (module docs).
+    fn capacity_per_s(&self) -> f64 {
+        let d = self.departures_per_s();
+        match self.service_s {
+            Some(s) if self.ran_dry && s > 0.0 => d.max(1.0 / s),
+            _ => d,
+        }
     }
 
     /// Admitted events not yet dequeued.
@@ -352,6 +384,7 @@ impl TunedResponseTimeController {
         self.roll(now);
         self.queued = self.queued.saturating_sub(1);
         self.min_queued = self.min_queued.min(self.queued);
+        self.period_min_queued = self.period_min_queued.min(self.queued);
         self.period_dequeues += 1;
         self.dequeues_since_outer += 1;
     }
@@ -458,6 +491,8 @@ impl TunedResponseTimeController {
         );
         self.period_dequeues = 0;
         self.period_start = Some(now);
+        self.ran_dry = self.period_min_queued == 0;
+        self.period_min_queued = self.queued;
     }
 }
 
@@ -496,6 +531,11 @@ impl AdmissionController for TunedResponseTimeController {
     }
 
     fn on_served(&mut self, now: Time, _class: u8, beyond_wait: Duration) {
+        let x = beyond_wait.as_secs_f64();
+        self.service_s = Some(
+            self.service_s
+                .map_or(x, |old| old + SERVICE_WEIGHT * (x - old)),
+        );
         if let Some(p) = self.rest.push(now, beyond_wait.as_secs_f64()) {
             self.leave_room(p);
         }
@@ -513,6 +553,7 @@ impl AdmissionController for TunedResponseTimeController {
             ("queue_limit", self.queue_limit()),
             ("queued", self.queued as f64),
             ("departures_per_s", self.departures_per_s()),
+            ("service_s", self.service_s.unwrap_or(0.0)),
             ("wait_budget_s", self.wait_s),
             ("last_p_s", self.last_p_s),
             ("dropped", self.dropped as f64),

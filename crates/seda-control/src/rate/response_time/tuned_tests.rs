@@ -53,6 +53,38 @@ fn the_queue_limit_follows_the_departure_rate() {
 }
 
 #[test]
+fn a_quiet_stage_admits_a_burst_its_service_time_can_serve() {
+    let mut c = ctl();
+    c.tick(s(0.0));
+    // A quiet stage: 5 events in a period, each served in 2 ms; its queue runs dry.
+    for i in 0..5 {
+        let t = s(i as f64 * 0.01);
+        assert!(c.admit(t, 0).is_ok());
+        c.on_dequeue(t, Duration::ZERO);
+        c.on_served(t, 0, s(0.002));
+    }
+    c.tick(s(0.1));
+    assert!((c.departures_per_s() - 50.0).abs() < 1e-9);
+    // At least 1 / 2 ms = 500 events/s, times the 0.5 s budget: a burst of 250 fits, not
+    // the 25 that the quiet period's 50/s would allow.
+    let burst = (0..1000).filter(|_| c.admit(s(0.1), 0).is_ok()).count();
+    assert_eq!(burst, 250);
+    // The burst's period began with an empty queue, so it still counts as quiet; in the next
+    // the queue never runs dry: 40 dequeues in each 0.1 s (400/s) smooth with the 50/s
+    // before them by alpha 0.8 to 120/s, then 176/s, and the limit is the departure rate's
+    // alone, 88, under the 170 still queued.
+    for period in 1..3 {
+        for i in 0..40 {
+            c.on_dequeue(s(period as f64 * 0.1 + i as f64 * 0.0025), Duration::ZERO);
+        }
+        c.tick(s((period + 1) as f64 * 0.1));
+    }
+    assert!((c.departures_per_s() - 176.0).abs() < 1e-9);
+    assert!((c.queue_limit() - 88.0).abs() < 1e-9, "{}", c.queue_limit());
+    assert_eq!(c.admit(s(0.3), 0), Err(RejectReason::QueueFull));
+}
+
+#[test]
 fn the_budget_moves_slowly_toward_the_setpoint_while_rejecting() {
     let mut c = ctl();
     c.observe(s(0.0), 2.0);
