@@ -19,9 +19,9 @@
 //!   `d` is at least one event per mean time in service (`1 / s`, from what the stage reports
 //!   of each response outside its queue, [`AdmissionController::on_served`]): a stage with
 //!   work serves at least one event at a time. Without it, a burst on a quiet stage met a
-//!   limit of `min_queue`: in `mail-search`, 300 users logging in at once were refused 93%
-//!   of their logins in the first second, when the processor could serve them all in a
-//!   fifth of it.
+//!   limit of `min_queue`: in `mail-search`, 300 users logging in at once met a limit of 10
+//!   (93% of the logins refused in the first second), where the processor could serve them
+//!   all in a third of a second; with it, a limit of about 70 (7 ms outside the queue).
 //! - **Outer loop (the target), slow.** Each closed window multiplies `wait` by
 //!   `r ^ (dt / adapt)`, `dt` the time since the last window, `adapt` a time constant (2 x
 //!   target) well above the measurement's own delay, and keeps it within `[0.001, 1] x target`.
@@ -75,7 +75,7 @@
 use crate::InvalidConfig;
 use std::time::Duration;
 
-use super::{ResponseTimeConfig, SampleWindow};
+use super::{ResponseTimeConfig, SampleWindow, ewma};
 use crate::entry::{self, Entry, Params, Role};
 use crate::{AdmissionController, RejectReason, Time};
 
@@ -87,8 +87,9 @@ const DROP_TOLERANCE: f64 = 0.01;
 /// percentile under its floor (`TunedConfig::trim_floor`).
 const FAST_GROWTH: f64 = 3.0;
 
-/// The weight of each response's time outside the queue in the mean time in service.
-const SERVICE_WEIGHT: f64 = 1.0 / 16.0;
+/// The weight of the old mean time in service against each new response's time outside the
+/// queue (an EWMA over about 16 responses).
+const SERVICE_ALPHA: f64 = 15.0 / 16.0;
 
 /// Samples per window of the rest-of-response tail, and the tail's percentile: the longest,
 /// since a wait at the threshold plus a rest at the p99 is already a reply at the target.
@@ -294,7 +295,7 @@ pub struct TunedResponseTimeController {
     period_min_queued: u64,
     /// The queue ran dry in the last closed period (or none has closed): the departure rate
     /// is the arrival rate, not the capacity.
-    ran_dry: bool,
+    dry_last_period: bool,
     /// Mean time of a response outside the queue (seconds; smoothed), once one was served.
     service_s: Option<f64>,
     last_p_s: f64,
@@ -327,7 +328,7 @@ impl TunedResponseTimeController {
             period_start: None,
             period_dequeues: 0,
             period_min_queued: 0,
-            ran_dry: true,
+            dry_last_period: true,
             service_s: None,
             last_p_s: 0.0,
             last_outer: None,
@@ -352,7 +353,7 @@ impl TunedResponseTimeController {
     fn capacity_per_s(&self) -> f64 {
         let d = self.departures_per_s();
         match self.service_s {
-            Some(s) if self.ran_dry && s > 0.0 => d.max(1.0 / s),
+            Some(s) if self.dry_last_period && s > 0.0 => d.max(1.0 / s),
             _ => d,
         }
     }
@@ -480,18 +481,14 @@ impl TunedResponseTimeController {
     #[cold]
     fn close_period(&mut self, now: Time, elapsed: Duration) {
         let d = self.period_dequeues as f64 / elapsed.as_secs_f64();
-        let a = self.cfg.base.alpha;
         // The first period is the estimate: averaged with a zero it would start at a fifth of
         // the rate and take a second to reach nine tenths of it, with the limit at
         // `min_queue` meanwhile (a fresh layer at 0.8 x capacity on 8 emulated cores refused
         // 1-13 requests in each of its first quarter-seconds, `tower-peers`).
-        self.departures_per_s = Some(
-            self.departures_per_s
-                .map_or(d, |old| a * old + (1.0 - a) * d),
-        );
+        self.departures_per_s = Some(ewma(self.departures_per_s, self.cfg.base.alpha, d));
         self.period_dequeues = 0;
         self.period_start = Some(now);
-        self.ran_dry = self.period_min_queued == 0;
+        self.dry_last_period = self.period_min_queued == 0;
         self.period_min_queued = self.queued;
     }
 }
@@ -532,11 +529,8 @@ impl AdmissionController for TunedResponseTimeController {
 
     fn on_served(&mut self, now: Time, _class: u8, beyond_wait: Duration) {
         let x = beyond_wait.as_secs_f64();
-        self.service_s = Some(
-            self.service_s
-                .map_or(x, |old| old + SERVICE_WEIGHT * (x - old)),
-        );
-        if let Some(p) = self.rest.push(now, beyond_wait.as_secs_f64()) {
+        self.service_s = Some(ewma(self.service_s, SERVICE_ALPHA, x));
+        if let Some(p) = self.rest.push(now, x) {
             self.leave_room(p);
         }
     }
